@@ -1,0 +1,53 @@
+"""Provider metadata that Airflow discovers through the ``apache_airflow_provider`` entry point."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from airflow_mysql_cdc import __version__
+
+CONNECTION_TYPE = "mysql_cdc"
+
+
+def get_provider_info() -> dict[str, Any]:
+    """Return the provider description Airflow's ProvidersManager reads.
+
+    ``package-name`` must equal the distribution name, or Airflow ignores the provider.
+    """
+    return {
+        "package-name": "airflow-mysql-cdc",
+        "name": "MySQL CDC",
+        "description": "Replicate MySQL tables into Delta Lake by lock-free snapshot plus GTID binlog CDC "
+        "on Apache Spark.",
+        "versions": [__version__],
+        "connection-types": [
+            {
+                "connection-type": CONNECTION_TYPE,
+                "hook-class-name": "airflow_mysql_cdc.hooks.mysql_cdc.MySqlCdcHook",
+                "hook-name": "MySQL CDC",
+                "ui-field-behaviour": {
+                    "hidden-fields": [],
+                    "relabeling": {"schema": "Database (optional)"},
+                    "placeholders": {"port": "3306", "host": "mysql.example.com"},
+                },
+                "conn-fields": {
+                    "server_id": {
+                        "label": "Replication server_id",
+                        "description": "server_id the binlog readers use; must differ from the source "
+                        "server's and from every other replica or reader of it.",
+                        "schema": {"type": ["integer", "null"]},
+                    },
+                    "ssl_ca": {"label": "TLS CA file", "schema": {"type": ["string", "null"]}},
+                    "ssl_cert": {
+                        "label": "TLS client certificate file",
+                        "schema": {"type": ["string", "null"]},
+                    },
+                    "ssl_key": {"label": "TLS client key file", "schema": {"type": ["string", "null"]}},
+                    "ssl_verify_identity": {
+                        "label": "Verify the server's host name",
+                        "schema": {"type": ["boolean", "null"], "default": False},
+                    },
+                },
+            }
+        ],
+    }

@@ -1,0 +1,89 @@
+"""Airflow hook: turns an Airflow connection into the engine's :class:`MySqlEndpoint`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pymysql
+from airflow.sdk import BaseHook
+
+from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint, TlsOptions
+from airflow_mysql_cdc.engine.gtid import GtidSet
+
+SUPPORTED_CONNECTION_TYPES = ("mysql_cdc", "mysql")
+
+
+def _as_bool(value: Any) -> bool:
+    if isinstance(value, str):
+        return value.strip().lower() in ("1", "true", "yes", "on")
+    return bool(value)
+
+
+class MySqlCdcHook(BaseHook):
+    """Connects to the source MySQL server of a CDC pipeline.
+
+    Accepts ``mysql_cdc`` connections and the standard ``mysql`` ones, so an existing MySQL
+    connection can be reused. Extras: ``ssl_ca``, ``ssl_cert``, ``ssl_key``,
+    ``ssl_verify_identity`` and ``server_id`` (the replication server_id binlog readers use; it
+    must differ from the server's and every other replica's). The mysql provider's ``ssl`` extra
+    (a dict or JSON string with ``ca``/``cert``/``key``) is understood too.
+    """
+
+    conn_name_attr = "mysql_cdc_conn_id"
+    default_conn_name = "mysql_cdc_default"
+    conn_type = "mysql_cdc"
+    hook_name = "MySQL CDC"
+
+    def __init__(self, mysql_cdc_conn_id: str = default_conn_name, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.mysql_cdc_conn_id = mysql_cdc_conn_id
+
+    def get_endpoint(self) -> MySqlEndpoint:
+        connection = self.get_connection(self.mysql_cdc_conn_id)
+        if connection.conn_type not in SUPPORTED_CONNECTION_TYPES:
+            raise ValueError(
+                f"connection {self.mysql_cdc_conn_id!r} has type {connection.conn_type!r}; "
+                f"use one of {', '.join(SUPPORTED_CONNECTION_TYPES)}"
+            )
+        extra = connection.extra_dejson
+        legacy_ssl = extra.get("ssl") or {}
+        if isinstance(legacy_ssl, str):
+            import json
+
+            legacy_ssl = json.loads(legacy_ssl)
+        server_id = extra.get("server_id")
+        return MySqlEndpoint(
+            host=connection.host or "127.0.0.1",
+            port=int(connection.port or 3306),
+            user=connection.login or "root",
+            password=connection.password or "",
+            database=connection.schema or None,
+            tls=TlsOptions(
+                ca=extra.get("ssl_ca") or legacy_ssl.get("ca"),
+                cert=extra.get("ssl_cert") or legacy_ssl.get("cert"),
+                key=extra.get("ssl_key") or legacy_ssl.get("key"),
+                verify_identity=_as_bool(extra.get("ssl_verify_identity", False)),
+            ),
+            replication_server_id=int(server_id) if server_id not in (None, "") else None,
+        )
+
+    def get_conn(self) -> pymysql.connections.Connection:
+        return self.get_endpoint().connect()
+
+    def get_gtid_executed(self) -> GtidSet:
+        return GtidSet.parse(self._select_one("SELECT @@GLOBAL.gtid_executed"))
+
+    def get_gtid_purged(self) -> GtidSet:
+        return GtidSet.parse(self._select_one("SELECT @@GLOBAL.gtid_purged"))
+
+    def _select_one(self, query: str) -> Any:
+        with self.get_conn() as connection, connection.cursor() as cursor:
+            cursor.execute(query)
+            return cursor.fetchone()[0]
+
+    def test_connection(self) -> tuple[bool, str]:
+        try:
+            version = self._select_one("SELECT VERSION()")
+        except Exception as error:  # noqa: BLE001 - reported to the UI, not raised
+            return False, str(error)
+        return True, f"connected to MySQL {version}"

@@ -1,0 +1,42 @@
+"""Fixtures shared by every test: real MySQL servers and an isolated Airflow home."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
+from tests.support.mysql import ServerPool, database_name_for, execute, shared_server_endpoint
+
+# Airflow reads AIRFLOW_HOME at import time: point it at a throwaway folder before any test
+# imports Airflow, so tests never touch the developer's real Airflow installation.
+_AIRFLOW_HOME = Path(__file__).resolve().parent.parent / ".cache" / "airflow-home-tests"
+_AIRFLOW_HOME.mkdir(parents=True, exist_ok=True)
+os.environ["AIRFLOW_HOME"] = str(_AIRFLOW_HOME)
+os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
+
+
+@pytest.fixture(scope="session")
+def mysql_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerPool]:
+    """Starts extra MySQL servers (misconfigured ones, replicas); all are stopped after the run."""
+    pool = ServerPool(base_dir=tmp_path_factory.mktemp("mysql"))
+    yield pool
+    pool.stop_all()
+
+
+@pytest.fixture(scope="session")
+def mysql_server(mysql_servers: ServerPool) -> Iterator[MySqlEndpoint]:
+    """The one MySQL server of the whole run, logged in with rights to create databases."""
+    yield from shared_server_endpoint(mysql_servers.base_dir, mysql_servers)
+
+
+@pytest.fixture
+def mysql_database(mysql_server: MySqlEndpoint, request: pytest.FixtureRequest) -> Iterator[MySqlEndpoint]:
+    """A fresh database for one test, dropped afterwards; the endpoint selects it."""
+    name = database_name_for(request.node.name)
+    execute(mysql_server, f"CREATE DATABASE `{name}`")
+    yield mysql_server.with_database(name)
+    execute(mysql_server, f"DROP DATABASE IF EXISTS `{name}`")

@@ -1,0 +1,43 @@
+"""Server state reads work on the real server, whatever statement its version accepts."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
+from airflow_mysql_cdc.engine.gtid import GtidSet
+from airflow_mysql_cdc.engine.server_state import read_server_state
+from tests.support.mysql import REPO_ROOT, execute, scalar
+
+pytestmark = pytest.mark.mysql
+
+
+def test_server_state_reports_binlog_position_and_gtid_sets(mysql_database: MySqlEndpoint) -> None:
+    execute(mysql_database, "CREATE TABLE t (id INT PRIMARY KEY)", "INSERT INTO t VALUES (1)")
+    with mysql_database.connect() as connection:
+        state = read_server_state(connection)
+    assert state.flavor == "mysql"
+    assert state.server_uuid == scalar(mysql_database, "SELECT @@server_uuid")
+    assert state.binary_log is not None and state.binary_log.file.startswith("binlog.")
+    assert state.binary_log.executed == state.gtid_executed
+    assert state.gtid_executed.uuids == {state.server_uuid}
+    assert state.gtid_purged <= state.gtid_executed
+
+
+def test_demo_writes_transactions_and_prints_the_gtid_state(mysql_server: MySqlEndpoint) -> None:
+    dsn = f"mysql://{mysql_server.user}:{mysql_server.password}@{mysql_server.host}:{mysql_server.port}/"
+    before = GtidSet.parse(scalar(mysql_server, "SELECT @@gtid_executed"))
+    result = subprocess.run(
+        [sys.executable, str(REPO_ROOT / "scripts" / "demo.py"), "--dsn", dsn, "--transactions", "5"],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stderr
+    after = GtidSet.parse(scalar(mysql_server, "SELECT @@gtid_executed"))
+    assert f"gtid_executed  {after}" in result.stdout
+    assert (after - before).count() >= 5
+    if mysql_server.password:
+        assert mysql_server.password not in result.stdout
