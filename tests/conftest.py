@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
+from tests.support.airflow import migrate_airflow_db
 from tests.support.mysql import ServerPool, database_name_for, execute, shared_server_endpoint
 
 # Airflow reads AIRFLOW_HOME at import time: point it at a throwaway folder before any test
@@ -16,7 +17,8 @@ from tests.support.mysql import ServerPool, database_name_for, execute, shared_s
 _AIRFLOW_HOME = Path(__file__).resolve().parent.parent / ".cache" / "airflow-home-tests"
 _AIRFLOW_HOME.mkdir(parents=True, exist_ok=True)
 os.environ["AIRFLOW_HOME"] = str(_AIRFLOW_HOME)
-os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
+os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"
+os.environ["AIRFLOW__CORE__DAGS_FOLDER"] = str(Path(__file__).resolve().parent / "dags")
 
 
 @pytest.fixture(scope="session")
@@ -40,3 +42,9 @@ def mysql_database(mysql_server: MySqlEndpoint, request: pytest.FixtureRequest) 
     execute(mysql_server, f"CREATE DATABASE `{name}`")
     yield mysql_server.with_database(name)
     execute(mysql_server, f"DROP DATABASE IF EXISTS `{name}`")
+
+
+@pytest.fixture(scope="session")
+def airflow_db() -> None:
+    """An Airflow metadata database (SQLite in the test AIRFLOW_HOME), for dag.test() runs."""
+    migrate_airflow_db()

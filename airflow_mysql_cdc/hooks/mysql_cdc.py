@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pymysql
 from airflow.sdk import BaseHook
 
 from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint, TlsOptions
+from airflow_mysql_cdc.engine.grants import AccountGrants, read_account_grants
 from airflow_mysql_cdc.engine.gtid import GtidSet
+from airflow_mysql_cdc.engine.prerequisites import PrerequisiteConfig, PrerequisiteReport, check_prerequisites
+from airflow_mysql_cdc.engine.resumability import ResumabilityAssessment, assess_resumability
+from airflow_mysql_cdc.engine.server_state import ServerState, read_server_state
+from airflow_mysql_cdc.engine.table_metadata import TableMetadata, TableRef, read_table_metadata
 
 SUPPORTED_CONNECTION_TYPES = ("mysql_cdc", "mysql")
 
@@ -48,8 +54,6 @@ class MySqlCdcHook(BaseHook):
         extra = connection.extra_dejson
         legacy_ssl = extra.get("ssl") or {}
         if isinstance(legacy_ssl, str):
-            import json
-
             legacy_ssl = json.loads(legacy_ssl)
         server_id = extra.get("server_id")
         return MySqlEndpoint(
@@ -70,11 +74,44 @@ class MySqlCdcHook(BaseHook):
     def get_conn(self) -> pymysql.connections.Connection:
         return self.get_endpoint().connect()
 
+    def get_server_state(self) -> ServerState:
+        """Version, flavor, server_uuid, GTID sets and binary log status (8.0, 8.4 and 9.x alike)."""
+        with self.get_conn() as connection:
+            return read_server_state(connection)
+
     def get_gtid_executed(self) -> GtidSet:
         return GtidSet.parse(self._select_one("SELECT @@GLOBAL.gtid_executed"))
 
     def get_gtid_purged(self) -> GtidSet:
         return GtidSet.parse(self._select_one("SELECT @@GLOBAL.gtid_purged"))
+
+    def get_variables(self, names: list[str]) -> dict[str, str]:
+        """Global variables by name (lower case); names the server does not know are absent."""
+        with self.get_conn() as connection, connection.cursor() as cursor:
+            placeholders = ", ".join(["%s"] * len(names))
+            cursor.execute(f"SHOW GLOBAL VARIABLES WHERE Variable_name IN ({placeholders})", names)
+            return {str(name).lower(): str(value) for name, value in cursor.fetchall()}
+
+    def get_account_grants(self) -> AccountGrants:
+        with self.get_conn() as connection, connection.cursor() as cursor:
+            return read_account_grants(cursor)
+
+    def get_table_metadata(self, table: str | TableRef) -> TableMetadata | None:
+        ref = table if isinstance(table, TableRef) else TableRef.parse(table)
+        with self.get_conn() as connection, connection.cursor() as cursor:
+            return read_table_metadata(cursor, ref)
+
+    def check_prerequisites(self, config: PrerequisiteConfig) -> PrerequisiteReport:
+        endpoint = self.get_endpoint()
+        with endpoint.connect() as connection:
+            return check_prerequisites(connection, config, server=str(endpoint))
+
+    def assess_resumability(self, checkpoint: GtidSet) -> ResumabilityAssessment:
+        """Reads purged before executed: executed only grows, so the pair is never inconsistent."""
+        with self.get_conn() as connection, connection.cursor() as cursor:
+            cursor.execute("SELECT @@GLOBAL.gtid_purged, @@GLOBAL.gtid_executed")
+            purged, executed = cursor.fetchone()
+        return assess_resumability(checkpoint, GtidSet.parse(purged), GtidSet.parse(executed))
 
     def _select_one(self, query: str) -> Any:
         with self.get_conn() as connection, connection.cursor() as cursor:

@@ -107,3 +107,19 @@ def execute(endpoint: MySqlEndpoint, *statements: str) -> list[tuple]:
 
 def scalar(endpoint: MySqlEndpoint, query: str):
     return execute(endpoint, query)[0][0]
+
+
+def purge_all_binlogs(endpoint: MySqlEndpoint) -> None:
+    """Rotate the binlog and purge every older file: ``gtid_purged`` becomes all executed so far."""
+    execute(endpoint, "FLUSH BINARY LOGS")
+    current = execute(endpoint, "SHOW BINARY LOG STATUS")[0][0]
+    execute(endpoint, f"PURGE BINARY LOGS TO '{current}'")
+
+
+def create_user(endpoint: MySqlEndpoint, name: str, password: str, *grants: str) -> MySqlEndpoint:
+    """A user that logs in over TCP from 127.0.0.1 with the given grants (``ON ... `` clauses)."""
+    account = f"'{name}'@'127.0.0.1'"
+    execute(endpoint, f"DROP USER IF EXISTS {account}", f"CREATE USER {account} IDENTIFIED BY '{password}'")
+    for grant in grants:
+        execute(endpoint, f"GRANT {grant} TO {account}")
+    return MySqlEndpoint(endpoint.host, endpoint.port, name, password)

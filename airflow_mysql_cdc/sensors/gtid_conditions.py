@@ -1,0 +1,59 @@
+"""The conditions the GTID sensors and their trigger wait for, shared so all modes judge alike.
+
+A condition read returns one of three states: ``met`` (done, with a payload for XCom),
+``waiting`` (poke again: a replica may still catch up) or ``failed`` (waiting cannot help).
+Poke, reschedule and deferrable mode all call :func:`evaluate_condition`, so they can never
+disagree on what a server state means.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from airflow_mysql_cdc.engine.gtid import GtidSet
+from airflow_mysql_cdc.engine.resumability import Verdict
+from airflow_mysql_cdc.hooks.mysql_cdc import MySqlCdcHook
+
+ConditionKind = Literal["resumable", "reached"]
+OnPurged = Literal["fail", "resnapshot"]
+ConditionState = Literal["met", "waiting", "failed"]
+
+
+@dataclass(frozen=True)
+class ConditionOutcome:
+    state: ConditionState
+    message: str
+    payload: dict[str, Any] = field(default_factory=dict)
+
+    def to_event(self) -> dict[str, Any]:
+        return {"state": self.state, "message": self.message, "payload": self.payload}
+
+
+def evaluate_condition(
+    conn_id: str, kind: ConditionKind, gtid_set: str, on_purged: OnPurged = "fail"
+) -> ConditionOutcome:
+    hook = MySqlCdcHook(conn_id)
+    target = GtidSet.parse(gtid_set)
+    if kind == "resumable":
+        assessment = hook.assess_resumability(target)
+        payload = assessment.to_dict()
+        if assessment.verdict is Verdict.RESUMABLE:
+            return ConditionOutcome("met", assessment.message, payload)
+        if assessment.verdict is Verdict.BINLOG_PURGED:
+            if on_purged == "resnapshot":
+                return ConditionOutcome("met", "re-snapshot needed: " + assessment.message, payload)
+            return ConditionOutcome("failed", assessment.message, payload)
+        return ConditionOutcome("waiting", assessment.message, payload)
+    executed = hook.get_gtid_executed()
+    missing = target - executed
+    payload = {"target": str(target), "gtid_executed": str(executed), "missing": str(missing)}
+    if missing.is_empty():
+        return ConditionOutcome(
+            "met", f"the server has executed every GTID of {target or '(empty)'}", payload
+        )
+    return ConditionOutcome(
+        "waiting",
+        f"the server has not executed {missing.count()} GTID(s) of the target yet: {missing}",
+        payload,
+    )
