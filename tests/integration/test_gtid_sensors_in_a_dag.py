@@ -16,7 +16,7 @@ import pytest
 from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.engine.gtid import GtidSet
 from tests.support.airflow import connection_env, run_dag, task_states, xcom_value
-from tests.support.mysql import ServerPool, execute, purge_all_binlogs, scalar
+from tests.support.mysql import ServerPool, create_user, execute, purge_all_binlogs, scalar
 
 pytestmark = [pytest.mark.mysql, pytest.mark.usefixtures("airflow_db")]
 DAG_FILE, DAG_ID = "gtid_checks.py", "test_gtid_checks"
@@ -31,14 +31,22 @@ def _run(monkeypatch: pytest.MonkeyPatch, endpoint: MySqlEndpoint, **conf):
     return run_dag(DAG_FILE, DAG_ID, {"conn_id": "cdc_source", **conf})
 
 
-def test_healthy_server_passes_prerequisites_and_every_sensor(
-    mysql_database: MySqlEndpoint, monkeypatch: pytest.MonkeyPatch
+def test_healthy_server_passes_prerequisites_and_every_sensor_without_logging_the_password(
+    mysql_database: MySqlEndpoint, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture
 ) -> None:
     execute(mysql_database, "CREATE TABLE items (id INT PRIMARY KEY)", "INSERT INTO items VALUES (1)")
+    password = "Very-Secret-9f3a"
+    cdc_user = create_user(
+        mysql_database,
+        "cdc_reader",
+        password,
+        "REPLICATION SLAVE, REPLICATION CLIENT ON *.*",
+        f"SELECT ON `{mysql_database.database}`.*",
+    )
     checkpoint = str(_gtid_executed(mysql_database))
     dag_run = _run(
         monkeypatch,
-        mysql_database.with_database(None),
+        cdc_user,
         tables=f"{mysql_database.database}.items",
         checkpoint=checkpoint,
         target=checkpoint,
@@ -53,6 +61,10 @@ def test_healthy_server_passes_prerequisites_and_every_sensor(
     assert report["ok"] is True and report["error_count"] == 0
     assert xcom_value(dag_run, "resumable")["verdict"] == "resumable"
     assert xcom_value(dag_run, "reached")["missing"] == ""
+    output = capfd.readouterr()
+    assert "PASSED: 0 error(s), 0 warning(s)" in output.out + output.err
+    assert password not in output.out + output.err
+    assert password not in str(report)
 
 
 def test_purged_binlogs_fail_at_once_or_record_the_resnapshot_decision(

@@ -73,3 +73,23 @@ def test_hook_rejects_a_connection_of_another_type(monkeypatch: pytest.MonkeyPat
     monkeypatch.setenv("AIRFLOW_CONN_NOT_MYSQL", json.dumps({"conn_type": "postgres", "host": "x"}))
     with pytest.raises(ValueError, match="has type 'postgres'; use one of mysql_cdc, mysql"):
         MySqlCdcHook("not_mysql").get_endpoint()
+
+
+@pytest.mark.mysql
+def test_hook_connects_over_tls_with_the_ca_from_the_connection_extras(
+    mysql_servers, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from airflow_mysql_cdc.hooks.mysql_cdc import MySqlCdcHook
+
+    server = mysql_servers.start(["--require-secure-transport=ON"], name="tls_only")
+    connection = {
+        "conn_type": "mysql_cdc",
+        "host": "127.0.0.1",
+        "port": server.port,
+        "login": "root",
+        "extra": {"ssl_ca": str(server.datadir / "ca.pem"), "ssl_verify_identity": "false"},
+    }
+    monkeypatch.setenv("AIRFLOW_CONN_TLS_SOURCE", json.dumps(connection))
+    with MySqlCdcHook("tls_source").get_conn() as tls_connection, tls_connection.cursor() as cursor:
+        cursor.execute("SHOW SESSION STATUS LIKE 'Ssl_version'")
+        assert cursor.fetchone()[1].startswith("TLS")
