@@ -1,0 +1,164 @@
+"""The binlog application launched by its operator through spark-submit, inside a real DAG run."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import threading
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
+from airflow_mysql_cdc.engine.gtid import GtidSet
+from airflow_mysql_cdc.operators.binlog_apply import MySqlCdcBinlogApplyOperator
+from tests.support.airflow import connection_env, run_dag, task_states, xcom_value
+from tests.support.lake import ConcurrentWriter, assert_lake_equals_source
+from tests.support.mysql import create_user, execute, scalar
+
+pytestmark = [pytest.mark.mysql, pytest.mark.usefixtures("airflow_db")]
+SPARK_LOCAL = json.dumps({"conn_type": "spark", "host": "local[2]"})
+
+
+def _executed(endpoint: MySqlEndpoint) -> GtidSet:
+    return GtidSet.parse(scalar(endpoint, "SELECT @@gtid_executed"))
+
+
+def test_operator_applies_a_segment_through_spark_submit_without_exposing_the_password(
+    mysql_database: MySqlEndpoint,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capfd: pytest.CaptureFixture,
+) -> None:
+    database = mysql_database.database
+    execute(mysql_database, ConcurrentWriter.DDL)
+    password = "Apply-Secret-77x"
+    user = create_user(
+        mysql_database,
+        "cdc_apply",
+        password,
+        "REPLICATION SLAVE, REPLICATION CLIENT ON *.*",
+        f"SELECT ON `{database}`.*",
+    )
+    start = _executed(mysql_database)
+    ConcurrentWriter(mysql_database, seconds=1).run()
+    segment_end = datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=2)
+    monkeypatch.setenv("AIRFLOW_CONN_CDC_SOURCE", connection_env(user, server_id=6101))
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_LOCAL", SPARK_LOCAL)
+    dag_run = run_dag(
+        "binlog_apply.py",
+        "test_binlog_apply",
+        {
+            "tables": f"{database}.orders",
+            "lake_root": str(tmp_path),
+            "start": str(start),
+            "segment_end": segment_end.isoformat(),
+        },
+    )
+    assert task_states(dag_run) == {"apply": "success"}
+    result = xcom_value(dag_run, "apply")
+    assert GtidSet.parse(result["end_gtids"]) >= start
+    assert result["rows_by_table"][f"{database}.orders"] > 0
+    assert_lake_equals_source(mysql_database, tmp_path, database, "orders")
+    output = capfd.readouterr()
+    log = output.out + output.err
+    assert "Spark-Submit cmd" in log
+    assert password not in log
+    assert password not in json.dumps(result)
+
+
+def _command_line(process: psutil.Process) -> str:
+    try:
+        return " ".join(process.cmdline())
+    except (psutil.ZombieProcess, psutil.NoSuchProcess):
+        return ""
+
+
+def _start_live_operator(
+    endpoint: MySqlEndpoint, lake: Path, monkeypatch: pytest.MonkeyPatch, server_id: int
+):
+    """The operator in live mode in a thread; returns it, the thread, errors, and its Python driver."""
+    database = endpoint.database
+    execute(endpoint, ConcurrentWriter.DDL)
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_CDC_SOURCE", connection_env(endpoint.with_database(None), server_id=server_id)
+    )
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_LOCAL", SPARK_LOCAL)
+    operator = MySqlCdcBinlogApplyOperator(
+        task_id="apply_live",
+        mysql_cdc_conn_id="cdc_source",
+        spark_conn_id="spark_local",
+        tables=f"{database}.orders",
+        lake_root=str(lake),
+        pipeline_id="live",
+        start_gtids=str(_executed(endpoint)),
+        mode="live",
+    )
+    failure: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            operator.execute({})
+        except BaseException as error:  # noqa: BLE001 - the kill makes execute fail
+            failure.append(error)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    driver = None
+    deadline = time.monotonic() + 90
+    while driver is None and time.monotonic() < deadline:
+        time.sleep(0.5)
+        process = operator._hook._submit_sp if operator._hook else None
+        if process is None:
+            continue
+        children = psutil.Process(process.pid).children(recursive=True)
+        driver = next((c for c in children if "binlog_to_delta" in _command_line(c)), None)
+    assert driver is not None, "the Python driver never started"
+    return operator, thread, failure, driver
+
+
+def _gone(process: psutil.Process) -> bool:
+    try:
+        return not process.is_running() or process.status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def test_on_kill_stops_spark_submit_and_the_python_driver(
+    mysql_database: MySqlEndpoint, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    operator, thread, failure, driver = _start_live_operator(mysql_database, tmp_path, monkeypatch, 6102)
+    spark_submit = psutil.Process(operator._hook._submit_sp.pid)
+    operator.on_kill()
+    thread.join(timeout=60)
+    assert not thread.is_alive()
+    assert failure, "execute should fail once its application is killed"
+    assert _gone(driver) and _gone(spark_submit)
+
+
+def test_task_timeout_stops_the_whole_application(
+    mysql_database: MySqlEndpoint, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    database = mysql_database.database
+    execute(mysql_database, ConcurrentWriter.DDL)
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_CDC_SOURCE", connection_env(mysql_database.with_database(None), server_id=6104)
+    )
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_LOCAL", SPARK_LOCAL)
+    lake = tmp_path / "timeout-lake"
+    started = time.time()
+    dag_run = run_dag(
+        "binlog_apply.py",
+        "test_binlog_apply_timeout",
+        {"tables": f"{database}.orders", "lake_root": str(lake), "start": str(_executed(mysql_database))},
+    )
+    assert task_states(dag_run) == {"apply_live": "failed"}
+    leftovers = [
+        p
+        for p in psutil.process_iter()
+        if "mysql-cdc-apply-" in _command_line(p) and p.create_time() >= started and not _gone(p)
+    ]
+    assert leftovers == []
+    assert (lake / "_cdc" / "state").exists(), "the application should have started before the timeout"
