@@ -32,7 +32,8 @@ def load_dag(file_name: str, dag_id: str):
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.dag if module.dag.dag_id == dag_id else None
+    dags = [value for value in vars(module).values() if type(value).__name__ == "DAG"]
+    return next((dag for dag in dags if dag.dag_id == dag_id), None)
 
 
 def run_dag(file_name: str, dag_id: str, conf: dict[str, Any]):

@@ -1,0 +1,96 @@
+"""What one run of the binlog application does: a JSON document, never credentials.
+
+Invariant: everything here may be printed, logged and passed on a command line. Credentials
+travel separately, in the environment (:meth:`MySqlEndpoint.from_environment`).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from airflow_mysql_cdc.engine.gtid import GtidSet
+from airflow_mysql_cdc.engine.stop_rules import (
+    Live,
+    StopRule,
+    UntilCaughtUp,
+    UntilCommitTimestamp,
+    UntilGtidSet,
+)
+
+Mode = Literal["segment", "until_gtid_set", "until_caught_up", "live"]
+MODES: tuple[str, ...] = ("segment", "until_gtid_set", "until_caught_up", "live")
+
+
+class ApplyConfigError(ValueError):
+    """The application's configuration is incomplete or inconsistent."""
+
+
+@dataclass(frozen=True)
+class ApplyConfig:
+    pipeline_id: str
+    lake_root: str
+    tables: tuple[str, ...]
+    start_gtids: str = ""
+    mode: Mode = "until_caught_up"
+    segment_end_us: int | None = None
+    """segment mode: apply every transaction committed before this instant (microseconds, UTC)."""
+    target_gtids: str | None = None
+    """until_gtid_set mode: stop once the position contains this set."""
+    batch_max_rows: int = 50_000
+    batch_max_seconds: float = 1.0
+    soft_deletes: bool = False
+    server_id: int | None = None
+    heartbeat_s: float = 1.0
+    max_buffered_bytes: int = 256 * 1024 * 1024
+    progress_interval_s: float = 10.0
+    storage_options: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ApplyConfigError(f"mode must be one of {', '.join(MODES)}, not {self.mode!r}")
+        if self.mode == "segment" and self.segment_end_us is None:
+            raise ApplyConfigError("segment mode needs segment_end_us (the data interval end)")
+        if self.mode == "until_gtid_set" and not self.target_gtids:
+            raise ApplyConfigError("until_gtid_set mode needs target_gtids")
+        if not self.tables:
+            raise ApplyConfigError("tables is empty: name at least one schema.table")
+        GtidSet.parse(self.start_gtids)
+        if self.batch_max_rows < 1 or self.batch_max_seconds <= 0:
+            raise ApplyConfigError("batch_max_rows and batch_max_seconds must be positive")
+
+    @property
+    def start(self) -> GtidSet:
+        return GtidSet.parse(self.start_gtids)
+
+    def stop_rule(self) -> StopRule:
+        if self.mode == "segment":
+            assert self.segment_end_us is not None
+            return UntilCommitTimestamp(self.segment_end_us)
+        if self.mode == "until_gtid_set":
+            return UntilGtidSet(GtidSet.parse(self.target_gtids))
+        if self.mode == "until_caught_up":
+            return UntilCaughtUp()
+        return Live()
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ApplyConfig:
+        if any(key in data for key in ("password", "user", "host")):
+            raise ApplyConfigError(
+                "credentials do not belong in the configuration: pass the endpoint in the environment"
+            )
+        unknown = sorted(set(data) - set(cls.__dataclass_fields__))
+        if unknown:
+            raise ApplyConfigError(f"unknown configuration keys: {', '.join(unknown)}")
+        values = dict(data)
+        values["tables"] = tuple(values.get("tables") or ())
+        return cls(**values)
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> ApplyConfig:
+        return cls.from_dict(json.loads(Path(path).read_text()))

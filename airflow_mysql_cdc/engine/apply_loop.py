@@ -1,0 +1,220 @@
+"""The long-lived binlog application: read by GTID, cut micro-batches, commit them to the sink.
+
+Invariant: the position handed to the sink with a batch is ``resume point ∪ {GTID of every
+transaction received so far}``, which by the reader's invariant is exactly what the batch and
+everything before it consumed. Batches are cut only between transactions, so the sink's applied
+set is always a prefix of the binlog order; together with the sink's per-table replay detection
+that makes the application exactly once across crashes and restarts.
+
+Reading and writing overlap: the reader runs in a thread feeding a bounded queue (backpressure:
+a slow sink stops the reader, never grows memory), while this thread cuts a batch when it holds
+``batch_max_rows`` row changes or its oldest transaction waited ``batch_max_seconds`` (the live
+latency bound), and at the end of the read.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from airflow_mysql_cdc.engine.apply_config import ApplyConfig
+from airflow_mysql_cdc.engine.binlog_reader import BinlogReader
+from airflow_mysql_cdc.engine.changes import Transaction
+from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
+from airflow_mysql_cdc.engine.gtid import GtidSet
+from airflow_mysql_cdc.engine.position import PositionTracker
+from airflow_mysql_cdc.engine.sinks.delta_sink import DeltaSink
+from airflow_mysql_cdc.engine.sinks.interface import Sink
+from airflow_mysql_cdc.engine.snapshot.streaming import load_snapshot_filter
+
+log = logging.getLogger("airflow_mysql_cdc.apply")
+_QUEUE_TRANSACTIONS = 10_000
+_END = object()
+
+
+@dataclass
+class ApplyResult:
+    pipeline_id: str
+    requested_start: str
+    resumed_from: str
+    end_gtids: str
+    transactions: int = 0
+    rows_by_table: dict[str, int] = field(default_factory=dict)
+    batches: int = 0
+    duration_s: float = 0.0
+    last_commit_timestamp_us: int | None = None
+    lag_s: float | None = None
+    """Seconds between the last applied transaction's commit and the end of the run."""
+    sink_epoch: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class _ReaderThread(threading.Thread):
+    def __init__(self, reader: BinlogReader, start: GtidSet, config: ApplyConfig) -> None:
+        super().__init__(name="binlog-reader", daemon=True)
+        self.reader = reader
+        self.start_position = start
+        self.config = config
+        self.queue: queue.Queue[Any] = queue.Queue(maxsize=_QUEUE_TRANSACTIONS)
+        self.stopping = threading.Event()
+
+    def run(self) -> None:
+        try:
+            for transaction in self.reader.read(self.start_position, self.config.stop_rule()):
+                while not self.stopping.is_set():
+                    try:
+                        self.queue.put(transaction, timeout=0.5)
+                        break
+                    except queue.Full:
+                        continue
+                if self.stopping.is_set():
+                    return
+            self.queue.put(_END)
+        except BaseException as error:  # noqa: BLE001 - handed to the applying thread
+            self.queue.put(error)
+
+
+@dataclass
+class _Progress:
+    started: float = field(default_factory=time.monotonic)
+    last_report: float = field(default_factory=time.monotonic)
+    rows: int = 0
+
+
+def run_apply(
+    config: ApplyConfig,
+    endpoint: MySqlEndpoint,
+    *,
+    sink: Sink | None = None,
+    on_batch: Callable[[int, GtidSet], None] | None = None,
+    stop_requested: threading.Event | None = None,
+) -> ApplyResult:
+    """Apply the binlog to the sink as configured; returns what was applied and where it ended.
+
+    ``stop_requested`` ends the run early (SIGTERM, a benchmark): the pending batch is committed
+    first, so the result's end set is exactly what the lake holds.
+    """
+    started = time.monotonic()
+    sink = sink or DeltaSink(
+        config.lake_root,
+        config.pipeline_id,
+        soft_deletes=config.soft_deletes,
+        storage_options=config.storage_options or None,
+    )
+    resume_from = sink.open(config.start)
+    if resume_from != config.start:
+        log.info("the lake is ahead of the requested start; resuming from the lake: %s", resume_from)
+    result = ApplyResult(
+        pipeline_id=config.pipeline_id,
+        requested_start=str(config.start),
+        resumed_from=str(resume_from),
+        end_gtids=str(resume_from),
+        sink_epoch=getattr(sink, "epoch", 0),
+    )
+    reader = BinlogReader(
+        endpoint,
+        tables=config.tables,
+        server_id=config.server_id,
+        heartbeat_s=config.heartbeat_s,
+        max_buffered_bytes=config.max_buffered_bytes,
+    )
+    snapshot_filter = load_snapshot_filter(
+        endpoint, config.lake_root, config.tables, resume_from, config.storage_options or None
+    )
+    thread = _ReaderThread(reader, resume_from, config)
+    thread.start()
+    tracker = PositionTracker(resume_from)
+    pending: list[Transaction] = []
+    pending_rows = 0
+    oldest_pending: float | None = None
+    progress = _Progress()
+
+    def flush() -> None:
+        nonlocal pending, pending_rows, oldest_pending
+        position = tracker.value
+        if position == sink.applied_gtids:
+            pending, pending_rows, oldest_pending = [], 0, None
+            return
+        batch = sink.apply(pending, position)
+        result.batches += 1
+        for table, rows in getattr(batch, "rows_by_table", {}).items():
+            result.rows_by_table[table] = result.rows_by_table.get(table, 0) + rows
+        progress.rows += pending_rows
+        if on_batch is not None:
+            on_batch(result.batches, position)
+        pending, pending_rows, oldest_pending = [], 0, None
+
+    try:
+        while True:
+            timeout = min(config.batch_max_seconds, 0.5)
+            if oldest_pending is not None:
+                timeout = max(0.0, oldest_pending + config.batch_max_seconds - time.monotonic())
+            try:
+                item = thread.queue.get(timeout=timeout)
+            except queue.Empty:
+                item = None
+            if item is _END or (stop_requested is not None and stop_requested.is_set()):
+                break
+            if isinstance(item, BaseException):
+                raise item
+            if item is not None:
+                transaction: Transaction = item
+                tracker.add(transaction.gtid)
+                if snapshot_filter is not None:
+                    transaction = snapshot_filter.filter(transaction)
+                pending.append(transaction)
+                pending_rows += len(transaction.changes)
+                result.transactions += 1
+                result.last_commit_timestamp_us = transaction.commit_timestamp_us
+                if oldest_pending is None:
+                    oldest_pending = time.monotonic()
+            due = oldest_pending is not None and time.monotonic() - oldest_pending >= config.batch_max_seconds
+            if pending_rows >= config.batch_max_rows or due:
+                flush()
+            _report(progress, config, tracker.value, result)
+        flush()
+    finally:
+        thread.stopping.set()
+    result.end_gtids = str(tracker.value)
+    result.duration_s = round(time.monotonic() - started, 3)
+    if result.last_commit_timestamp_us is not None:
+        result.lag_s = round(time.time() - result.last_commit_timestamp_us / 1e6, 3)
+    log.info(
+        "applied %d transaction(s), %d row change(s) in %d batch(es) in %.1fs; end position %s",
+        result.transactions,
+        sum(result.rows_by_table.values()),
+        result.batches,
+        result.duration_s,
+        result.end_gtids or "(empty)",
+    )
+    return result
+
+
+def _report(progress: _Progress, config: ApplyConfig, position: GtidSet, result: ApplyResult) -> None:
+    now = time.monotonic()
+    if now - progress.last_report < config.progress_interval_s:
+        return
+    elapsed = max(now - progress.started, 1e-9)
+    lag = (
+        f"{time.time() - result.last_commit_timestamp_us / 1e6:.1f}s"
+        if result.last_commit_timestamp_us is not None
+        else "n/a"
+    )
+    log.info(
+        "progress: %d transaction(s), %d row change(s) applied (%.0f rows/s), %d batch(es), "
+        "last applied commit %s ago, position %s",
+        result.transactions,
+        progress.rows,
+        progress.rows / elapsed,
+        result.batches,
+        lag,
+        position,
+    )
+    progress.last_report = now

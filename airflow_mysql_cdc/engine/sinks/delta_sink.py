@@ -1,0 +1,326 @@
+"""Exactly-once application of binlog micro-batches to Delta tables with delta-rs.
+
+Invariants:
+
+1. **Data and position commit together, per table.** Every commit to a target or changelog table
+   carries, in its commit metadata, the pipeline position after the batch
+   (``airflow_mysql_cdc.applied_gtids``), and a Delta app transaction ``(pipeline id, batch seq)``.
+   A table therefore never holds data without knowing which GTIDs it reflects.
+2. **Replays are recognised.** After a crash the pipeline resumes from the state table's applied
+   set ``P``; a table whose own applied set ``S_t`` is ahead of ``P`` (it committed, the state did
+   not) skips exactly the GTIDs in ``S_t - P``. Nothing is applied twice, nothing is skipped for a
+   table that did not get it. Guarded by ``test_crash_between_table_commits_replays_nothing_twice``.
+3. **One writer.** The state table's epoch claim fences older writers (see ``pipeline_state``), and
+   each table write checks that the table is still at the version this writer last saw, so a fenced
+   writer fails before it can move a table backwards.
+4. **The sink never goes backwards or skips ahead.** :meth:`DeltaSink.open` resumes from the sink
+   when the requested start is contained in what the sink applied, and refuses a start that the
+   sink has not reached (a gap) or that diverges from it.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyarrow as pa
+from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
+from deltalake.exceptions import CommitFailedError, TableNotFoundError
+
+from airflow_mysql_cdc.engine.changes import Transaction as BinlogTransaction
+from airflow_mysql_cdc.engine.gtid import GtidSet
+from airflow_mysql_cdc.engine.sinks.change_buffer import TableBatch, buffer_transactions
+from airflow_mysql_cdc.engine.sinks.delta_layout import (
+    COMMIT_DATE_COLUMN,
+    COMMIT_METADATA_APPLIED,
+    COMMIT_METADATA_BATCH,
+    COMMIT_METADATA_EPOCH,
+    COMMIT_TS_COLUMN,
+    DELETED_AT_COLUMN,
+    DELETED_COLUMN,
+    GTID_COLUMN,
+    OP_COLUMN,
+    SEQUENCE_COLUMN,
+    LakeLayout,
+    changelog_schema,
+    source_arrays,
+    target_schema,
+)
+from airflow_mysql_cdc.engine.sinks.interface import SinkBehindError, SinkDivergedError
+from airflow_mysql_cdc.engine.sinks.pipeline_state import (
+    PipelineFencedError,
+    PipelineState,
+    PipelineStateStore,
+    default_owner,
+)
+
+log = logging.getLogger(__name__)
+_ACTION = "_cdc_action"
+_HISTORY_SCAN_LIMIT = 200
+
+
+@dataclass
+class _TableHandle:
+    """A Delta table this writer writes, with the version it last saw and what it already has."""
+
+    path: str
+    table: DeltaTable | None
+    expected_version: int | None
+    already_applied: GtidSet
+
+
+@dataclass
+class BatchResult:
+    batch_seq: int
+    applied_gtids: GtidSet
+    transactions: int
+    rows_by_table: dict[str, int] = field(default_factory=dict)
+    table_versions: dict[str, int] = field(default_factory=dict)
+
+
+def _applied_by_table(table: DeltaTable, pipeline_app_id: str) -> GtidSet:
+    """The applied set recorded by this pipeline's newest commit to ``table`` (empty if none)."""
+    if table.transaction_version(pipeline_app_id) is None:
+        return GtidSet()
+    for commit in table.history(limit=_HISTORY_SCAN_LIMIT):
+        if COMMIT_METADATA_APPLIED in commit:
+            return GtidSet.parse(commit[COMMIT_METADATA_APPLIED])
+    raise RuntimeError(
+        f"{table.table_uri} has an app transaction of {pipeline_app_id} but none of its last "
+        f"{_HISTORY_SCAN_LIMIT} commits records an applied GTID set; was its history vacuumed?"
+    )
+
+
+class DeltaSink:
+    """Applies micro-batches of transactions to a target and a changelog table per source table."""
+
+    def __init__(
+        self,
+        lake_root: Path | str,
+        pipeline_id: str,
+        *,
+        soft_deletes: bool = False,
+        owner: str | None = None,
+        storage_options: dict[str, str] | None = None,
+    ) -> None:
+        self.layout = LakeLayout(Path(lake_root))
+        self.pipeline_id = pipeline_id
+        self.app_id = f"airflow_mysql_cdc:{pipeline_id}"
+        self.soft_deletes = soft_deletes
+        self.owner = owner or default_owner()
+        self.storage_options = storage_options
+        self._state_store = PipelineStateStore(self.layout.state, pipeline_id, storage_options)
+        self._state: PipelineState | None = None
+        self._handles: dict[str, _TableHandle] = {}
+
+    # --- lifecycle ----------------------------------------------------------------------------
+
+    def open(self, requested_start: GtidSet) -> GtidSet:
+        """Claim the pipeline and return the position to read from."""
+        previous = self._state_store.read()
+        if previous is not None and previous.batch_seq > 0:
+            sink_applied = previous.applied_gtids
+            if not requested_start.issubset(sink_applied):
+                if sink_applied.issubset(requested_start):
+                    raise SinkBehindError(
+                        f"the lake has applied only {sink_applied or '(nothing)'}, but the run was asked to "
+                        f"start from {requested_start}: the transactions {requested_start - sink_applied} "
+                        "never reached the lake. Start from the lake's applied set (or re-snapshot)."
+                    )
+                raise SinkDivergedError(
+                    f"the requested start {requested_start} and the lake's applied set {sink_applied} "
+                    f"diverge (the lake lacks {requested_start - sink_applied} and has "
+                    f"{sink_applied - requested_start} the start does not): they belong to different "
+                    "histories. Check the checkpoint and the connection; re-snapshot if the source changed."
+                )
+        self._state = self._state_store.claim(self.owner, initial_applied=requested_start)
+        if previous is None or previous.batch_seq == 0:
+            self._state = self._state_store.commit(self._state, requested_start, self._state.batch_seq)
+        log.info(
+            "sink %s: claimed epoch %d, resuming from %s",
+            self.layout.root,
+            self._state.epoch,
+            self._state.applied_gtids or "(empty)",
+        )
+        return self._state.applied_gtids
+
+    @property
+    def applied_gtids(self) -> GtidSet:
+        assert self._state is not None, "open() the sink first"
+        return self._state.applied_gtids
+
+    @property
+    def epoch(self) -> int:
+        assert self._state is not None, "open() the sink first"
+        return self._state.epoch
+
+    # --- applying -----------------------------------------------------------------------------
+
+    def apply(self, transactions: Sequence[BinlogTransaction], position_after: GtidSet) -> BatchResult:
+        """Apply one micro-batch; ``position_after`` is the reader's position after its last transaction."""
+        state = self._state
+        assert state is not None, "open() the sink first"
+        if not state.applied_gtids.issubset(position_after):
+            raise ValueError("position_after must contain the applied set: the reader went backwards")
+        batch_seq = state.batch_seq + 1
+        touched = sorted({change.shape.qualified_name for t in transactions for change in t.changes})
+        target_skip = {name: self._handle(name, "target").already_applied for name in touched}
+        changelog_skip = {name: self._handle(name, "changelog").already_applied for name in touched}
+        target_batches = buffer_transactions(transactions, target_skip)
+        changelog_batches = (
+            target_batches
+            if target_skip == changelog_skip
+            else buffer_transactions(transactions, changelog_skip)
+        )
+        result = BatchResult(batch_seq, position_after, len(transactions))
+        properties = CommitProperties(
+            custom_metadata={
+                COMMIT_METADATA_APPLIED: str(position_after),
+                COMMIT_METADATA_BATCH: batch_seq,
+                COMMIT_METADATA_EPOCH: state.epoch,
+            },
+            app_transactions=[Transaction(self.app_id, batch_seq)],
+            max_commit_retries=0,
+        )
+        for name in touched:
+            self._state_store.assert_still_owner(state)
+            if name in target_batches:
+                result.table_versions[name] = self._merge_target(name, target_batches[name], properties)
+            if name in changelog_batches:
+                self._append_changelog(name, changelog_batches[name], properties)
+            result.rows_by_table[name] = max(
+                target_batches[name].change_count if name in target_batches else 0,
+                changelog_batches[name].change_count if name in changelog_batches else 0,
+            )
+        self._state = self._state_store.commit(state, position_after, batch_seq)
+        for handle in self._handles.values():
+            handle.already_applied = GtidSet()  # everything up to position_after is now in the state
+        return result
+
+    # --- tables -------------------------------------------------------------------------------
+
+    def _path(self, name: str, kind: str) -> str:
+        schema, table = name.split(".", 1)
+        path = self.layout.target(schema, table) if kind == "target" else self.layout.changelog(schema, table)
+        return str(path)
+
+    def _handle(self, name: str, kind: str) -> _TableHandle:
+        key = f"{kind}:{name}"
+        handle = self._handles.get(key)
+        if handle is None:
+            path = self._path(name, kind)
+            try:
+                table = DeltaTable(path, storage_options=self.storage_options)
+            except TableNotFoundError:
+                table = None
+            applied = _applied_by_table(table, self.app_id) if table is not None else GtidSet()
+            assert self._state is not None
+            ahead = applied - self._state.applied_gtids
+            if ahead:
+                log.info("sink: %s %s already has %s; those changes are skipped for it", kind, name, ahead)
+            handle = _TableHandle(path, table, table.version() if table is not None else None, ahead)
+            self._handles[key] = handle
+        return handle
+
+    def _checked_table(
+        self, handle: _TableHandle, schema: pa.Schema, partition_by: list[str] | None
+    ) -> DeltaTable:
+        if handle.table is None:
+            handle.table = DeltaTable.create(
+                handle.path, schema=schema, partition_by=partition_by, mode="ignore",
+                storage_options=self.storage_options,
+            )  # fmt: skip
+            handle.expected_version = handle.table.version()
+        handle.table.update_incremental()
+        if handle.table.version() != handle.expected_version:
+            assert self._state is not None
+            raise PipelineFencedError(
+                f"{handle.path} moved from version {handle.expected_version} to {handle.table.version()} "
+                f"without this writer (epoch {self._state.epoch}): another instance is writing this "
+                "pipeline. This writer stops."
+            )
+        return handle.table
+
+    def _commit_failed(self, handle: _TableHandle, error: Exception) -> PipelineFencedError:
+        return PipelineFencedError(f"commit to {handle.path} conflicted with another writer: {error}")
+
+    def _merge_target(self, name: str, batch: TableBatch, properties: CommitProperties) -> int:
+        handle = self._handle(name, "target")
+        table = self._checked_table(handle, target_schema(batch.shape.columns), None)
+        source = _target_source(batch)
+        key_match = " AND ".join(f"t.{_quote(c)} = s.{_quote(c)}" for c in batch.shape.primary_key)
+        columns = [c.name for c in batch.shape.columns]
+        upsert = {c: f"s.{_quote(c)}" for c in [*columns, GTID_COLUMN, COMMIT_TS_COLUMN]}
+        upsert |= {DELETED_COLUMN: "false", DELETED_AT_COLUMN: "null"}
+        merger = table.merge(
+            source, key_match, source_alias="s", target_alias="t", commit_properties=properties
+        ).when_matched_update(upsert, predicate=f"s.{_ACTION} = 'upsert'")
+        if self.soft_deletes:
+            deleted = {
+                GTID_COLUMN: f"s.{GTID_COLUMN}",
+                COMMIT_TS_COLUMN: f"s.{COMMIT_TS_COLUMN}",
+                DELETED_COLUMN: "true",
+                DELETED_AT_COLUMN: f"s.{COMMIT_TS_COLUMN}",
+            }
+            merger = merger.when_matched_update(deleted, predicate=f"s.{_ACTION} = 'delete'")
+        else:
+            merger = merger.when_matched_delete(predicate=f"s.{_ACTION} = 'delete'")
+        merger = merger.when_not_matched_insert(upsert, predicate=f"s.{_ACTION} = 'upsert'")
+        try:
+            merger.execute()
+        except CommitFailedError as error:
+            raise self._commit_failed(handle, error) from error
+        handle.expected_version = table.version()
+        return table.version()
+
+    def _append_changelog(self, name: str, batch: TableBatch, properties: CommitProperties) -> None:
+        handle = self._handle(name, "changelog")
+        schema = changelog_schema(batch.shape.columns)
+        table = self._checked_table(handle, schema, [COMMIT_DATE_COLUMN])
+        try:
+            write_deltalake(
+                table, _changelog_rows(batch, schema), mode="append", commit_properties=properties
+            )
+        except CommitFailedError as error:
+            raise self._commit_failed(handle, error) from error
+        table.update_incremental()
+        handle.expected_version = table.version()
+
+
+def _quote(column: str) -> str:
+    return '"' + column.replace('"', '""') + '"'
+
+
+def _timestamps(values_us: list[int]) -> pa.Array:
+    return pa.array(values_us, type=pa.int64()).cast(pa.timestamp("us", tz="UTC"))
+
+
+def _target_source(batch: TableBatch) -> pa.Table:
+    actions = list(batch.final_by_key.values())
+    data = source_arrays(batch.shape.columns, [action.row for action in actions])
+    data[GTID_COLUMN] = pa.array([action.gtid for action in actions], pa.string())
+    data[COMMIT_TS_COLUMN] = _timestamps([action.commit_timestamp_us for action in actions])
+    data[_ACTION] = pa.array([action.action for action in actions], pa.string())
+    return pa.table(data)
+
+
+def _changelog_rows(batch: TableBatch, schema: pa.Schema) -> pa.Table:
+    entries = batch.changelog
+    data = source_arrays(batch.shape.columns, [entry.row for entry in entries])
+    data[OP_COLUMN] = pa.array([str(entry.op) for entry in entries], pa.string())
+    data[GTID_COLUMN] = pa.array([entry.gtid for entry in entries], pa.string())
+    data[COMMIT_TS_COLUMN] = _timestamps([entry.commit_timestamp_us for entry in entries])
+    data[SEQUENCE_COLUMN] = pa.array([entry.sequence_in_transaction for entry in entries], pa.int32())
+    data[COMMIT_DATE_COLUMN] = pa.array(
+        [datetime.datetime.fromtimestamp(e.commit_timestamp_us / 1e6, datetime.UTC).date() for e in entries],
+        pa.date32(),
+    )
+    return pa.table(data).cast(schema)
+
+
+def now_us() -> int:
+    return time.time_ns() // 1000

@@ -1,0 +1,188 @@
+"""The pipeline's own Delta table: the applied GTID set of the whole pipeline, and who may write.
+
+Invariant: at most one writer makes progress. Every change of the state is an *overwrite* of a
+one-row Delta table, and Delta rejects an overwrite whose snapshot is no longer the latest
+(``CommitFailedError``: a concurrent transaction deleted data this operation read). A writer
+starts by *claiming* the pipeline: it overwrites the state with ``epoch + 1``. From then on an
+older writer's next state commit, or its next table commit (the sink checks each table's version
+against the one it last wrote), fails with :class:`PipelineFencedError`. A writer that was
+``kill -9``-ed needs no lease to expire: its successor's claim fences it.
+
+The applied set here is the pipeline's position: every GTID in it is in every target table (or
+touched none of them). Tables may be *ahead* of it (a crash between a table commit and this
+commit); the sink reads each table's own applied set from its commit metadata to skip those.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+from deltalake import CommitProperties, DeltaTable, write_deltalake
+from deltalake.exceptions import CommitFailedError, TableNotFoundError
+
+from airflow_mysql_cdc.engine.gtid import GtidSet
+
+_SCHEMA = pa.schema(
+    [
+        pa.field("pipeline_id", pa.string()),
+        pa.field("epoch", pa.int64()),
+        pa.field("owner", pa.string()),
+        pa.field("applied_gtids", pa.string()),
+        pa.field("batch_seq", pa.int64()),
+        pa.field("updated_at_us", pa.int64()),
+    ]
+)
+
+
+class PipelineFencedError(RuntimeError):
+    """Another writer claimed the pipeline; this one must stop without writing anything more."""
+
+
+class PipelineMismatchError(ValueError):
+    """The lake location holds another pipeline's state."""
+
+
+def default_owner() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+@dataclass(frozen=True)
+class PipelineState:
+    pipeline_id: str
+    epoch: int
+    owner: str
+    applied_gtids: GtidSet
+    batch_seq: int
+    updated_at_us: int
+    table_version: int
+    """Version of the state table holding this row: the snapshot the next overwrite is based on."""
+
+
+class PipelineStateStore:
+    def __init__(self, path: Path | str, pipeline_id: str, storage_options: dict[str, str] | None = None):
+        self.path = str(path)
+        self.pipeline_id = pipeline_id
+        self.storage_options = storage_options
+        self._table: DeltaTable | None = None
+
+    def read(self) -> PipelineState | None:
+        try:
+            table = DeltaTable(self.path, storage_options=self.storage_options)
+        except TableNotFoundError:
+            return None
+        return self._state_of(table)
+
+    def _state_of(self, table: DeltaTable) -> PipelineState | None:
+        rows = table.to_pyarrow_table().to_pylist()
+        if not rows:
+            return None
+        row = rows[0]
+        if row["pipeline_id"] != self.pipeline_id:
+            raise PipelineMismatchError(
+                f"{self.path} holds the state of pipeline {row['pipeline_id']!r}, not {self.pipeline_id!r}: "
+                "point this pipeline at its own lake location"
+            )
+        return PipelineState(
+            pipeline_id=row["pipeline_id"],
+            epoch=row["epoch"],
+            owner=row["owner"],
+            applied_gtids=GtidSet.parse(row["applied_gtids"]),
+            batch_seq=row["batch_seq"],
+            updated_at_us=row["updated_at_us"],
+            table_version=table.version(),
+        )
+
+    def claim(self, owner: str, initial_applied: GtidSet) -> PipelineState:
+        """Become the pipeline's only writer: epoch + 1. A concurrent claim makes one of them fail."""
+        try:
+            table = DeltaTable(self.path, storage_options=self.storage_options)
+        except TableNotFoundError:
+            table = None
+        previous = self._state_of(table) if table is not None else None
+        state = PipelineState(
+            pipeline_id=self.pipeline_id,
+            epoch=(previous.epoch if previous else 0) + 1,
+            owner=owner,
+            applied_gtids=previous.applied_gtids if previous else initial_applied,
+            batch_seq=previous.batch_seq if previous else 0,
+            updated_at_us=time.time_ns() // 1000,
+            table_version=-1,
+        )
+        return self._write(table, state, "claim")
+
+    def commit(self, current: PipelineState, applied: GtidSet, batch_seq: int) -> PipelineState:
+        """Record progress; fails with PipelineFencedError if anyone wrote the state since ``current``."""
+        assert self._table is not None and self._table.version() == current.table_version
+        state = PipelineState(
+            pipeline_id=self.pipeline_id,
+            epoch=current.epoch,
+            owner=current.owner,
+            applied_gtids=applied,
+            batch_seq=batch_seq,
+            updated_at_us=time.time_ns() // 1000,
+            table_version=-1,
+        )
+        return self._write(self._table, state, "commit")
+
+    def assert_still_owner(self, current: PipelineState) -> None:
+        latest = DeltaTable(self.path, storage_options=self.storage_options)
+        if latest.version() != current.table_version:
+            raise self._fenced(current, "its state changed since this writer's last commit")
+
+    def _write(self, table: DeltaTable | None, state: PipelineState, action: str) -> PipelineState:
+        row = pa.table(
+            {
+                "pipeline_id": [state.pipeline_id],
+                "epoch": [state.epoch],
+                "owner": [state.owner],
+                "applied_gtids": [str(state.applied_gtids)],
+                "batch_seq": [state.batch_seq],
+                "updated_at_us": [state.updated_at_us],
+            },
+            schema=_SCHEMA,
+        )
+        properties = CommitProperties(
+            custom_metadata={"airflow_mysql_cdc.action": action, "airflow_mysql_cdc.epoch": state.epoch},
+            max_commit_retries=0,
+        )
+        try:
+            if table is None:
+                write_deltalake(
+                    self.path,
+                    row,
+                    mode="error",
+                    storage_options=self.storage_options,
+                    commit_properties=properties,
+                )
+            else:
+                write_deltalake(table, row, mode="overwrite", commit_properties=properties)
+        except (CommitFailedError, FileExistsError) as error:
+            raise self._fenced(state, f"a concurrent {action} won ({error.__class__.__name__})") from error
+        except Exception as error:  # deltalake reports "table already exists" as a generic error
+            if table is None and "exist" in str(error).lower():
+                raise self._fenced(state, "another writer created the state first") from error
+            raise
+        self._table = DeltaTable(self.path, storage_options=self.storage_options)
+        written = self._state_of(self._table)
+        assert written is not None
+        if written.epoch != state.epoch or written.owner != state.owner:
+            raise self._fenced(state, "the state now belongs to another writer")
+        return written
+
+    def _fenced(self, state: PipelineState, reason: str) -> PipelineFencedError:
+        latest = None
+        with contextlib.suppress(Exception):  # only for the message
+            latest = self.read()
+        holder = f"epoch {latest.epoch}, owner {latest.owner}" if latest else "unknown"
+        return PipelineFencedError(
+            f"pipeline {self.pipeline_id!r} is being written by another instance ({holder}); this writer "
+            f"(epoch {state.epoch}, owner {state.owner}) stops: {reason}. Only one application may run "
+            "per pipeline; check for a second DAG run or a leftover spark-submit."
+        )

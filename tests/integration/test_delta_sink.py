@@ -1,0 +1,156 @@
+"""The Delta sink on real Delta tables: exact results, exactly once, one writer."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars
+import pytest
+from deltalake import DeltaTable
+
+from airflow_mysql_cdc.engine.sinks.delta_sink import DeltaSink
+from airflow_mysql_cdc.engine.sinks.interface import SinkBehindError, SinkDivergedError
+from airflow_mysql_cdc.engine.sinks.pipeline_state import PipelineFencedError
+from tests.unit.sink_fixtures import ITEMS, ORDERS, delete, insert, through, transaction, update
+
+
+def _rows(path: Path, *columns: str) -> list[tuple]:
+    table = DeltaTable(str(path)).to_pyarrow_table(columns=list(columns)).to_pylist()
+    return sorted(tuple(row[c] for c in columns) for row in table)
+
+
+def _first_batch():
+    return [
+        transaction(
+            1, insert(ORDERS, {"id": 1, "status": "new", "qty": 1}), insert(ITEMS, {"sku": "a", "price": 1.5})
+        ),
+        transaction(2, insert(ORDERS, {"id": 2, "status": "new", "qty": 2})),
+        transaction(
+            3,
+            update(
+                ORDERS,
+                {"id": 1, "status": "new", "qty": 1},
+                {"id": 1, "status": "paid", "qty": 4_000_000_000},
+            ),
+            delete(ORDERS, {"id": 2, "status": "new", "qty": 2}),
+        ),
+    ]
+
+
+def test_batch_is_merged_last_write_wins_and_logged_change_by_change(tmp_path: Path) -> None:
+    sink = DeltaSink(tmp_path, "p1")
+    assert sink.open(through(0)) == through(0)
+    result = sink.apply(_first_batch(), through(3))
+    assert result.applied_gtids == through(3)
+    target = sink.layout.target("shop", "orders")
+    assert _rows(target, "id", "status", "qty") == [(1, "paid", 4_000_000_000)]
+    assert _rows(sink.layout.target("shop", "items"), "sku", "price") == [("a", 1.5)]
+    changelog = _rows(sink.layout.changelog("shop", "orders"), "_cdc_gtid", "_cdc_seq", "_cdc_op", "id")
+    assert [(gtid.rsplit(":", 1)[1], seq, op, key) for gtid, seq, op, key in changelog] == [
+        ("1", 0, "insert", 1),
+        ("2", 0, "insert", 2),
+        ("3", 0, "update", 1),
+        ("3", 1, "delete", 2),
+    ]
+    commit = DeltaTable(str(target)).history(1)[0]
+    assert commit["airflow_mysql_cdc.applied_gtids"] == str(through(3))
+    assert DeltaTable(str(target)).transaction_version("airflow_mysql_cdc:p1") == result.batch_seq
+
+
+def test_key_changing_update_then_reuse_of_old_key(tmp_path: Path) -> None:
+    sink = DeltaSink(tmp_path, "p1")
+    sink.open(through(0))
+    sink.apply([transaction(1, insert(ORDERS, {"id": 1, "status": "a", "qty": 1}))], through(1))
+    sink.apply(
+        [
+            transaction(
+                2, update(ORDERS, {"id": 1, "status": "a", "qty": 1}, {"id": 5, "status": "a", "qty": 1})
+            ),
+            transaction(3, insert(ORDERS, {"id": 1, "status": "b", "qty": 2})),
+        ],
+        through(3),
+    )
+    assert _rows(sink.layout.target("shop", "orders"), "id", "status") == [(1, "b"), (5, "a")]
+
+
+def test_soft_deletes_keep_the_row_flagged_with_its_delete_time(tmp_path: Path) -> None:
+    sink = DeltaSink(tmp_path, "p1", soft_deletes=True)
+    sink.open(through(0))
+    sink.apply(_first_batch()[:2], through(2))
+    sink.apply(_first_batch()[2:], through(3))
+    rows = DeltaTable(str(sink.layout.target("shop", "orders"))).to_pyarrow_table().to_pylist()
+    by_id = {row["id"]: row for row in rows}
+    assert by_id[1]["_cdc_deleted"] is False and by_id[1]["_cdc_deleted_at"] is None
+    assert by_id[2]["_cdc_deleted"] is True and by_id[2]["_cdc_deleted_at"] == by_id[2]["_cdc_commit_ts"]
+
+
+def test_reopening_resumes_from_the_sink_and_a_replayed_segment_applies_nothing(tmp_path: Path) -> None:
+    first = DeltaSink(tmp_path, "p1")
+    first.open(through(0))
+    first.apply(_first_batch(), through(3))
+    versions = DeltaTable(str(first.layout.target("shop", "orders"))).version()
+    second = DeltaSink(tmp_path, "p1")
+    assert second.open(through(1)) == through(3)  # the start is behind the sink: resume from the sink
+    assert DeltaTable(str(first.layout.target("shop", "orders"))).version() == versions
+
+
+def test_start_the_sink_never_reached_is_refused_as_a_gap(tmp_path: Path) -> None:
+    sink = DeltaSink(tmp_path, "p1")
+    sink.open(through(0))
+    sink.apply(_first_batch()[:1], through(1))
+    with pytest.raises(SinkBehindError, match="never reached the lake"):
+        DeltaSink(tmp_path, "p1").open(through(3))
+    with pytest.raises(SinkDivergedError, match="diverge"):
+        DeltaSink(tmp_path, "p1").open(
+            through(0)
+            | __import__("airflow_mysql_cdc.engine.gtid").engine.gtid.GtidSet.parse(
+                "4e11fa47-71ca-11e1-9e33-c80aa9429562:1"
+            )
+        )
+
+
+def test_crash_between_table_commits_replays_nothing_twice(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sink = DeltaSink(tmp_path, "p1")
+    sink.open(through(0))
+    crashing = sink._state_store
+
+    def crash(*args, **kwargs):
+        raise KeyboardInterrupt("simulated kill after the table commits, before the state commit")
+
+    monkeypatch.setattr(crashing, "commit", crash)
+    with pytest.raises(KeyboardInterrupt):
+        sink.apply(_first_batch(), through(3))
+    monkeypatch.undo()
+
+    recovered = DeltaSink(tmp_path, "p1")
+    assert recovered.open(through(0)) == through(0)
+    recovered.apply(_first_batch(), through(3))
+    recovered.apply([transaction(4, insert(ORDERS, {"id": 9, "status": "x", "qty": 0}))], through(4))
+    assert _rows(recovered.layout.target("shop", "orders"), "id", "status") == [(1, "paid"), (9, "x")]
+    changelog = _rows(recovered.layout.changelog("shop", "orders"), "_cdc_gtid", "_cdc_seq")
+    assert len(changelog) == len(set(changelog)) == 5
+
+
+def test_second_writer_fences_the_first(tmp_path: Path) -> None:
+    first = DeltaSink(tmp_path, "p1", owner="first")
+    first.open(through(0))
+    first.apply(_first_batch()[:1], through(1))
+    second = DeltaSink(tmp_path, "p1", owner="second")
+    second.open(through(1))
+    with pytest.raises(PipelineFencedError, match="owner second"):
+        first.apply(_first_batch()[1:], through(3))
+    second.apply(_first_batch()[1:], through(3))
+    assert _rows(second.layout.target("shop", "orders"), "id", "status") == [(1, "paid")]
+
+
+def test_lake_tables_are_ordinary_delta_tables_for_other_readers(tmp_path: Path) -> None:
+    sink = DeltaSink(tmp_path, "p1")
+    sink.open(through(0))
+    sink.apply(_first_batch(), through(3))
+    frame = polars.read_delta(str(sink.layout.target("shop", "orders")))
+    assert frame.select("id", "status").rows() == [(1, "paid")]
+    changelog = polars.read_delta(str(sink.layout.changelog("shop", "orders")))
+    assert changelog.height == 4
+    assert set(changelog["_cdc_commit_date"].cast(str)) == {"2026-09-21"}

@@ -1,0 +1,52 @@
+"""Two application processes on one pipeline: the newer claim wins, the older stops with a clear error."""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from airflow_mysql_cdc.engine.apply_config import ApplyConfig
+from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
+from airflow_mysql_cdc.engine.entrypoints.binlog_to_delta import EXIT_FENCED
+from airflow_mysql_cdc.engine.gtid import GtidSet
+from tests.support.apply_process import launch_application
+from tests.support.lake import ConcurrentWriter, assert_lake_equals_source
+from tests.support.mysql import execute, scalar
+
+pytestmark = pytest.mark.mysql
+
+
+def test_second_instance_fences_the_first_which_stops_with_a_clear_error(
+    mysql_database: MySqlEndpoint, tmp_path: Path
+) -> None:
+    database = mysql_database.database
+    execute(mysql_database, ConcurrentWriter.DDL)
+    start = GtidSet.parse(scalar(mysql_database, "SELECT @@gtid_executed"))
+    config = ApplyConfig(
+        pipeline_id="fenced",
+        lake_root=str(tmp_path / "lake"),
+        tables=(f"{database}.orders",),
+        start_gtids=str(start),
+        mode="live",
+        batch_max_seconds=0.2,
+        heartbeat_s=0.5,
+    )
+    first = launch_application(config, tmp_path / "first", mysql_database)
+    time.sleep(4)  # the first instance has claimed the pipeline and is tailing
+    second = launch_application(config, tmp_path / "second", mysql_database)
+    time.sleep(4)
+    ConcurrentWriter(mysql_database, seconds=1).run()
+    _, first_stderr = first.communicate(timeout=60)
+    assert first.returncode == EXIT_FENCED
+    assert "is being written by another instance" in first_stderr.decode()
+    time.sleep(3)  # let the second instance apply everything
+    second.send_signal(signal.SIGTERM)
+    _, second_stderr = second.communicate(timeout=60)
+    assert second.returncode == 0, second_stderr.decode()[-2000:]
+    result = json.loads((tmp_path / "second" / "result.json").read_text())
+    assert result["sink_epoch"] == 2
+    assert_lake_equals_source(mysql_database, tmp_path / "lake", database, "orders")

@@ -1,0 +1,114 @@
+"""Compare a source table with its Delta copy, value for value, through the shared type mapping."""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from pathlib import Path
+
+from deltalake import DeltaTable
+
+from airflow_mysql_cdc.engine.binlog_reader import BinlogReader
+from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
+from airflow_mysql_cdc.engine.gtid import GtidSet
+from airflow_mysql_cdc.engine.sinks.delta_layout import GTID_COLUMN, OP_COLUMN, SEQUENCE_COLUMN, LakeLayout
+from airflow_mysql_cdc.engine.stop_rules import UntilGtidSet
+from airflow_mysql_cdc.engine.verify import compare_table
+
+
+def assert_lake_equals_source(endpoint: MySqlEndpoint, lake_root: Path, schema: str, table: str) -> None:
+    comparison = compare_table(endpoint, lake_root, schema, table)
+    assert comparison.type_mismatches == ()
+    assert (comparison.missing_from_lake, comparison.extra_in_lake) == ((), ())
+    assert comparison.lake_rows == comparison.source_rows
+    assert comparison.equal
+
+
+def changelog_entries(lake_root: Path, schema: str, table: str) -> list[tuple[str, int, str]]:
+    """(gtid, position in transaction, op) of every changelog row, in binlog order."""
+    path = LakeLayout(lake_root).changelog(schema, table)
+    rows = (
+        DeltaTable(str(path)).to_pyarrow_table(columns=[GTID_COLUMN, SEQUENCE_COLUMN, OP_COLUMN]).to_pylist()
+    )
+    entries = [(row[GTID_COLUMN], row[SEQUENCE_COLUMN], row[OP_COLUMN]) for row in rows]
+    return sorted(entries, key=lambda e: (int(e[0].rsplit(":", 1)[1]), e[1]))
+
+
+def binlog_entries(
+    endpoint: MySqlEndpoint, table: str, start: GtidSet, end: GtidSet
+) -> list[tuple[str, int, str]]:
+    """The same triples read straight from the binlog: what the changelog must hold, once each."""
+    reader = BinlogReader(endpoint.with_database(None), tables=[table])
+    entries = []
+    for transaction in reader.read(start, UntilGtidSet(end)):
+        entries += [
+            (str(transaction.gtid), seq, str(change.op)) for seq, change in enumerate(transaction.changes)
+        ]
+    return entries
+
+
+class ConcurrentWriter(threading.Thread):
+    """Random inserts, updates, deletes, key-changing updates and multi-row transactions on ``orders``.
+
+    The table: ``orders(id INT PRIMARY KEY, customer VARCHAR(40), amount DECIMAL(10,2),
+    status ENUM('new','paid','shipped'), note JSON, updated_at DATETIME(6))``.
+    """
+
+    DDL = (
+        "CREATE TABLE orders (id INT PRIMARY KEY, customer VARCHAR(40) NOT NULL, amount DECIMAL(10,2),"
+        " status ENUM('new','paid','shipped') NOT NULL, note JSON, updated_at DATETIME(6))"
+    )
+
+    def __init__(
+        self, endpoint: MySqlEndpoint, *, seconds: float, seed: int = 7, table: str = "orders"
+    ) -> None:
+        super().__init__(name="concurrent-writer", daemon=True)
+        self.endpoint = endpoint
+        self.seconds = seconds
+        self.rng = random.Random(seed)
+        self.table = table
+        self.transactions = 0
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            self._write()
+        except BaseException as error:  # noqa: BLE001 - re-raised by the test through .error
+            self.error = error
+
+    def _write(self) -> None:
+        rng, table = self.rng, self.table
+        deadline = time.monotonic() + self.seconds
+        with self.endpoint.connect(autocommit=False) as connection, connection.cursor() as cursor:
+            while time.monotonic() < deadline:
+                for _ in range(rng.randint(1, 4)):
+                    choice = rng.random()
+                    key = rng.randint(1, 300)
+                    if choice < 0.45:
+                        cursor.execute(
+                            f"INSERT INTO {table} VALUES (%s, %s, %s, %s, %s, NOW(6))"
+                            " ON DUPLICATE KEY UPDATE amount = VALUES(amount), updated_at = NOW(6)",
+                            (
+                                key,
+                                f"c{rng.randint(1, 50)}",
+                                rng.randint(0, 99999) / 100,
+                                "new",
+                                '{"k": [1, 2]}',
+                            ),
+                        )
+                    elif choice < 0.7:
+                        cursor.execute(
+                            f"UPDATE {table} SET status = %s, amount = amount + 1, updated_at = NOW(6)"
+                            " WHERE id BETWEEN %s AND %s",
+                            (rng.choice(["paid", "shipped"]), key, key + 3),
+                        )
+                    elif choice < 0.85:
+                        cursor.execute(f"DELETE FROM {table} WHERE id = %s", (key,))
+                    else:
+                        # Key-changing update; IGNORE skips it when the new key is taken.
+                        cursor.execute(
+                            f"UPDATE IGNORE {table} SET id = %s WHERE id = %s", (rng.randint(301, 600), key)
+                        )
+                connection.commit()
+                self.transactions += 1
