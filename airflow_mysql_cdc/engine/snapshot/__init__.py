@@ -1,0 +1,1 @@
+"""Lock-free chunked snapshots bracketed by GTID watermarks (see docs/snapshots.md)."""

@@ -1,0 +1,108 @@
+"""Cut a table into key-range chunks, with boundaries chosen by MySQL itself.
+
+Invariant: the chunks partition the whole key space. Chunk ``i`` holds the keys ``k`` with
+``lower_i < k <= upper_i`` (tuple comparison, as MySQL compares row constructors), the first chunk
+has no lower bound and the last no upper bound, and ``upper_i == lower_{i+1}``. So every key that
+exists now, and every key inserted while the snapshot runs, even outside the range seen while
+planning, belongs to exactly one chunk. Boundaries are keys MySQL returned from keyset queries
+ordered by the key, so collations and composite keys are compared by MySQL, never by Python.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pymysql
+
+from airflow_mysql_cdc.engine.table_metadata import TableMetadata, TableRef
+
+
+class NoRowKeyError(ValueError):
+    """The table has neither a primary key nor a unique key of NOT NULL columns."""
+
+
+@dataclass(frozen=True)
+class Chunk:
+    index: int
+    lower: tuple[Any, ...] | None
+    """Exclusive lower bound; None for the first chunk."""
+    upper: tuple[Any, ...] | None
+    """Inclusive upper bound; None for the last chunk."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"index": self.index, "lower": _jsonable(self.lower), "upper": _jsonable(self.upper)}
+
+
+def _jsonable(key: tuple[Any, ...] | None) -> list[Any] | None:
+    if key is None:
+        return None
+    return [value.hex() if isinstance(value, bytes) else str(value) if not isinstance(value, int) else value
+            for value in key]  # fmt: skip
+
+
+def quote_identifier(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def key_columns_sql(key: Sequence[str]) -> str:
+    return ", ".join(quote_identifier(column) for column in key)
+
+
+def range_predicate(key: Sequence[str], chunk: Chunk) -> tuple[str, list[Any]]:
+    """SQL ``WHERE`` text and parameters selecting exactly the chunk's keys."""
+    columns = key_columns_sql(key)
+    placeholders = ", ".join(["%s"] * len(key))
+    clauses, params = [], []
+    if chunk.lower is not None:
+        clauses.append(f"({columns}) > ({placeholders})")
+        params += list(chunk.lower)
+    if chunk.upper is not None:
+        clauses.append(f"({columns}) <= ({placeholders})")
+        params += list(chunk.upper)
+    return (" AND ".join(clauses) or "TRUE"), params
+
+
+def require_row_key(metadata: TableMetadata | None, ref: TableRef) -> TableMetadata:
+    if metadata is None:
+        raise LookupError(f"table {ref} does not exist or is not visible to the connected user")
+    if not metadata.has_row_key:
+        raise NoRowKeyError(
+            f"table {ref} has no primary key and no unique key of NOT NULL columns, so it cannot be "
+            "snapshotted in chunks or merged by key. Add one "
+            f"(ALTER TABLE {ref.quoted} ADD PRIMARY KEY (...)) or leave the table out of the pipeline."
+        )
+    return metadata
+
+
+def plan_chunks(
+    connection: pymysql.connections.Connection, metadata: TableMetadata, chunk_size: int
+) -> list[Chunk]:
+    """Boundaries every ``chunk_size`` keys, read with keyset queries (no OFFSET over the whole table)."""
+    if chunk_size < 1:
+        raise ValueError("chunk_size must be positive")
+    key = metadata.key_columns
+    columns = key_columns_sql(key)
+    table = metadata.ref.quoted
+    boundaries: list[tuple[Any, ...]] = []
+    with connection.cursor() as cursor:
+        while True:
+            where, params = ("TRUE", [])
+            if boundaries:
+                where, params = range_predicate(key, Chunk(0, boundaries[-1], None))
+            cursor.execute(
+                f"SELECT {columns} FROM {table} WHERE {where} ORDER BY {columns} LIMIT 1 OFFSET %s",
+                [*params, chunk_size - 1],
+            )
+            row = cursor.fetchone()
+            if row is None:
+                break
+            boundaries.append(tuple(row))
+    chunks = []
+    lower: tuple[Any, ...] | None = None
+    for index, upper in enumerate(boundaries):
+        chunks.append(Chunk(index, lower, upper))
+        lower = upper
+    chunks.append(Chunk(len(boundaries), lower, None))
+    return chunks

@@ -1,0 +1,54 @@
+"""Connect a table's snapshot to the stream that follows it (the filter of :mod:`.change_filter`)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
+from airflow_mysql_cdc.engine.gtid import GtidSet
+from airflow_mysql_cdc.engine.mysql_types import read_table_column_types
+from airflow_mysql_cdc.engine.snapshot.change_filter import SnapshotChangeFilter, TableChunkIndex
+from airflow_mysql_cdc.engine.snapshot.delta_snapshot import DeltaSnapshotWriter, SnapshotIncompleteError
+from airflow_mysql_cdc.engine.snapshot.key_order import KeyOrder, read_key_columns
+from airflow_mysql_cdc.engine.table_metadata import TableRef
+
+log = logging.getLogger("airflow_mysql_cdc.apply")
+
+
+def load_snapshot_filter(
+    endpoint: MySqlEndpoint,
+    lake_root: str,
+    tables: Sequence[str],
+    resume_from: GtidSet,
+    storage_options: dict[str, str] | None = None,
+) -> SnapshotChangeFilter | None:
+    """The streaming filter for tables whose snapshot's watermarks the stream has not passed yet.
+
+    A table whose latest snapshot is unfinished cannot be streamed: its rows are partial, and the
+    filter would not know the missing chunks' watermarks.
+    """
+    indexes: dict[str, TableChunkIndex] = {}
+    connection = None
+    for name in tables:
+        ref = TableRef.parse(name)
+        with endpoint.connect() as probe, probe.cursor() as cursor:
+            columns = read_table_column_types(cursor, ref.schema, ref.table)
+        progress = DeltaSnapshotWriter(lake_root, ref, columns, storage_options).progress()
+        if progress is None:
+            continue
+        if not progress.complete:
+            raise SnapshotIncompleteError(
+                f"the snapshot of {ref} has {len(progress.pending)} unfinished chunk(s); finish it "
+                "(rerun the snapshot: it resumes) before streaming changes into the table"
+            )
+        chunks = progress.snapshotted_chunks()
+        if all(chunk.high_watermark.issubset(resume_from) for chunk in chunks):
+            continue  # the stream is past every watermark: nothing to filter
+        if connection is None:
+            connection = endpoint.connect()
+        with connection.cursor() as cursor:
+            key_columns = read_key_columns(cursor, ref, progress.key)
+        indexes[str(ref)] = TableChunkIndex(chunks, progress.key, KeyOrder(connection, key_columns))
+        log.info("streaming %s through its snapshot filter (%d chunk watermarks)", ref, len(chunks))
+    return SnapshotChangeFilter(indexes) if indexes else None

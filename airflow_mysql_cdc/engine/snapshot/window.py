@@ -1,0 +1,170 @@
+"""One snapshot window: a chunk read without locks and made consistent as of a GTID watermark.
+
+Invariant: the rows a window returns are exactly the chunk's rows as of its high watermark ``H``:
+the state after every transaction in ``H`` and none other. It holds because
+
+1. ``L = @@gtid_executed`` is read first, then the chunk is read by one autocommit ``SELECT``
+   (InnoDB gives that statement a fresh consistent read view), then ``H = @@gtid_executed``. MySQL
+   adds a transaction's GTID to ``gtid_executed`` after its storage-engine commit, so every
+   transaction in ``L`` is visible to the read view, and every transaction visible to it is
+   in ``H`` or commits concurrently with the ``H`` read (see 3).
+2. Reconciliation replays, in binlog order, every transaction in ``H - L`` onto the rows read,
+   keeping only changes to keys inside the chunk (a key-changing update is a delete of the old key
+   and an insert of the new one, each judged against the chunk). Changes are full row images, so
+   replaying one the ``SELECT`` already saw rewrites the same value, and the last change to a key
+   in ``H - L`` decides its value at ``H``. A key no transaction in ``H - L`` touched had the same
+   value at ``L``, at the read view and at ``H``.
+3. A transaction the read view saw but whose GTID reached ``gtid_executed`` only after the ``H``
+   read is not in ``H``: the streaming side applies it again later, which, by the same argument,
+   rewrites values the chunk already has before the later changes land.
+4. ``H - L`` with more than one server UUID has no single binlog order we can replay before the
+   stream does (multi-source writes); the window is redone, up to ``max_attempts`` times.
+
+The streaming side then skips a change to a key of chunk ``i`` exactly when its GTID is in
+``H_i`` (see :mod:`.change_filter`).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from airflow_mysql_cdc.engine.binlog_reader import BinlogReader
+from airflow_mysql_cdc.engine.changes import Op
+from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
+from airflow_mysql_cdc.engine.gtid import GtidSet
+from airflow_mysql_cdc.engine.mysql_types import (
+    SNAPSHOT_SESSION_STATEMENTS,
+    ColumnType,
+    normalise_select_row,
+)
+from airflow_mysql_cdc.engine.snapshot.chunks import Chunk, key_columns_sql, quote_identifier, range_predicate
+from airflow_mysql_cdc.engine.snapshot.key_order import KeyColumn, KeyOrder
+from airflow_mysql_cdc.engine.stop_rules import UntilGtidSet
+from airflow_mysql_cdc.engine.table_metadata import TableRef
+
+log = logging.getLogger(__name__)
+
+
+class WindowRetriesExhaustedError(RuntimeError):
+    """Every attempt saw writes from several server UUIDs between the watermarks."""
+
+
+@dataclass
+class ChunkSnapshot:
+    table: TableRef
+    chunk: Chunk
+    low_watermark: GtidSet
+    high_watermark: GtidSet
+    rows: dict[tuple[Any, ...], dict[str, Any]] = field(default_factory=dict)
+    attempts: int = 1
+    reconciled_changes: int = 0
+    duration_s: float = 0.0
+
+
+class ChunkRange:
+    """Answers "is this key in the chunk?" with MySQL's ordering (see :mod:`.key_order`)."""
+
+    def __init__(self, chunk: Chunk, order: KeyOrder) -> None:
+        bounds = [bound for bound in (chunk.lower, chunk.upper) if bound is not None]
+        sorted_bounds = iter(order.sort_keys(bounds))
+        self.lower = next(sorted_bounds) if chunk.lower is not None else None
+        self.upper = next(sorted_bounds) if chunk.upper is not None else None
+        self.order = order
+
+    def contains_all(self, keys: Sequence[tuple[Any, ...]]) -> list[bool]:
+        return [
+            (self.lower is None or self.lower < sort_key) and (self.upper is None or sort_key <= self.upper)
+            for sort_key in self.order.sort_keys(keys)
+        ]
+
+
+def _gtid_executed(cursor) -> GtidSet:
+    cursor.execute("SELECT @@GLOBAL.gtid_executed")
+    return GtidSet.parse(cursor.fetchone()[0])
+
+
+def read_window(
+    endpoint: MySqlEndpoint,
+    table: TableRef,
+    columns: Sequence[ColumnType],
+    key: Sequence[str],
+    key_columns: Sequence[KeyColumn],
+    chunk: Chunk,
+    *,
+    reader_server_id: int | None = None,
+    max_attempts: int = 5,
+) -> ChunkSnapshot:
+    """Snapshot one chunk as of its high watermark (see the module docstring for why it is exact)."""
+    started = time.monotonic()
+    where, params = range_predicate(key, chunk)
+    select = (
+        f"SELECT {', '.join(quote_identifier(c.name) for c in columns)} FROM {table.quoted}"
+        f" WHERE {where} ORDER BY {key_columns_sql(key)}"
+    )
+    with endpoint.connect() as connection, connection.cursor() as cursor:
+        for statement in SNAPSHOT_SESSION_STATEMENTS:
+            cursor.execute(statement)
+        attempts = 0
+        while True:
+            attempts += 1
+            low = _gtid_executed(cursor)
+            cursor.execute(select, params)
+            fetched = cursor.fetchall()
+            high = _gtid_executed(cursor)
+            if len((high - low).uuids) <= 1:
+                break
+            log.info("window %s#%d: writes of several servers between watermarks; redo", table, chunk.index)
+            if attempts >= max_attempts:
+                raise WindowRetriesExhaustedError(
+                    f"{max_attempts} windows of {table} chunk {chunk.index} each saw transactions of several "
+                    "server UUIDs between their watermarks; snapshot from a server with a single writer"
+                )
+        snapshot = ChunkSnapshot(table, chunk, low, high, attempts=attempts)
+        for raw in fetched:
+            row = normalise_select_row(columns, raw)
+            snapshot.rows[tuple(row[c] for c in key)] = row
+        if high - low:
+            _reconcile(
+                snapshot,
+                endpoint,
+                key,
+                ChunkRange(chunk, KeyOrder(connection, key_columns)),
+                reader_server_id,
+            )
+    snapshot.duration_s = time.monotonic() - started
+    return snapshot
+
+
+def _reconcile(
+    snapshot: ChunkSnapshot,
+    endpoint: MySqlEndpoint,
+    key: Sequence[str],
+    chunk_range: ChunkRange,
+    reader_server_id: int | None,
+) -> None:
+    """Replay ``H - L`` onto the chunk rows, in binlog order, keeping changes to the chunk's keys."""
+    name = str(snapshot.table)
+    reader = BinlogReader(endpoint.with_database(None), tables=[name], server_id=reader_server_id)
+    for transaction in reader.read(snapshot.low_watermark, UntilGtidSet(snapshot.high_watermark)):
+        changes = [c for c in transaction.changes if c.shape.qualified_name == name]
+        if not changes:
+            continue
+        keyed: list[tuple[str, tuple[Any, ...], dict[str, Any] | None]] = []
+        for change in changes:
+            if change.op is not Op.INSERT and change.before is not None:
+                keyed.append(("delete", tuple(change.before[c] for c in key), None))
+            if change.op is not Op.DELETE and change.after is not None:
+                keyed.append(("upsert", tuple(change.after[c] for c in key), dict(change.after)))
+        inside = chunk_range.contains_all([k for _, k, _ in keyed])
+        for (action, row_key, row), in_chunk in zip(keyed, inside, strict=True):
+            if not in_chunk:
+                continue
+            snapshot.reconciled_changes += 1
+            if action == "delete":
+                snapshot.rows.pop(row_key, None)
+            else:
+                snapshot.rows[row_key] = row  # type: ignore[assignment]

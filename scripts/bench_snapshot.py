@@ -1,0 +1,116 @@
+"""Snapshot throughput next to a plain SELECT * scan of the same table, measured in the same run.
+
+Prints rows/s (median of --runs) for:
+  1. plain scan: one connection, ``SELECT *``, rows fetched by PyMySQL (the baseline);
+  2. windows only: every chunk read through a snapshot window (watermarks, type normalisation),
+     one reader, nothing written;
+  3. snapshot, 1 reader: windows plus Delta commits, one chunk after another;
+  4. snapshot on Spark local[K]: windows as parallel Spark tasks, Delta commits on the driver;
+and the ratios 2/1, 3/1 and 4/3 (the parallel speedup). Usage (sandbox running):
+
+    .venv/bin/python scripts/bench_snapshot.py --rows 200000 --runs 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint  # noqa: E402
+from airflow_mysql_cdc.engine.entrypoints.snapshot_to_delta import spark_runner  # noqa: E402
+from airflow_mysql_cdc.engine.mysql_types import read_table_column_types  # noqa: E402
+from airflow_mysql_cdc.engine.snapshot.chunks import plan_chunks  # noqa: E402
+from airflow_mysql_cdc.engine.snapshot.key_order import read_key_columns  # noqa: E402
+from airflow_mysql_cdc.engine.snapshot.runner import run_sequentially, snapshot_table  # noqa: E402
+from airflow_mysql_cdc.engine.snapshot.window import read_window  # noqa: E402
+from airflow_mysql_cdc.engine.table_metadata import TableRef, read_table_metadata  # noqa: E402
+
+TABLE = TableRef("bench_snapshot", "mixed")
+DDL = """CREATE TABLE bench_snapshot.mixed (
+    id INT PRIMARY KEY, name VARCHAR(60), amount DECIMAL(12,2), created DATETIME(6), doc JSON,
+    payload BLOB, ratio DOUBLE, state ENUM('a','b','c'), counter BIGINT UNSIGNED, day DATE)"""
+
+
+def build(endpoint: MySqlEndpoint, rows: int) -> None:
+    with endpoint.connect() as connection, connection.cursor() as cursor:
+        cursor.execute("DROP DATABASE IF EXISTS bench_snapshot")
+        cursor.execute("CREATE DATABASE bench_snapshot")
+        cursor.execute(DDL)
+        cursor.execute("SET SESSION cte_max_recursion_depth = 100000000")
+        cursor.execute(
+            "INSERT INTO bench_snapshot.mixed WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n"
+            f" WHERE i < {rows}) SELECT i, CONCAT('name-', i), i / 7, NOW(6) - INTERVAL i SECOND,"
+            " JSON_OBJECT('i', i, 'tags', JSON_ARRAY('x', 'y')), REPEAT('b', 40), i / 3,"
+            " ELT(1 + i % 3, 'a', 'b', 'c'), i * 1000, CURDATE() - INTERVAL (i % 1000) DAY FROM n"
+        )
+
+
+def plain_scan(endpoint: MySqlEndpoint) -> int:
+    with endpoint.connect() as connection, connection.cursor() as cursor:
+        cursor.execute(f"SELECT * FROM {TABLE.quoted}")
+        return len(cursor.fetchall())
+
+
+def windows_only(endpoint: MySqlEndpoint, chunk_size: int) -> int:
+    with endpoint.connect() as connection, connection.cursor() as cursor:
+        metadata = read_table_metadata(cursor, TABLE)
+        columns = read_table_column_types(cursor, TABLE.schema, TABLE.table)
+        key_columns = read_key_columns(cursor, TABLE, metadata.key_columns)
+        chunks = plan_chunks(connection, metadata, chunk_size)
+    return sum(
+        len(read_window(endpoint, TABLE, columns, metadata.key_columns, key_columns, chunk).rows)
+        for chunk in chunks
+    )
+
+
+def timed(label: str, runs: int, action) -> float:
+    rates = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        rows = action()
+        rates.append(rows / (time.perf_counter() - started))
+    rate = statistics.median(rates)
+    print(f"{label:38} {rate:>10,.0f} rows/s   (runs: {', '.join(f'{r:,.0f}' for r in rates)})", flush=True)
+    return rate
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--dsn", default="mysql://root@127.0.0.1:13306/")
+    parser.add_argument("--rows", type=int, default=200_000)
+    parser.add_argument("--chunk-size", type=int, default=20_000)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--parallelism", type=int, default=2)
+    args = parser.parse_args()
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    endpoint = MySqlEndpoint.from_url(args.dsn).with_database(None)
+    build(endpoint, args.rows)
+    print(f"table {TABLE}: {args.rows:,} rows, 10 mixed columns, chunks of {args.chunk_size:,}")
+    lake = Path(tempfile.mkdtemp(prefix="bench-snapshot-"))
+    plain = timed("1. plain SELECT * scan", args.runs, lambda: plain_scan(endpoint))
+    windows = timed("2. windows only, 1 reader", args.runs, lambda: windows_only(endpoint, args.chunk_size))
+
+    def snapshot(runner) -> int:
+        result = snapshot_table(
+            endpoint, lake, str(TABLE), chunk_size=args.chunk_size, run_windows=runner, restart=True
+        )
+        return result.rows
+
+    single = timed("3. snapshot to Delta, 1 reader", args.runs, lambda: snapshot(run_sequentially))
+    os.environ.setdefault("PYSPARK_SUBMIT_ARGS", f"--master local[{args.parallelism}] pyspark-shell")
+    runner = spark_runner("bench-snapshot")
+    parallel = timed(f"4. snapshot on Spark local[{args.parallelism}]", args.runs, lambda: snapshot(runner))
+    print(f"ratio windows / plain scan:              {windows / plain:.2f}")
+    print(f"ratio snapshot (1 reader) / plain scan:  {single / plain:.2f}")
+    print(f"parallel speedup (4 / 3):                {parallel / single:.2f}")
+
+
+if __name__ == "__main__":
+    main()

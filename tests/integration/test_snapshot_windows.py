@@ -1,0 +1,190 @@
+"""Snapshot windows and the streaming filter against real MySQL, with writes racing the windows."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+
+from airflow_mysql_cdc.engine.binlog_reader import BinlogReader
+from airflow_mysql_cdc.engine.changes import Op
+from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
+from airflow_mysql_cdc.engine.gtid import GtidSet
+from airflow_mysql_cdc.engine.mysql_types import normalise_select_row, read_table_column_types
+from airflow_mysql_cdc.engine.snapshot import window as window_module
+from airflow_mysql_cdc.engine.snapshot.change_filter import (
+    SnapshotChangeFilter,
+    SnapshottedChunk,
+    TableChunkIndex,
+)
+from airflow_mysql_cdc.engine.snapshot.chunks import NoRowKeyError, plan_chunks, require_row_key
+from airflow_mysql_cdc.engine.snapshot.key_order import KeyOrder, read_key_columns
+from airflow_mysql_cdc.engine.snapshot.window import read_window
+from airflow_mysql_cdc.engine.stop_rules import UntilGtidSet
+from airflow_mysql_cdc.engine.table_metadata import TableRef, read_table_metadata
+from tests.support.mysql import execute, scalar
+
+pytestmark = pytest.mark.mysql
+
+CI_TABLE = (
+    "CREATE TABLE accounts (region VARCHAR(20) COLLATE utf8mb4_0900_ai_ci NOT NULL, n INT NOT NULL,"
+    " balance DECIMAL(10,2), note VARCHAR(30), PRIMARY KEY (region, n))"
+)
+REGIONS = ["north", "North", "south", "Zed", "alpha", "Éclair", "east"]
+
+
+def _executed(endpoint: MySqlEndpoint) -> GtidSet:
+    return GtidSet.parse(scalar(endpoint, "SELECT @@gtid_executed"))
+
+
+def _seed(endpoint: MySqlEndpoint) -> None:
+    values = (
+        ", ".join(f"('{r}{i % 3}', {i}, {i}.5, 'seed')" for i in range(120) for r in REGIONS[:1])
+        + ", "
+        + ", ".join(f"('{r}', {i}, {i}.25, 'seed')" for r in REGIONS[1:] for i in range(40))
+    )
+    execute(endpoint, CI_TABLE, f"INSERT INTO accounts VALUES {values}")
+
+
+def _source_rows(endpoint: MySqlEndpoint, ref: TableRef) -> dict[tuple, dict[str, Any]]:
+    with endpoint.connect() as connection, connection.cursor() as cursor:
+        cursor.execute("SET time_zone = '+00:00'")
+        columns = read_table_column_types(cursor, ref.schema, ref.table)
+        cursor.execute(f"SELECT * FROM {ref.quoted}")
+        rows = [normalise_select_row(columns, row) for row in cursor.fetchall()]
+    return {(row["region"].lower(), row["n"]): row for row in rows}
+
+
+def _snapshot_then_stream(endpoint: MySqlEndpoint, ref: TableRef, chunk_size: int, during=None):
+    """Snapshot every chunk (``during`` runs writes meanwhile), then stream with the filter to the end."""
+    with endpoint.connect() as connection, connection.cursor() as cursor:
+        metadata = require_row_key(read_table_metadata(cursor, ref), ref)
+        columns = read_table_column_types(cursor, ref.schema, ref.table)
+        key_columns = read_key_columns(cursor, ref, metadata.key_columns)
+        chunks = plan_chunks(connection, metadata, chunk_size)
+    writer = threading.Thread(target=during) if during else None
+    if writer:
+        writer.start()
+    windows = [read_window(endpoint, ref, columns, metadata.key_columns, key_columns, c) for c in chunks]
+    if writer:
+        writer.join()
+    lake: dict[tuple, dict[str, Any]] = {}
+    for window in windows:
+        lake.update(window.rows)
+    with endpoint.connect() as connection:
+        index = TableChunkIndex(
+            [SnapshottedChunk(w.chunk, w.high_watermark) for w in windows],
+            metadata.key_columns,
+            KeyOrder(connection, key_columns),
+        )
+        change_filter = SnapshotChangeFilter({str(ref): index})
+        end = _executed(endpoint)
+        reader = BinlogReader(endpoint.with_database(None), tables=[str(ref)])
+        for transaction in reader.read(windows[0].low_watermark, UntilGtidSet(end)):
+            for change in change_filter.filter(transaction).changes:
+                if change.op is not Op.INSERT:
+                    lake.pop(tuple(change.before[c] for c in metadata.key_columns), None)
+                if change.op is not Op.DELETE:
+                    lake[tuple(change.after[c] for c in metadata.key_columns)] = dict(change.after)
+    return chunks, windows, {(k[0].lower(), k[1]): v for k, v in lake.items()}
+
+
+def test_windows_and_filtered_stream_equal_the_source_while_writers_race_them(
+    mysql_database: MySqlEndpoint,
+) -> None:
+    _seed(mysql_database)
+    ref = TableRef(mysql_database.database, "accounts")
+
+    def race() -> None:
+        with mysql_database.connect(autocommit=False) as connection, connection.cursor() as cursor:
+            for i in range(150):
+                region = REGIONS[i % len(REGIONS)]
+                cursor.execute(
+                    "INSERT INTO accounts VALUES (%s, %s, 1, 'new') ON DUPLICATE KEY UPDATE note = 'dup'",
+                    (region.upper() if i % 2 else region, 1000 + i),
+                )
+                cursor.execute("UPDATE accounts SET balance = balance + 1 WHERE n = %s", (i % 40,))
+                cursor.execute(
+                    "DELETE FROM accounts WHERE n = %s AND region = %s", (i % 40, REGIONS[(i + 3) % 7])
+                )
+                # a key change that moves rows across chunk boundaries (region changes its sort position)
+                cursor.execute(
+                    "UPDATE IGNORE accounts SET region = %s WHERE n = %s AND region = %s",
+                    (REGIONS[(i + 1) % 7] + "x", i % 40, REGIONS[(i + 5) % 7]),
+                )
+                connection.commit()
+
+    chunks, windows, lake = _snapshot_then_stream(mysql_database, ref, chunk_size=25, during=race)
+    assert len(chunks) > 5
+    assert any(w.high_watermark != w.low_watermark for w in windows), "no write raced a window"
+    assert lake == _source_rows(mysql_database, ref)
+
+
+def test_writes_between_the_watermarks_are_reconciled_into_the_chunk(
+    mysql_database: MySqlEndpoint, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A write the SELECT saw (between L and the SELECT) and one it missed (between the SELECT and H)."""
+    execute(mysql_database, "CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(10))")
+    execute(mysql_database, "INSERT INTO t VALUES " + ", ".join(f"({i}, 'v0')" for i in range(1, 31)))
+    ref = TableRef(mysql_database.database, "t")
+    real = window_module._gtid_executed
+    calls = {"n": 0}
+
+    def gtid_executed_with_races(cursor) -> GtidSet:
+        calls["n"] += 1
+        if calls["n"] == 1:
+            low = real(cursor)
+            # seen by the SELECT; moves id 5 out of chunk 0 (ids <= 10) into the last chunk
+            execute(
+                mysql_database, "UPDATE t SET v = 'seen' WHERE id = 2", "UPDATE t SET id = 55 WHERE id = 5"
+            )
+            return low
+        if calls["n"] == 2:
+            # missed by the SELECT: must come from reconciliation
+            execute(mysql_database, "UPDATE t SET v = 'missed' WHERE id = 3", "DELETE FROM t WHERE id = 4")
+        return real(cursor)
+
+    monkeypatch.setattr(window_module, "_gtid_executed", gtid_executed_with_races)
+    with mysql_database.connect() as connection, connection.cursor() as cursor:
+        metadata = read_table_metadata(cursor, ref)
+        columns = read_table_column_types(cursor, ref.schema, ref.table)
+        key_columns = read_key_columns(cursor, ref, ("id",))
+        chunks = plan_chunks(connection, metadata, 10)
+    window = read_window(mysql_database, ref, columns, ("id",), key_columns, chunks[0])
+    assert (window.high_watermark - window.low_watermark).count() == 4
+    assert window.reconciled_changes >= 3
+    assert {key[0]: row["v"] for key, row in window.rows.items()} == {
+        1: "v0", 2: "seen", 3: "missed", 6: "v0", 7: "v0", 8: "v0", 9: "v0", 10: "v0",
+    }  # fmt: skip
+
+
+def test_chunk_boundaries_and_key_order_follow_the_case_insensitive_collation(
+    mysql_database: MySqlEndpoint,
+) -> None:
+    execute(
+        mysql_database,
+        "CREATE TABLE words (w VARCHAR(20) COLLATE utf8mb4_0900_ai_ci PRIMARY KEY)",
+        "INSERT INTO words VALUES ('apple'), ('Banana'), ('cherry'), ('Date'), ('éclair'), ('Fig'),"
+        " ('grape')",
+    )
+    ref = TableRef(mysql_database.database, "words")
+    with mysql_database.connect() as connection, connection.cursor() as cursor:
+        cursor.execute("SELECT w FROM words ORDER BY w")
+        mysql_order = [row[0] for row in cursor.fetchall()]
+        order = KeyOrder(connection, read_key_columns(cursor, ref, ("w",)))
+        python_order = sorted(mysql_order, key=lambda w: order.sort_key((w,)))
+        chunks = plan_chunks(connection, read_table_metadata(cursor, ref), 2)
+        assert order.sort_key(("BANANA",)) == order.sort_key(("banana",))
+    assert python_order == mysql_order
+    assert mysql_order == ["apple", "Banana", "cherry", "Date", "éclair", "Fig", "grape"]
+    assert [c.upper for c in chunks] == [("Banana",), ("Date",), ("Fig",), None]
+
+
+def test_table_without_a_usable_key_is_named(mysql_database: MySqlEndpoint) -> None:
+    execute(mysql_database, "CREATE TABLE heap (a INT, b VARCHAR(3))")
+    ref = TableRef(mysql_database.database, "heap")
+    with mysql_database.connect() as connection, connection.cursor() as cursor:
+        metadata = read_table_metadata(cursor, ref)
+    with pytest.raises(NoRowKeyError, match=f"table {ref} has no primary key"):
+        require_row_key(metadata, ref)
