@@ -45,6 +45,10 @@ SERVER_PACKAGES = ("mysql-server-core", "mysql-client-core")
 SKIPPED_PACKAGE_PREFIXES = ("perl", "libperl", "libgdbm", "libdb5")
 READY_TIMEOUT_S = 60.0
 
+# Native AIO reserves kernel AIO contexts (fs.aio-max-nr is machine-wide): a test run that starts a
+# dozen servers next to others ran out of them ("io_setup() failed with EAGAIN") and mysqld aborted.
+SANDBOX_SERVER_FLAGS = ("--innodb-use-native-aio=OFF",)
+
 # The settings every CDC reader needs; tests that want a misconfigured server override them with
 # later --flags (mysqld takes the last value of a repeated option).
 CDC_SERVER_FLAGS = (
@@ -328,7 +332,8 @@ def start(
         f"--lc-messages-dir={installation.root / 'usr/share/mysql'}", "--user=root", f"--port={port}",
         "--bind-address=127.0.0.1", f"--socket={server.socket_path}", f"--pid-file={server.pid_file}",
         f"--log-error={server.error_log}", "--mysqlx=OFF", f"--server-id={server_id}",
-        "--secure-file-priv=", "--skip-name-resolve=OFF", *CDC_SERVER_FLAGS, *extra_flags,
+        "--secure-file-priv=", "--skip-name-resolve=OFF", *SANDBOX_SERVER_FLAGS, *CDC_SERVER_FLAGS,
+        *extra_flags,
     )  # fmt: skip
     with open(os.devnull, "rb") as stdin, open(datadir / "mysqld.out", "ab") as out:
         process = subprocess.Popen(

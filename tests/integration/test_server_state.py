@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -27,17 +29,22 @@ def test_server_state_reports_binlog_position_and_gtid_sets(mysql_database: MySq
     assert state.gtid_purged <= state.gtid_executed
 
 
-def test_demo_writes_transactions_and_prints_the_gtid_state(mysql_server: MySqlEndpoint) -> None:
+def test_demo_replicates_the_sample_shop_and_the_checksums_match(
+    mysql_server: MySqlEndpoint, tmp_path
+) -> None:
     dsn = f"mysql://{mysql_server.user}:{mysql_server.password}@{mysql_server.host}:{mysql_server.port}/"
-    before = GtidSet.parse(scalar(mysql_server, "SELECT @@gtid_executed"))
     result = subprocess.run(
-        [sys.executable, str(REPO_ROOT / "scripts" / "demo.py"), "--dsn", dsn, "--transactions", "5"],
+        [
+            sys.executable, str(REPO_ROOT / "scripts" / "demo.py"),
+            "--dsn", dsn, "--seconds", "3", "--lake", str(tmp_path / "lake"),
+        ],
         capture_output=True,
         text=True,
-    )
-    assert result.returncode == 0, result.stderr
-    after = GtidSet.parse(scalar(mysql_server, "SELECT @@gtid_executed"))
-    assert f"gtid_executed  {after}" in result.stdout
-    assert (after - before).count() >= 5
+        env={**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"},
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    assert "The lake equals MySQL as of the end GTID set." in result.stdout
+    end = GtidSet.parse(scalar(mysql_server, "SELECT @@gtid_executed"))
+    assert f"end GTID set             {end}" in result.stdout
     if mysql_server.password:
-        assert mysql_server.password not in result.stdout
+        assert mysql_server.password not in result.stdout + result.stderr

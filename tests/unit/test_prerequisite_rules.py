@@ -76,7 +76,6 @@ def test_healthy_server_passes_every_check() -> None:
         ("binlog_row_image", "NOBLOB"),
         ("binlog_row_metadata", "MINIMAL"),
         ("binlog_row_value_options", "PARTIAL_JSON"),
-        ("binlog_transaction_compression", "ON"),
     ],
 )
 def test_each_wrong_setting_is_an_error_with_a_fix(variable: str, bad_value: str) -> None:
@@ -86,11 +85,15 @@ def test_each_wrong_setting_is_an_error_with_a_fix(variable: str, bad_value: str
     assert result.fix and result.why
 
 
-def test_compression_is_accepted_when_the_engine_decodes_it() -> None:
+def test_compression_is_accepted_because_the_engine_decodes_it() -> None:
     facts = _facts(variables={**HEALTHY_VARIABLES, "binlog_transaction_compression": "ON"})
-    assert "binlog_transaction_compression" not in _by_name(
-        facts, _config(engine_decodes_compressed_transactions=True)
-    )
+    assert "binlog_transaction_compression" not in _by_name(facts)
+
+
+def test_compression_is_an_error_for_an_engine_that_cannot_decode_it() -> None:
+    facts = _facts(variables={**HEALTHY_VARIABLES, "binlog_transaction_compression": "ON"})
+    config = _config(engine_decodes_compressed_transactions=False)
+    assert _by_name(facts, config)["binlog_transaction_compression"] == "error"
 
 
 def test_tagged_gtids_in_gtid_executed_are_named() -> None:
@@ -194,5 +197,5 @@ def test_report_table_lists_failures_first_with_their_fix() -> None:
     lines = table.splitlines()
     assert lines[2].startswith("ERROR") and "binlog_format" in lines[2]
     assert "fix: SET PERSIST binlog_format = 'ROW';" in table
-    assert table.endswith("FAILED: 1 error(s), 0 warning(s), 14 passed on mysql://cdc@db:3306/ (MySQL 8.4.3)")
+    assert table.endswith("FAILED: 1 error(s), 0 warning(s), 13 passed on mysql://cdc@db:3306/ (MySQL 8.4.3)")
     assert report.to_dict()["error_count"] == 1
