@@ -46,6 +46,8 @@ class ApplyConfig:
     heartbeat_s: float = 1.0
     max_buffered_bytes: int = 256 * 1024 * 1024
     progress_interval_s: float = 10.0
+    lease_s: float = 60.0
+    """A second instance refuses to start while the running one's heartbeat is younger than this."""
     storage_options: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

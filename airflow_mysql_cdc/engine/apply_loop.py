@@ -107,6 +107,7 @@ def run_apply(
         config.pipeline_id,
         soft_deletes=config.soft_deletes,
         storage_options=config.storage_options or None,
+        lease_s=config.lease_s,
     )
     resume_from = sink.open(config.start)
     if resume_from != config.start:
@@ -178,8 +179,15 @@ def run_apply(
             due = oldest_pending is not None and time.monotonic() - oldest_pending >= config.batch_max_seconds
             if pending_rows >= config.batch_max_rows or due:
                 flush()
+            elif item is None and not pending:
+                heartbeat = getattr(sink, "heartbeat_if_due", None)
+                if heartbeat is not None:
+                    heartbeat()
             _report(progress, config, tracker.value, result)
         flush()
+        release = getattr(sink, "release", None)
+        if release is not None:
+            release()
     finally:
         thread.stopping.set()
     result.end_gtids = str(tracker.value)

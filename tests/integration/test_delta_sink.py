@@ -10,7 +10,7 @@ from deltalake import DeltaTable
 
 from airflow_mysql_cdc.engine.sinks.delta_sink import DeltaSink
 from airflow_mysql_cdc.engine.sinks.interface import SinkBehindError, SinkDivergedError
-from airflow_mysql_cdc.engine.sinks.pipeline_state import PipelineFencedError
+from airflow_mysql_cdc.engine.sinks.pipeline_state import PipelineBusyError, PipelineFencedError
 from tests.unit.sink_fixtures import ITEMS, ORDERS, delete, insert, through, transaction, update
 
 
@@ -88,6 +88,7 @@ def test_reopening_resumes_from_the_sink_and_a_replayed_segment_applies_nothing(
     first = DeltaSink(tmp_path, "p1")
     first.open(through(0))
     first.apply(_first_batch(), through(3))
+    first.release()
     versions = DeltaTable(str(first.layout.target("shop", "orders"))).version()
     second = DeltaSink(tmp_path, "p1")
     assert second.open(through(1)) == through(3)  # the start is behind the sink: resume from the sink
@@ -124,7 +125,8 @@ def test_crash_between_table_commits_replays_nothing_twice(
         sink.apply(_first_batch(), through(3))
     monkeypatch.undo()
 
-    recovered = DeltaSink(tmp_path, "p1")
+    # The crashed writer lives on in this process, so its lease looks alive: take over explicitly.
+    recovered = DeltaSink(tmp_path, "p1", lease_s=0)
     assert recovered.open(through(0)) == through(0)
     recovered.apply(_first_batch(), through(3))
     recovered.apply([transaction(4, insert(ORDERS, {"id": 9, "status": "x", "qty": 0}))], through(4))
@@ -133,13 +135,24 @@ def test_crash_between_table_commits_replays_nothing_twice(
     assert len(changelog) == len(set(changelog)) == 5
 
 
-def test_second_writer_fences_the_first(tmp_path: Path) -> None:
-    first = DeltaSink(tmp_path, "p1", owner="first")
+def test_second_instance_refuses_to_start_while_the_first_holds_the_lease(tmp_path: Path) -> None:
+    first = DeltaSink(tmp_path, "p1", owner="host-a:1:first")
     first.open(through(0))
     first.apply(_first_batch()[:1], through(1))
-    second = DeltaSink(tmp_path, "p1", owner="second")
+    with pytest.raises(PipelineBusyError, match="is being written by host-a:1:first"):
+        DeltaSink(tmp_path, "p1", owner="host-b:2:second").open(through(1))
+    first.apply(_first_batch()[1:], through(3))  # the first instance goes on undisturbed
+    first.release()
+    DeltaSink(tmp_path, "p1", owner="host-b:2:second").open(through(3))
+
+
+def test_instance_that_outlived_its_lease_is_fenced_by_its_successor(tmp_path: Path) -> None:
+    first = DeltaSink(tmp_path, "p1", owner="host-a:1:first")
+    first.open(through(0))
+    first.apply(_first_batch()[:1], through(1))
+    second = DeltaSink(tmp_path, "p1", owner="host-b:2:second", lease_s=0)  # the lease has run out
     second.open(through(1))
-    with pytest.raises(PipelineFencedError, match="owner second"):
+    with pytest.raises(PipelineFencedError, match="owner host-b:2:second"):
         first.apply(_first_batch()[1:], through(3))
     second.apply(_first_batch()[1:], through(3))
     assert _rows(second.layout.target("shop", "orders"), "id", "status") == [(1, "paid")]

@@ -1,4 +1,4 @@
-"""Two application processes on one pipeline: the newer claim wins, the older stops with a clear error."""
+"""Two application processes on one pipeline: the second refuses to start while the first runs."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from tests.support.mysql import execute, scalar
 pytestmark = pytest.mark.mysql
 
 
-def test_second_instance_fences_the_first_which_stops_with_a_clear_error(
+def test_second_instance_fails_with_a_clear_error_while_the_first_keeps_applying(
     mysql_database: MySqlEndpoint, tmp_path: Path
 ) -> None:
     database = mysql_database.database
@@ -38,15 +38,14 @@ def test_second_instance_fences_the_first_which_stops_with_a_clear_error(
     first = launch_application(config, tmp_path / "first", mysql_database)
     time.sleep(4)  # the first instance has claimed the pipeline and is tailing
     second = launch_application(config, tmp_path / "second", mysql_database)
-    time.sleep(4)
-    ConcurrentWriter(mysql_database, seconds=1).run()
-    _, first_stderr = first.communicate(timeout=60)
-    assert first.returncode == EXIT_FENCED
-    assert "is being written by another instance" in first_stderr.decode()
-    time.sleep(3)  # let the second instance apply everything
-    second.send_signal(signal.SIGTERM)
     _, second_stderr = second.communicate(timeout=60)
-    assert second.returncode == 0, second_stderr.decode()[-2000:]
-    result = json.loads((tmp_path / "second" / "result.json").read_text())
-    assert result["sink_epoch"] == 2
+    assert second.returncode == EXIT_FENCED
+    assert "a second instance must not write it at the same time" in second_stderr.decode()
+    ConcurrentWriter(mysql_database, seconds=1).run()
+    time.sleep(3)  # let the first instance apply everything
+    first.send_signal(signal.SIGTERM)
+    _, first_stderr = first.communicate(timeout=60)
+    assert first.returncode == 0, first_stderr.decode()[-2000:]
+    result = json.loads((tmp_path / "first" / "result.json").read_text())
+    assert result["sink_epoch"] == 1 and result["transactions"] > 0
     assert_lake_equals_source(mysql_database, tmp_path / "lake", database, "orders")

@@ -106,6 +106,7 @@ class DeltaSink:
         soft_deletes: bool = False,
         owner: str | None = None,
         storage_options: dict[str, str] | None = None,
+        lease_s: float = 60.0,
     ) -> None:
         self.layout = LakeLayout(Path(lake_root))
         self.pipeline_id = pipeline_id
@@ -113,6 +114,8 @@ class DeltaSink:
         self.soft_deletes = soft_deletes
         self.owner = owner or default_owner()
         self.storage_options = storage_options
+        self.lease_s = lease_s
+        self._last_state_commit = time.monotonic()
         self._state_store = PipelineStateStore(self.layout.state, pipeline_id, storage_options)
         self._state: PipelineState | None = None
         self._handles: dict[str, _TableHandle] = {}
@@ -137,7 +140,9 @@ class DeltaSink:
                     f"{sink_applied - requested_start} the start does not): they belong to different "
                     "histories. Check the checkpoint and the connection; re-snapshot if the source changed."
                 )
-        self._state = self._state_store.claim(self.owner, initial_applied=requested_start)
+        self._state = self._state_store.claim(
+            self.owner, initial_applied=requested_start, lease_s=self.lease_s
+        )
         if previous is None or previous.batch_seq == 0:
             self._state = self._state_store.commit(self._state, requested_start, self._state.batch_seq)
         log.info(
@@ -157,6 +162,22 @@ class DeltaSink:
     def epoch(self) -> int:
         assert self._state is not None, "open() the sink first"
         return self._state.epoch
+
+    def heartbeat_if_due(self) -> None:
+        """Renew the lease when no batch has done it lately (an idle live stream)."""
+        if self._state is not None and time.monotonic() - self._last_state_commit >= self.lease_s / 3:
+            self._state = self._state_store.commit(
+                self._state, self._state.applied_gtids, self._state.batch_seq
+            )
+            self._last_state_commit = time.monotonic()
+
+    def release(self) -> None:
+        """Let the next instance claim the pipeline at once (the run ended normally)."""
+        if self._state is not None:
+            self._state_store.commit(
+                self._state, self._state.applied_gtids, self._state.batch_seq, release=True
+            )
+            self._state = None
 
     # --- applying -----------------------------------------------------------------------------
 
@@ -197,6 +218,7 @@ class DeltaSink:
                 changelog_batches[name].change_count if name in changelog_batches else 0,
             )
         self._state = self._state_store.commit(state, position_after, batch_seq)
+        self._last_state_commit = time.monotonic()
         for handle in self._handles.values():
             handle.already_applied = GtidSet()  # everything up to position_after is now in the state
         return result

@@ -6,7 +6,9 @@ reader's position after the batch, and must:
 - commit each batch's data together with that position (a replay is then recognisable);
 - on :meth:`Sink.open`, return the position to resume from: its own applied set when the requested
   start is contained in it, and refuse (``SinkBehindError``/``SinkDivergedError``) otherwise;
-- let only one writer make progress (a second fails with ``PipelineFencedError``).
+- let only one writer make progress: a second instance fails at start while the first holds the
+  lease (``PipelineBusyError``), and a writer that lost the pipeline fails at its next commit
+  (``PipelineFencedError``).
 
 Only the delta-rs sink (:class:`~airflow_mysql_cdc.engine.sinks.delta_sink.DeltaSink`) exists:
 a catalog ``MERGE INTO`` sink cannot be tested on this project's machines, so none is shipped.

@@ -8,6 +8,12 @@ older writer's next state commit, or its next table commit (the sink checks each
 against the one it last wrote), fails with :class:`PipelineFencedError`. A writer that was
 ``kill -9``-ed needs no lease to expire: its successor's claim fences it.
 
+A running writer also holds a *lease*: every state commit is a heartbeat, and a new instance
+refuses to claim (``PipelineBusyError``) while the owner's heartbeat is younger than the lease,
+unless the owner ran on the same host and its process is gone. A writer that finishes releases the
+pipeline. So the second of two instances fails at start, and the claim's fencing covers the rest
+(an instance that stalls past its lease and wakes up).
+
 The applied set here is the pipeline's position: every GTID in it is in every target table (or
 touched none of them). Tables may be *ahead* of it (a crash between a table commit and this
 commit); the sink reads each table's own applied set from its commit metadata to skip those.
@@ -45,12 +51,35 @@ class PipelineFencedError(RuntimeError):
     """Another writer claimed the pipeline; this one must stop without writing anything more."""
 
 
+class PipelineBusyError(PipelineFencedError):
+    """Another live writer holds the pipeline's lease: a second instance refuses to start."""
+
+
 class PipelineMismatchError(ValueError):
     """The lake location holds another pipeline's state."""
 
 
 def default_owner() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+RELEASED = ""
+"""Owner of a pipeline whose last writer finished and let go of it."""
+
+
+def _owner_is_dead_here(owner: str) -> bool:
+    """True when the owner ran on this host and its process is gone (a kill -9, a crash)."""
+    host, _, rest = owner.partition(":")
+    pid_text = rest.partition(":")[0]
+    if host != socket.gethostname() or not pid_text.isdigit():
+        return False
+    try:
+        os.kill(int(pid_text), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
 
 
 @dataclass(frozen=True)
@@ -99,13 +128,28 @@ class PipelineStateStore:
             table_version=table.version(),
         )
 
-    def claim(self, owner: str, initial_applied: GtidSet) -> PipelineState:
-        """Become the pipeline's only writer: epoch + 1. A concurrent claim makes one of them fail."""
+    def claim(self, owner: str, initial_applied: GtidSet, *, lease_s: float = 0.0) -> PipelineState:
+        """Become the pipeline's only writer: epoch + 1. A concurrent claim makes one of them fail.
+
+        A previous owner that has not released the pipeline and whose last heartbeat is younger than
+        ``lease_s`` is taken to be alive: the claim fails with :class:`PipelineBusyError`, so a
+        second instance never starts writing next to a running one. A previous owner that ran on
+        this host and whose process is gone is known dead, and is taken over at once.
+        """
         try:
             table = DeltaTable(self.path, storage_options=self.storage_options)
         except TableNotFoundError:
             table = None
         previous = self._state_of(table) if table is not None else None
+        if previous is not None and previous.owner not in (RELEASED, owner):
+            age_s = (time.time_ns() // 1000 - previous.updated_at_us) / 1e6
+            if age_s < lease_s and not _owner_is_dead_here(previous.owner):
+                raise PipelineBusyError(
+                    f"pipeline {self.pipeline_id!r} is being written by {previous.owner} (epoch "
+                    f"{previous.epoch}, last heartbeat {age_s:.0f}s ago); a second instance must not "
+                    f"write it at the same time, so this one stops without writing. If that instance "
+                    f"is gone, its lease expires {lease_s - age_s:.0f}s from now."
+                )
         state = PipelineState(
             pipeline_id=self.pipeline_id,
             epoch=(previous.epoch if previous else 0) + 1,
@@ -117,13 +161,18 @@ class PipelineStateStore:
         )
         return self._write(table, state, "claim")
 
-    def commit(self, current: PipelineState, applied: GtidSet, batch_seq: int) -> PipelineState:
-        """Record progress; fails with PipelineFencedError if anyone wrote the state since ``current``."""
+    def commit(
+        self, current: PipelineState, applied: GtidSet, batch_seq: int, *, release: bool = False
+    ) -> PipelineState:
+        """Record progress (also the lease's heartbeat); ``release`` lets the next instance in at once.
+
+        Fails with PipelineFencedError if anyone wrote the state since ``current``.
+        """
         assert self._table is not None and self._table.version() == current.table_version
         state = PipelineState(
             pipeline_id=self.pipeline_id,
             epoch=current.epoch,
-            owner=current.owner,
+            owner=RELEASED if release else current.owner,
             applied_gtids=applied,
             batch_seq=batch_seq,
             updated_at_us=time.time_ns() // 1000,
@@ -172,7 +221,11 @@ class PipelineStateStore:
         self._table = DeltaTable(self.path, storage_options=self.storage_options)
         written = self._state_of(self._table)
         assert written is not None
-        if written.epoch != state.epoch or written.owner != state.owner:
+        if (
+            written.epoch != state.epoch
+            or written.owner != state.owner
+            or written.updated_at_us != state.updated_at_us
+        ):
             raise self._fenced(state, "the state now belongs to another writer")
         return written
 
