@@ -17,13 +17,13 @@ from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
 from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
-from airflow_mysql_cdc.engine.entrypoints import binlog_to_delta
+from airflow_mysql_cdc.engine.entrypoints import common
 
-# Exit codes of the applications that no retry can fix (see binlog_to_delta's docstring).
+# Exit codes of the applications that no retry can fix (see the entry points' docstrings).
 FINAL_EXIT_CODES = {
-    binlog_to_delta.EXIT_CONFIG: "configuration error",
-    binlog_to_delta.EXIT_SINK_MISMATCH: "the lake and the requested start disagree",
-    binlog_to_delta.EXIT_BINLOG: "the binlog cannot be read from the checkpoint",
+    common.EXIT_CONFIG: "configuration error",
+    common.EXIT_SINK_MISMATCH: "the lake and the requested start disagree",
+    common.EXIT_BINLOG: "the binlog cannot be read from the checkpoint",
 }
 
 

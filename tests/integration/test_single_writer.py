@@ -11,7 +11,7 @@ import pytest
 
 from airflow_mysql_cdc.engine.apply_config import ApplyConfig
 from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
-from airflow_mysql_cdc.engine.entrypoints.binlog_to_delta import EXIT_FENCED
+from airflow_mysql_cdc.engine.entrypoints.common import EXIT_FENCED
 from airflow_mysql_cdc.engine.gtid import GtidSet
 from tests.support.apply_process import launch_application
 from tests.support.lake import ConcurrentWriter, assert_lake_equals_source

@@ -18,41 +18,34 @@ the requested start disagree; 5 the binlog needed is gone or unreadable; 1 anyth
 
 from __future__ import annotations
 
-import argparse
-import json
 import logging
-import os
 import signal
 import sys
 import threading
-from collections.abc import Callable, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 
 from airflow_mysql_cdc.engine.apply_config import ApplyConfig, ApplyConfigError
 from airflow_mysql_cdc.engine.apply_loop import run_apply
 from airflow_mysql_cdc.engine.binlog_errors import BinlogReaderError
 from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
+from airflow_mysql_cdc.engine.entrypoints.common import (
+    ERROR_PREFIX,
+    EXIT_BINLOG,
+    EXIT_CONFIG,
+    EXIT_FENCED,
+    EXIT_SINK_MISMATCH,
+    argument_parser,
+    configure_logging,
+    exit_hard,
+    write_result_atomically,
+)
 from airflow_mysql_cdc.engine.sinks.interface import SinkBehindError, SinkDivergedError
 from airflow_mysql_cdc.engine.sinks.pipeline_state import PipelineFencedError
 
-EXIT_CONFIG, EXIT_FENCED, EXIT_SINK_MISMATCH, EXIT_BINLOG = 2, 3, 4, 5
-ERROR_PREFIX = "airflow-mysql-cdc ERROR"
-
-
-def write_result_atomically(path: Path, payload: dict) -> None:
-    temporary = path.with_name(path.name + ".tmp")
-    temporary.write_text(json.dumps(payload, indent=2))
-    os.replace(temporary, path)
-
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Apply MySQL binlog changes to Delta tables")
-    parser.add_argument("--config", required=True, type=Path, help="ApplyConfig JSON file")
-    parser.add_argument("--result-file", required=True, type=Path, help="where the result JSON goes")
-    args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    args = argument_parser("Apply MySQL binlog changes to Delta tables").parse_args(argv)
+    configure_logging()
     try:
         config = ApplyConfig.from_file(args.config)
         endpoint = MySqlEndpoint.from_environment()
@@ -84,20 +77,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_BINLOG
     write_result_atomically(args.result_file, result.to_dict())
     return 0
-
-
-def exit_hard(entry: Callable[[], int]) -> None:
-    """Run an entry point and leave without interpreter finalisation.
-
-    Native threads of pyarrow/delta-rs can abort the process ("terminate called without an active
-    exception", SIGABRT) while Python tears down after main() returned, turning a finished run into
-    a failed one (seen in test_kill_9_at_random_moments_then_rerun_gives_the_exact_lake). Everything
-    durable is committed and the result file renamed before this point, so exiting hard is safe.
-    """
-    code = entry()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
 
 
 def run_and_exit() -> None:

@@ -10,9 +10,7 @@ Exit codes: 0 done; 2 configuration error (including a table without a usable ke
 
 from __future__ import annotations
 
-import argparse
 import json
-import logging
 import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
@@ -20,9 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
-from airflow_mysql_cdc.engine.entrypoints.binlog_to_delta import (
+from airflow_mysql_cdc.engine.entrypoints.common import (
     ERROR_PREFIX,
     EXIT_CONFIG,
+    argument_parser,
+    configure_logging,
     exit_hard,
     write_result_atomically,
 )
@@ -100,14 +100,10 @@ def run(config: SnapshotConfig, endpoint: MySqlEndpoint, runner: WindowRunner) -
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Snapshot MySQL tables into Delta tables")
-    parser.add_argument("--config", required=True, type=Path)
-    parser.add_argument("--result-file", required=True, type=Path)
+    parser = argument_parser("Snapshot MySQL tables into Delta tables")
     parser.add_argument("--no-spark", action="store_true", help="run windows one by one in this process")
     args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    configure_logging()
     try:
         config = SnapshotConfig.from_file(args.config)
         endpoint = MySqlEndpoint.from_environment()
