@@ -121,7 +121,10 @@ class MySqlCdcBinlogApplyOperator(SparkApplicationOperator):
             config.start or "(empty)",
         )
         result = self.run_application(
-            self.application, name="mysql-cdc-apply", endpoint=endpoint, config_json=config.to_json()
+            self.application,
+            name=f"mysql-cdc-apply-{config.pipeline_id}",
+            endpoint=endpoint,
+            config_json=config.to_json(),
         )
         rows = ", ".join(f"{table}: {count} rows" for table, count in result["rows_by_table"].items())
         self.log.info(

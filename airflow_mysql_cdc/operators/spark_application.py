@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -90,13 +91,14 @@ class SparkApplicationOperator(BaseOperator):
             # spark-submit is found next to this interpreter when it was pip-installed with pyspark.
             "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""),
         }
-        with tempfile.TemporaryDirectory(prefix=f"{name}-") as workdir:
+        safe_name = re.sub(r"[^A-Za-z0-9_.-]", "_", name)
+        with tempfile.TemporaryDirectory(prefix=f"{safe_name}-") as workdir:
             config_file = Path(workdir) / "config.json"
             result_file = Path(workdir) / "result.json"
             config_file.write_text(config_json)
             self._hook = SparkSubmitHook(
                 conn_id=self.spark_conn_id,
-                name=name,
+                name=safe_name,
                 conf=self.spark_conf,
                 py_files=self.py_files,
                 application_args=[

@@ -158,7 +158,7 @@ def test_task_timeout_stops_the_whole_application(
     leftovers = [
         p
         for p in psutil.process_iter()
-        if "mysql-cdc-apply-" in _command_line(p) and p.create_time() >= started and not _gone(p)
+        if "mysql-cdc-apply-timeout-" in _command_line(p) and p.create_time() >= started and not _gone(p)
     ]
     assert leftovers == []
     assert (lake / "_cdc" / "state").exists(), "the application should have started before the timeout"
