@@ -63,11 +63,14 @@ def _snapshot_then_stream(endpoint: MySqlEndpoint, ref: TableRef, chunk_size: in
         columns = read_table_column_types(cursor, ref.schema, ref.table)
         key_columns = read_key_columns(cursor, ref, metadata.key_columns)
         chunks = plan_chunks(connection, metadata, chunk_size)
-    writer = threading.Thread(target=during) if during else None
+    writing, stop = threading.Event(), threading.Event()
+    writer = threading.Thread(target=during, args=(writing, stop)) if during else None
     if writer:
         writer.start()
+        assert writing.wait(30), "the writer never committed"
     windows = [read_window(endpoint, ref, columns, metadata.key_columns, key_columns, c) for c in chunks]
     if writer:
+        stop.set()
         writer.join()
     lake: dict[tuple, dict[str, Any]] = {}
     for window in windows:
@@ -96,9 +99,12 @@ def test_windows_and_filtered_stream_equal_the_source_while_writers_race_them(
     _seed(mysql_database)
     ref = TableRef(mysql_database.database, "accounts")
 
-    def race() -> None:
+    def race(writing: threading.Event, stop: threading.Event) -> None:
+        """Writes until the windows are done (at least 150 transactions), starting before them."""
         with mysql_database.connect(autocommit=False) as connection, connection.cursor() as cursor:
-            for i in range(150):
+            i = -1
+            while i < 150 or not stop.is_set():
+                i += 1
                 region = REGIONS[i % len(REGIONS)]
                 cursor.execute(
                     "INSERT INTO accounts VALUES (%s, %s, 1, 'new') ON DUPLICATE KEY UPDATE note = 'dup'",
@@ -114,10 +120,12 @@ def test_windows_and_filtered_stream_equal_the_source_while_writers_race_them(
                     (REGIONS[(i + 1) % 7] + "x", i % 40, REGIONS[(i + 5) % 7]),
                 )
                 connection.commit()
+                writing.set()
 
     chunks, windows, lake = _snapshot_then_stream(mysql_database, ref, chunk_size=25, during=race)
     assert len(chunks) > 5
-    assert any(w.high_watermark != w.low_watermark for w in windows), "no write raced a window"
+    # The writer ran from before the first window to after the last one.
+    assert not windows[-1].high_watermark.issubset(windows[0].low_watermark)
     assert lake == _source_rows(mysql_database, ref)
 
 
