@@ -342,7 +342,3 @@ def _changelog_rows(batch: TableBatch, schema: pa.Schema) -> pa.Table:
         pa.date32(),
     )
     return pa.table(data).cast(schema)
-
-
-def now_us() -> int:
-    return time.time_ns() // 1000

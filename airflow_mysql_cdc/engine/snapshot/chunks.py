@@ -31,16 +31,6 @@ class Chunk:
     upper: tuple[Any, ...] | None
     """Inclusive upper bound; None for the last chunk."""
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"index": self.index, "lower": _jsonable(self.lower), "upper": _jsonable(self.upper)}
-
-
-def _jsonable(key: tuple[Any, ...] | None) -> list[Any] | None:
-    if key is None:
-        return None
-    return [value.hex() if isinstance(value, bytes) else str(value) if not isinstance(value, int) else value
-            for value in key]  # fmt: skip
-
 
 def quote_identifier(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"

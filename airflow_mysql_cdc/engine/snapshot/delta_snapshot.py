@@ -95,6 +95,46 @@ def _chunk_from_json(data: dict[str, Any]) -> Chunk:
     return Chunk(data["index"], decode_key(data["lower"]), decode_key(data["upper"]))
 
 
+def read_snapshot_progress(
+    lake_root: Path | str, ref: TableRef, storage_options: dict[str, str] | None = None
+) -> SnapshotProgress | None:
+    """The snapshot progress of a table's lake copy; None if the table or its snapshot does not exist."""
+    path = str(LakeLayout(Path(lake_root)).target(ref.schema, ref.table))
+    try:
+        return progress_from_history(DeltaTable(path, storage_options=storage_options))
+    except TableNotFoundError:
+        return None
+
+
+def progress_from_history(table: DeltaTable | None) -> SnapshotProgress | None:
+    """The latest snapshot's plan and finished chunks, read from a target table's commit history."""
+    if table is None:
+        return None
+    chunk_commits: list[dict[str, Any]] = []
+    for commit in table.history(limit=_HISTORY_LIMIT):
+        raw = commit.get(SNAPSHOT_METADATA)
+        if raw is None:
+            continue
+        record = json.loads(raw) if isinstance(raw, str) else raw
+        if record["phase"] == "chunk":
+            chunk_commits.append(record)
+            continue
+        progress = SnapshotProgress(
+            snapshot_id=record["id"],
+            key=tuple(record["key"]),
+            plan=[_chunk_from_json(item) for item in record["plan"]],
+        )
+        for done in chunk_commits:
+            if done["id"] != progress.snapshot_id:
+                continue
+            chunk = _chunk_from_json(done["chunk"])
+            progress.done[chunk.index] = DoneChunk(
+                chunk, GtidSet.parse(done["low"]), GtidSet.parse(done["high"]), done["rows"]
+            )
+        return progress
+    return None
+
+
 class DeltaSnapshotWriter:
     def __init__(
         self,
@@ -116,32 +156,7 @@ class DeltaSnapshotWriter:
 
     def progress(self) -> SnapshotProgress | None:
         """The latest snapshot's plan and finished chunks, from the table's history."""
-        table = self._table()
-        if table is None:
-            return None
-        chunk_commits: list[dict[str, Any]] = []
-        for commit in table.history(limit=_HISTORY_LIMIT):
-            raw = commit.get(SNAPSHOT_METADATA)
-            if raw is None:
-                continue
-            record = json.loads(raw) if isinstance(raw, str) else raw
-            if record["phase"] == "chunk":
-                chunk_commits.append(record)
-                continue
-            progress = SnapshotProgress(
-                snapshot_id=record["id"],
-                key=tuple(record["key"]),
-                plan=[_chunk_from_json(item) for item in record["plan"]],
-            )
-            for done in chunk_commits:
-                if done["id"] != progress.snapshot_id:
-                    continue
-                chunk = _chunk_from_json(done["chunk"])
-                progress.done[chunk.index] = DoneChunk(
-                    chunk, GtidSet.parse(done["low"]), GtidSet.parse(done["high"]), done["rows"]
-                )
-            return progress
-        return None
+        return progress_from_history(self._table())
 
     def start(self, plan: Sequence[Chunk], key: Sequence[str]) -> SnapshotProgress:
         """Empty the table (create it if needed) and record the plan, in one commit."""

@@ -7,9 +7,8 @@ from collections.abc import Sequence
 
 from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.engine.gtid import GtidSet
-from airflow_mysql_cdc.engine.mysql_types import read_table_column_types
 from airflow_mysql_cdc.engine.snapshot.change_filter import SnapshotChangeFilter, TableChunkIndex
-from airflow_mysql_cdc.engine.snapshot.delta_snapshot import DeltaSnapshotWriter, SnapshotIncompleteError
+from airflow_mysql_cdc.engine.snapshot.delta_snapshot import SnapshotIncompleteError, read_snapshot_progress
 from airflow_mysql_cdc.engine.snapshot.key_order import KeyOrder, read_key_columns
 from airflow_mysql_cdc.engine.table_metadata import TableRef
 
@@ -32,9 +31,7 @@ def load_snapshot_filter(
     connection = None
     for name in tables:
         ref = TableRef.parse(name)
-        with endpoint.connect() as probe, probe.cursor() as cursor:
-            columns = read_table_column_types(cursor, ref.schema, ref.table)
-        progress = DeltaSnapshotWriter(lake_root, ref, columns, storage_options).progress()
+        progress = read_snapshot_progress(lake_root, ref, storage_options)
         if progress is None:
             continue
         if not progress.complete:
