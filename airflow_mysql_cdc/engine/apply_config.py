@@ -18,6 +18,7 @@ from airflow_mysql_cdc.engine.stop_rules import (
     UntilCaughtUp,
     UntilCommitTimestamp,
     UntilGtidSet,
+    WithinGtidSet,
 )
 
 Mode = Literal["segment", "until_gtid_set", "until_caught_up", "live"]
@@ -39,6 +40,8 @@ class ApplyConfig:
     """segment mode: apply every transaction committed before this instant (microseconds, UTC)."""
     target_gtids: str | None = None
     """until_gtid_set mode: stop once the position contains this set."""
+    within_target: bool = False
+    """until_gtid_set mode: also stop before any transaction outside the target (never pass it)."""
     batch_max_rows: int = 50_000
     batch_max_seconds: float = 1.0
     soft_deletes: bool = False
@@ -49,6 +52,9 @@ class ApplyConfig:
     lease_s: float = 60.0
     """A second instance refuses to start while the running one's heartbeat is younger than this."""
     storage_options: dict[str, str] = field(default_factory=dict)
+    rebase: bool = False
+    """Move the pipeline to ``start_gtids`` even if the lake is behind it: only after every table was
+    re-snapshotted (purged binlogs). Each table must then join again from its new snapshot."""
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -72,7 +78,8 @@ class ApplyConfig:
             assert self.segment_end_us is not None
             return UntilCommitTimestamp(self.segment_end_us)
         if self.mode == "until_gtid_set":
-            return UntilGtidSet(GtidSet.parse(self.target_gtids))
+            target = GtidSet.parse(self.target_gtids)
+            return WithinGtidSet(target) if self.within_target else UntilGtidSet(target)
         if self.mode == "until_caught_up":
             return UntilCaughtUp()
         return Live()

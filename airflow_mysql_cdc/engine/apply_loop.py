@@ -19,7 +19,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from airflow_mysql_cdc.engine.apply_config import ApplyConfig
@@ -30,7 +30,10 @@ from airflow_mysql_cdc.engine.gtid import GtidSet
 from airflow_mysql_cdc.engine.position import PositionTracker
 from airflow_mysql_cdc.engine.sinks.delta_sink import DeltaSink
 from airflow_mysql_cdc.engine.sinks.interface import Sink
+from airflow_mysql_cdc.engine.snapshot.delta_snapshot import SnapshotProgress
 from airflow_mysql_cdc.engine.snapshot.streaming import load_snapshot_filter
+from airflow_mysql_cdc.engine.table_admission import admit_tables, join_state
+from airflow_mysql_cdc.engine.table_metadata import TableRef
 
 log = logging.getLogger("airflow_mysql_cdc.apply")
 _QUEUE_TRANSACTIONS = 10_000
@@ -51,6 +54,10 @@ class ApplyResult:
     lag_s: float | None = None
     """Seconds between the last applied transaction's commit and the end of the run."""
     sink_epoch: int = 0
+    caught_up: dict[str, str] = field(default_factory=dict)
+    """Tables that joined the pipeline after a catch-up, with the GTID set it ended at."""
+    already_applied: bool = False
+    """The lake held the whole segment before the run (a retried or cleared run): nothing applied."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -98,20 +105,135 @@ def run_apply(
 ) -> ApplyResult:
     """Apply the binlog to the sink as configured; returns what was applied and where it ended.
 
-    ``stop_requested`` ends the run early (SIGTERM, a benchmark): the pending batch is committed
-    first, so the result's end set is exactly what the lake holds.
+    Tables that are not yet members of the pipeline are admitted first (caught up from their
+    snapshot when needed, see :mod:`.table_admission`). ``stop_requested`` ends the run early
+    (SIGTERM, a benchmark): the pending batch is committed first, so the result's end set is
+    exactly what the lake holds.
     """
     started = time.monotonic()
-    sink = sink or DeltaSink(
+    sink = sink or _delta_sink(config)
+    resume_from = sink.open(config.start, rebase=True) if config.rebase else sink.open(config.start)
+    if resume_from != config.start:
+        log.info("the lake is ahead of the requested start; resuming from the lake: %s", resume_from)
+    caught_up: dict[str, str] = {}
+    try:
+        if config.mode == "segment" and resume_from != config.start:
+            done = _segment_already_applied(config, endpoint, resume_from)
+            if done is not None:
+                _release(sink)
+                return done
+        _admit(config, endpoint, sink, resume_from, stop_requested, caught_up)
+    except BaseException:
+        _release(sink)
+        raise
+    result = _stream(config, endpoint, sink, resume_from, on_batch, stop_requested, started)
+    result.caught_up = caught_up
+    return result
+
+
+def _segment_already_applied(
+    config: ApplyConfig, endpoint: MySqlEndpoint, lake_position: GtidSet
+) -> ApplyResult | None:
+    """The result of a segment the lake already holds entirely (a retried or cleared run), or None.
+
+    A segment's end is a pure function of its start and boundary (``UntilCommitTimestamp`` cuts
+    the binlog order at the first transaction committed at or after the boundary), so reading the
+    binlog from the requested start without applying anything gives the same end set as the
+    original run. If the lake contains it, nothing is applied and the sink is not moved backwards.
+    """
+    reader = BinlogReader(endpoint, tables=config.tables, server_id=config.server_id)
+    for _ in reader.read(config.start, config.stop_rule()):
+        pass
+    end = reader.position
+    if not end.issubset(lake_position):
+        return None
+    log.info(
+        "the lake already holds this whole segment (it ends at %s; the lake is at %s): nothing to apply",
+        end or "(empty)",
+        lake_position,
+    )
+    return ApplyResult(
+        pipeline_id=config.pipeline_id,
+        requested_start=str(config.start),
+        resumed_from=str(lake_position),
+        end_gtids=str(end),
+        already_applied=True,
+    )
+
+
+def _delta_sink(config: ApplyConfig, state_path: str | None = None) -> DeltaSink:
+    return DeltaSink(
         config.lake_root,
         config.pipeline_id,
         soft_deletes=config.soft_deletes,
         storage_options=config.storage_options or None,
         lease_s=config.lease_s,
+        state_path=state_path,
     )
-    resume_from = sink.open(config.start)
-    if resume_from != config.start:
-        log.info("the lake is ahead of the requested start; resuming from the lake: %s", resume_from)
+
+
+def _release(sink: Sink) -> None:
+    release = getattr(sink, "release", None)
+    if release is not None:
+        release()
+
+
+def _admit(
+    config: ApplyConfig,
+    endpoint: MySqlEndpoint,
+    sink: Sink,
+    position: GtidSet,
+    stop_requested: threading.Event | None,
+    caught_up: dict[str, str],
+) -> None:
+    """Admit the configured tables to the pipeline (sinks without membership admit everything)."""
+    if not isinstance(sink, DeltaSink):
+        return
+
+    def catch_up(ref: TableRef, progress: SnapshotProgress, reflected: GtidSet, target: GtidSet) -> GtidSet:
+        store = join_state(
+            config.lake_root, config.pipeline_id, ref, progress.snapshot_id, config.storage_options or None
+        )
+        join_config = replace(
+            config,
+            pipeline_id=store.pipeline_id,
+            tables=(str(ref),),
+            start_gtids=str(reflected),
+            mode="until_gtid_set",
+            segment_end_us=None,
+            target_gtids=str(target | reflected),
+            within_target=True,
+        )
+        join_sink = _delta_sink(join_config, store.path)
+        start = join_sink.open(reflected)
+        result = _stream(join_config, endpoint, join_sink, start, None, stop_requested, time.monotonic())
+        caught_up[str(ref)] = result.end_gtids
+        return GtidSet.parse(result.end_gtids)
+
+    members = admit_tables(
+        config.tables,
+        lake_root=config.lake_root,
+        pipeline_id=config.pipeline_id,
+        position=position,
+        members=sink.members,
+        first_run=sink.is_new,
+        catch_up=catch_up,
+        storage_options=config.storage_options or None,
+    )
+    if members != sink.members:
+        sink.record_members(members)
+
+
+def _stream(
+    config: ApplyConfig,
+    endpoint: MySqlEndpoint,
+    sink: Sink,
+    resume_from: GtidSet,
+    on_batch: Callable[[int, GtidSet], None] | None,
+    stop_requested: threading.Event | None,
+    started: float,
+) -> ApplyResult:
+    """Read from ``resume_from`` and apply to the opened sink until the stop rule; then release it."""
     result = ApplyResult(
         pipeline_id=config.pipeline_id,
         requested_start=str(config.start),
@@ -185,9 +307,7 @@ def run_apply(
                     heartbeat()
             _report(progress, config, tracker.value, result)
         flush()
-        release = getattr(sink, "release", None)
-        if release is not None:
-            release()
+        _release(sink)
     finally:
         thread.stopping.set()
     result.end_gtids = str(tracker.value)

@@ -7,6 +7,8 @@ replication heartbeats, which carry a binlog file and offset but no GTID). So th
 always a prefix of the binlog order: ``start | {the transactions before the stop}``.
 
 - :class:`UntilGtidSet` stops once the target set is contained in the position.
+- :class:`WithinGtidSet` is :class:`UntilGtidSet` that also stops before any transaction outside
+  the target, so the position never leaves it (a table's catch-up to the pipeline's position).
 - :class:`UntilCaughtUp` is ``UntilGtidSet(@@gtid_executed read when the read starts)``.
 - :class:`UntilCommitTimestamp` consumes every transaction committed before the boundary and stops
   at the first one committed at or after it (prefix semantics: deterministic for one binlog). On an
@@ -96,6 +98,16 @@ class UntilGtidSet(StopRule):
 
     def satisfied(self) -> bool:
         return self._remaining_count == 0
+
+
+class WithinGtidSet(UntilGtidSet):
+    """Read only transactions of ``target``; stop once it is contained, or before one outside it."""
+
+    def __repr__(self) -> str:
+        return f"WithinGtidSet({self.target!r})"
+
+    def stop_before(self, gtid: Gtid, commit_timestamp_us: int) -> bool:
+        return gtid not in self.target
 
 
 class UntilCaughtUp(UntilGtidSet):

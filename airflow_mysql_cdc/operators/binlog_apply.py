@@ -37,6 +37,8 @@ class MySqlCdcBinlogApplyOperator(SparkApplicationOperator):
         Every transaction committed before it is applied; if it is in the future the application
         tails the binlog live until it passes.
     :param target_gtids: stop set for ``until_gtid_set`` mode (templated).
+    :param rebase: move the pipeline to ``start_gtids`` although the lake is behind it; only after
+        every table was re-snapshotted (purged binlogs). Templated; "true"/"false" are understood.
     :param spark_conn_id: a ``spark`` connection (master ``local[*]`` when it does not exist).
     """
 
@@ -47,6 +49,7 @@ class MySqlCdcBinlogApplyOperator(SparkApplicationOperator):
         "start_gtids",
         "segment_end",
         "target_gtids",
+        "rebase",
         "mysql_cdc_conn_id",
         "spark_conn_id",
     )
@@ -66,6 +69,7 @@ class MySqlCdcBinlogApplyOperator(SparkApplicationOperator):
         batch_max_rows: int = 50_000,
         batch_max_seconds: float = 1.0,
         soft_deletes: bool = False,
+        rebase: bool | str = False,
         application: str = APPLICATION,
         **kwargs: Any,
     ) -> None:
@@ -81,6 +85,7 @@ class MySqlCdcBinlogApplyOperator(SparkApplicationOperator):
         self.batch_max_rows = batch_max_rows
         self.batch_max_seconds = batch_max_seconds
         self.soft_deletes = soft_deletes
+        self.rebase = rebase
         self.application = application
 
     def _segment_end_us(self, context: Any) -> int | None:
@@ -108,6 +113,7 @@ class MySqlCdcBinlogApplyOperator(SparkApplicationOperator):
             batch_max_seconds=self.batch_max_seconds,
             soft_deletes=self.soft_deletes,
             server_id=server_id,
+            rebase=str(self.rebase).strip().lower() in ("true", "1", "yes"),
         )
 
     def execute(self, context: Any) -> dict[str, Any]:
@@ -126,6 +132,14 @@ class MySqlCdcBinlogApplyOperator(SparkApplicationOperator):
             endpoint=endpoint,
             config_json=config.to_json(),
         )
+        if result.get("already_applied"):
+            self.log.info(
+                "The lake already holds this segment (a retried or cleared run): nothing applied; "
+                "the segment ends at %s",
+                result["end_gtids"] or "(empty)",
+            )
+        for table, end in result.get("caught_up", {}).items():
+            self.log.info("%s was caught up to %s and joined the pipeline", table, end)
         rows = ", ".join(f"{table}: {count} rows" for table, count in result["rows_by_table"].items())
         self.log.info(
             "Applied %d transaction(s) (%s) in %d batch(es); end position %s; lag %ss",

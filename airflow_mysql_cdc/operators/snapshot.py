@@ -28,12 +28,13 @@ class MySqlCdcSnapshotOperator(SparkApplicationOperator):
     :param lake_root: where the Delta tables live (templated).
     :param chunk_size: rows per chunk.
     :param restart: take a new snapshot even if one finished (a re-snapshot replaces the table's
-        contents); without it a finished snapshot is kept and an unfinished one resumed.
+        contents); without it a finished snapshot is kept and an unfinished one resumed (templated:
+        "true"/"false" are understood).
     :param base_server_id: replication server_ids ``base + chunk index`` are used by windows that
         reconcile; defaults to the connection's ``server_id`` extra plus 1000.
     """
 
-    template_fields: Sequence[str] = ("tables", "lake_root", "mysql_cdc_conn_id", "spark_conn_id")
+    template_fields: Sequence[str] = ("tables", "lake_root", "restart", "mysql_cdc_conn_id", "spark_conn_id")
     ui_color = "#e8eefc"
 
     def __init__(
@@ -42,7 +43,7 @@ class MySqlCdcSnapshotOperator(SparkApplicationOperator):
         tables: str | Sequence[str],
         lake_root: str,
         chunk_size: int = 50_000,
-        restart: bool = False,
+        restart: bool | str = False,
         base_server_id: int | None = None,
         mysql_cdc_conn_id: str = MySqlCdcHook.default_conn_name,
         use_spark: bool = True,
@@ -60,15 +61,19 @@ class MySqlCdcSnapshotOperator(SparkApplicationOperator):
         self.application = application
 
     def execute(self, context: Any) -> dict[str, Any]:
+        tables = tuple(str(ref) for ref in parse_table_list(self.tables)) if self.tables else ()
+        if not tables:
+            self.log.info("No table needs a snapshot in this run")
+            return {"tables": [], "stream_start": ""}
         endpoint = MySqlCdcHook(self.mysql_cdc_conn_id).get_endpoint()
         base_id = self.base_server_id
         if base_id is None and endpoint.replication_server_id:
             base_id = endpoint.replication_server_id + 1000
         config = SnapshotConfig(
             lake_root=self.lake_root,
-            tables=tuple(str(ref) for ref in parse_table_list(self.tables)),
+            tables=tables,
             chunk_size=self.chunk_size,
-            restart=self.restart,
+            restart=str(self.restart).strip().lower() in ("true", "1", "yes"),
             base_server_id=base_id,
         )
         self.log.info("Snapshotting %s from %s into %s", ", ".join(config.tables), endpoint, config.lake_root)

@@ -109,13 +109,23 @@ class MySqlCdcResumabilitySensor(_GtidConditionSensor):
     The XCom return value is a dict: ``verdict``, ``resumable``, ``resnapshot_needed``, the sets.
 
     :param checkpoint: GTID set text to resume from (templated; usually the previous run's end set).
+    :param empty_checkpoint_passes: an empty checkpoint means the pipeline has not started yet (its
+        first run snapshots before it streams), so there is nothing to resume: succeed at once.
     """
 
     kind: ConditionKind = "resumable"
     template_fields: Sequence[str] = ("checkpoint", "mysql_cdc_conn_id")
 
-    def __init__(self, *, checkpoint: str | None, on_purged: OnPurged = "fail", **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *,
+        checkpoint: str | None,
+        on_purged: OnPurged = "fail",
+        empty_checkpoint_passes: bool = False,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
+        self.empty_checkpoint_passes = empty_checkpoint_passes
         if on_purged not in ("fail", "resnapshot"):
             raise ValueError(f"on_purged must be 'fail' or 'resnapshot', not {on_purged!r}")
         self.checkpoint = checkpoint
@@ -126,6 +136,15 @@ class MySqlCdcResumabilitySensor(_GtidConditionSensor):
 
     def _on_purged(self) -> OnPurged:
         return self.on_purged
+
+    def _evaluate(self) -> ConditionOutcome:
+        if self.empty_checkpoint_passes and not (self.checkpoint or "").strip():
+            return ConditionOutcome(
+                "met",
+                "no checkpoint yet: the pipeline starts with a snapshot, nothing to resume",
+                {"verdict": "first_run", "resumable": True, "resnapshot_needed": False},
+            )
+        return super()._evaluate()
 
 
 class MySqlGtidReachedSensor(_GtidConditionSensor):

@@ -36,11 +36,16 @@ def load_dag(file_name: str, dag_id: str):
     return next((dag for dag in dags if dag.dag_id == dag_id), None)
 
 
-def run_dag(file_name: str, dag_id: str, conf: dict[str, Any]):
-    """``dag.test()`` of a test DAG; returns the finished DagRun (tasks run in this process)."""
+def run_dag(file_name: str, dag_id: str, conf: dict[str, Any] | None = None, *, logical_date=None):
+    """``dag.test()`` of a test DAG; returns the finished DagRun (tasks run in this process).
+
+    Running a logical date again clears its task instances first, as a clear in the UI does.
+    """
     dag = load_dag(file_name, dag_id)
     assert dag is not None, f"{file_name} does not define {dag_id}"
-    return dag.test(run_conf=conf)
+    if logical_date is None:
+        return dag.test(run_conf=conf)
+    return dag.test(run_conf=conf, logical_date=logical_date)
 
 
 def task_states(dag_run) -> dict[str, str]:

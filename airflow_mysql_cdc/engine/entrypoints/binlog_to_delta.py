@@ -13,7 +13,8 @@ unchanged under ``local[*]`` and in a cluster's driver. Parallel work (snapshots
 catch-up) is where Spark executors come in.
 
 Exit codes: 0 done; 2 configuration error; 3 another writer holds the pipeline; 4 the lake and
-the requested start disagree; 5 the binlog needed is gone or unreadable; 1 anything else.
+the requested start disagree, or a table cannot join the pipeline; 5 the binlog needed is gone or
+unreadable; 1 anything else.
 """
 
 from __future__ import annotations
@@ -41,6 +42,8 @@ from airflow_mysql_cdc.engine.entrypoints.common import (
 )
 from airflow_mysql_cdc.engine.sinks.interface import SinkBehindError, SinkDivergedError
 from airflow_mysql_cdc.engine.sinks.pipeline_state import PipelineFencedError
+from airflow_mysql_cdc.engine.snapshot.delta_snapshot import SnapshotIncompleteError
+from airflow_mysql_cdc.engine.table_admission import TableAdmissionError
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -71,6 +74,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_FENCED
     except (SinkBehindError, SinkDivergedError) as error:
         print(f"{ERROR_PREFIX} lake/start mismatch: {error}", file=sys.stderr)
+        return EXIT_SINK_MISMATCH
+    except (TableAdmissionError, SnapshotIncompleteError) as error:
+        print(f"{ERROR_PREFIX} table cannot join the pipeline: {error}", file=sys.stderr)
         return EXIT_SINK_MISMATCH
     except BinlogReaderError as error:
         print(f"{ERROR_PREFIX} binlog: {type(error).__name__}: {error}", file=sys.stderr)

@@ -52,9 +52,9 @@ class LakeLayout:
     def state(self) -> Path:
         return self.root / "_cdc" / "state"
 
-    @property
-    def snapshot_state(self) -> Path:
-        return self.root / "_cdc" / "snapshots"
+    def join_state(self, schema: str, table: str, snapshot_id: str) -> Path:
+        """State of one table's catch-up from its snapshot to the pipeline's position."""
+        return self.root / "_cdc" / "joins" / _segment(schema) / _segment(table) / _segment(snapshot_id)
 
 
 def _segment(name: str) -> str:

@@ -107,7 +107,9 @@ class DeltaSink:
         owner: str | None = None,
         storage_options: dict[str, str] | None = None,
         lease_s: float = 60.0,
+        state_path: Path | str | None = None,
     ) -> None:
+        """``state_path`` gives a writer its own state table (a table's catch-up before it joins)."""
         self.layout = LakeLayout(Path(lake_root))
         self.pipeline_id = pipeline_id
         self.app_id = f"airflow_mysql_cdc:{pipeline_id}"
@@ -116,35 +118,56 @@ class DeltaSink:
         self.storage_options = storage_options
         self.lease_s = lease_s
         self._last_state_commit = time.monotonic()
-        self._state_store = PipelineStateStore(self.layout.state, pipeline_id, storage_options)
+        self._state_store = PipelineStateStore(state_path or self.layout.state, pipeline_id, storage_options)
         self._state: PipelineState | None = None
         self._handles: dict[str, _TableHandle] = {}
 
     # --- lifecycle ----------------------------------------------------------------------------
 
-    def open(self, requested_start: GtidSet) -> GtidSet:
-        """Claim the pipeline and return the position to read from."""
+    def open(self, requested_start: GtidSet, *, rebase: bool = False) -> GtidSet:
+        """Claim the pipeline and return the position to read from.
+
+        ``rebase`` moves a pipeline whose lake is behind or off ``requested_start`` to it, after its
+        tables were re-snapshotted (purged binlogs): the membership is cleared, so each table must
+        then be admitted again against its new snapshot (:mod:`..table_admission`).
+        """
         previous = self._state_store.read()
+        rebasing = False
         if previous is not None and previous.batch_seq > 0:
             sink_applied = previous.applied_gtids
             if not requested_start.issubset(sink_applied):
-                if sink_applied.issubset(requested_start):
+                if rebase:
+                    rebasing = True
+                elif sink_applied.issubset(requested_start):
                     raise SinkBehindError(
                         f"the lake has applied only {sink_applied or '(nothing)'}, but the run was asked to "
                         f"start from {requested_start}: the transactions {requested_start - sink_applied} "
                         "never reached the lake. Start from the lake's applied set (or re-snapshot)."
                     )
-                raise SinkDivergedError(
-                    f"the requested start {requested_start} and the lake's applied set {sink_applied} "
-                    f"diverge (the lake lacks {requested_start - sink_applied} and has "
-                    f"{sink_applied - requested_start} the start does not): they belong to different "
-                    "histories. Check the checkpoint and the connection; re-snapshot if the source changed."
-                )
+                else:
+                    raise SinkDivergedError(
+                        f"the requested start {requested_start} and the lake's applied set {sink_applied} "
+                        f"diverge (the lake lacks {requested_start - sink_applied} and has "
+                        f"{sink_applied - requested_start} the start does not): they belong to different "
+                        "histories. Check the checkpoint and the connection; re-snapshot if the source "
+                        "changed."
+                    )
         self._state = self._state_store.claim(
             self.owner, initial_applied=requested_start, lease_s=self.lease_s
         )
         if previous is None or previous.batch_seq == 0:
             self._state = self._state_store.commit(self._state, requested_start, self._state.batch_seq)
+        elif rebasing:
+            log.warning(
+                "sink %s: rebasing the pipeline from %s to %s after a re-snapshot; every table must "
+                "join again from its new snapshot",
+                self.layout.root,
+                self._state.applied_gtids,
+                requested_start,
+            )
+            self._state = self._state_store.commit(
+                self._state, requested_start, self._state.batch_seq, members={}
+            )
         log.info(
             "sink %s: claimed epoch %d, resuming from %s",
             self.layout.root,
@@ -162,6 +185,26 @@ class DeltaSink:
     def epoch(self) -> int:
         assert self._state is not None, "open() the sink first"
         return self._state.epoch
+
+    @property
+    def members(self) -> dict[str, str] | None:
+        """The tables the pipeline streams (see ``pipeline_state``); None for a state without them."""
+        assert self._state is not None, "open() the sink first"
+        return self._state.members
+
+    @property
+    def is_new(self) -> bool:
+        """Nothing was ever applied or admitted: the pipeline's first run."""
+        assert self._state is not None, "open() the sink first"
+        return self._state.batch_seq == 0 and not self._state.members
+
+    def record_members(self, members: dict[str, str]) -> None:
+        """Make ``members`` the pipeline's tables, from its current position on."""
+        assert self._state is not None, "open() the sink first"
+        self._state = self._state_store.commit(
+            self._state, self._state.applied_gtids, self._state.batch_seq, members=members
+        )
+        self._last_state_commit = time.monotonic()
 
     def heartbeat_if_due(self) -> None:
         """Renew the lease when no batch has done it lately (an idle live stream)."""

@@ -17,11 +17,16 @@ pipeline. So the second of two instances fails at start, and the claim's fencing
 The applied set here is the pipeline's position: every GTID in it is in every target table (or
 touched none of them). Tables may be *ahead* of it (a crash between a table commit and this
 commit); the sink reads each table's own applied set from its commit metadata to skip those.
+
+The state also names the pipeline's *members*: the tables it streams, each with the id of the
+snapshot it joined with. A table that is not a member (added to the configuration, or
+re-snapshotted) must be admitted before the stream writes it (:mod:`..table_admission`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import socket
 import time
@@ -43,6 +48,7 @@ _SCHEMA = pa.schema(
         pa.field("applied_gtids", pa.string()),
         pa.field("batch_seq", pa.int64()),
         pa.field("updated_at_us", pa.int64()),
+        pa.field("members", pa.string()),
     ]
 )
 
@@ -92,6 +98,9 @@ class PipelineState:
     updated_at_us: int
     table_version: int
     """Version of the state table holding this row: the snapshot the next overwrite is based on."""
+    members: dict[str, str] | None = None
+    """Streamed table -> id of the snapshot it joined with ("" when it joined without one); None
+    for a state written before membership was recorded."""
 
 
 class PipelineStateStore:
@@ -126,6 +135,7 @@ class PipelineStateStore:
             batch_seq=row["batch_seq"],
             updated_at_us=row["updated_at_us"],
             table_version=table.version(),
+            members=json.loads(row["members"]) if row.get("members") is not None else None,
         )
 
     def claim(self, owner: str, initial_applied: GtidSet, *, lease_s: float = 0.0) -> PipelineState:
@@ -158,13 +168,22 @@ class PipelineStateStore:
             batch_seq=previous.batch_seq if previous else 0,
             updated_at_us=time.time_ns() // 1000,
             table_version=-1,
+            members=previous.members if previous else {},
         )
         return self._write(table, state, "claim")
 
     def commit(
-        self, current: PipelineState, applied: GtidSet, batch_seq: int, *, release: bool = False
+        self,
+        current: PipelineState,
+        applied: GtidSet,
+        batch_seq: int,
+        *,
+        release: bool = False,
+        members: dict[str, str] | None = None,
     ) -> PipelineState:
         """Record progress (also the lease's heartbeat); ``release`` lets the next instance in at once.
+
+        ``members`` replaces the member tables; by default they are kept.
 
         Fails with PipelineFencedError if anyone wrote the state since ``current``.
         """
@@ -177,6 +196,7 @@ class PipelineStateStore:
             batch_seq=batch_seq,
             updated_at_us=time.time_ns() // 1000,
             table_version=-1,
+            members=current.members if members is None else members,
         )
         return self._write(self._table, state, "commit")
 
@@ -194,6 +214,7 @@ class PipelineStateStore:
                 "applied_gtids": [str(state.applied_gtids)],
                 "batch_seq": [state.batch_seq],
                 "updated_at_us": [state.updated_at_us],
+                "members": [None if state.members is None else json.dumps(state.members, sort_keys=True)],
             },
             schema=_SCHEMA,
         )
@@ -211,7 +232,9 @@ class PipelineStateStore:
                     commit_properties=properties,
                 )
             else:
-                write_deltalake(table, row, mode="overwrite", commit_properties=properties)
+                write_deltalake(
+                    table, row, mode="overwrite", schema_mode="overwrite", commit_properties=properties
+                )
         except (CommitFailedError, FileExistsError) as error:
             raise self._fenced(state, f"a concurrent {action} won ({error.__class__.__name__})") from error
         except Exception as error:  # deltalake reports "table already exists" as a generic error

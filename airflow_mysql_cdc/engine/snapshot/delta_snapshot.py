@@ -70,6 +70,14 @@ class SnapshotProgress:
     def complete(self) -> bool:
         return len(self.done) == len(self.plan)
 
+    def require_complete(self, table: object) -> None:
+        """Refuse to stream a table whose rows are partial (the filter would lack watermarks too)."""
+        if not self.complete:
+            raise SnapshotIncompleteError(
+                f"the snapshot of {table} has {len(self.pending)} unfinished chunk(s); finish it "
+                "(rerun the snapshot: it resumes) before streaming changes into the table"
+            )
+
     @property
     def pending(self) -> list[Chunk]:
         return [chunk for chunk in self.plan if chunk.index not in self.done]

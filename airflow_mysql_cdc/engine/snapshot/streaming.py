@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.engine.gtid import GtidSet
 from airflow_mysql_cdc.engine.snapshot.change_filter import SnapshotChangeFilter, TableChunkIndex
-from airflow_mysql_cdc.engine.snapshot.delta_snapshot import SnapshotIncompleteError, read_snapshot_progress
+from airflow_mysql_cdc.engine.snapshot.delta_snapshot import read_snapshot_progress
 from airflow_mysql_cdc.engine.snapshot.key_order import KeyOrder, read_key_columns
 from airflow_mysql_cdc.engine.table_metadata import TableRef
 
@@ -34,11 +34,7 @@ def load_snapshot_filter(
         progress = read_snapshot_progress(lake_root, ref, storage_options)
         if progress is None:
             continue
-        if not progress.complete:
-            raise SnapshotIncompleteError(
-                f"the snapshot of {ref} has {len(progress.pending)} unfinished chunk(s); finish it "
-                "(rerun the snapshot: it resumes) before streaming changes into the table"
-            )
+        progress.require_complete(ref)
         chunks = progress.snapshotted_chunks()
         if all(chunk.high_watermark.issubset(resume_from) for chunk in chunks):
             continue  # the stream is past every watermark: nothing to filter

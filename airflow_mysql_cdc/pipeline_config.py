@@ -1,0 +1,107 @@
+"""The example DAG's configuration: a JSON file, so another server or table list needs no code change.
+
+The file is named by ``AIRFLOW_MYSQL_CDC_PIPELINE_CONFIG`` (default: ``mysql_cdc_pipeline.json``
+next to the DAG file). Every key is optional; the embedded defaults run the demo. The MySQL
+credentials are never in this file: they are the Airflow connection ``mysql_cdc_conn_id``.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import re
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+CONFIG_VARIABLE = "AIRFLOW_MYSQL_CDC_PIPELINE_CONFIG"
+_EVERY = re.compile(r"^every\s+(\d+)\s*(s|m|h|d)$")
+_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
+
+
+class PipelineConfigError(ValueError):
+    """The pipeline configuration file is unreadable or has wrong keys or values."""
+
+
+@dataclass(frozen=True)
+class PipelineConfig:
+    dag_id: str = "mysql_cdc_daily"
+    pipeline_id: str = "mysql_cdc"
+    """Names the pipeline's state in the lake; one lake location holds one pipeline."""
+    mysql_cdc_conn_id: str = "mysql_cdc_default"
+    spark_conn_id: str = "spark_default"
+    tables: tuple[str, ...] = ("demo_shop.customers", "demo_shop.orders")
+    lake_root: str = str(Path.home() / "mysql-cdc-lake")
+    schedule: str = "@daily"
+    """A cron expression or preset, or ``every <N>s|m|h|d`` for a fixed interval."""
+    start_date: str = "2026-11-01T00:00:00+00:00"
+    catchup: bool = True
+    chunk_size: int = 50_000
+    on_purged: str = "fail"
+    """What a run does when binlogs it needs were purged: ``fail``, or ``resnapshot`` every table."""
+    retries: int = 2
+    retry_delay_s: int = 60
+    resumability_timeout_s: int = 3600
+    """How long a run waits for a lagging replica to catch up with the checkpoint."""
+    sensor_poke_interval_s: int = 30
+    sensor_mode: str = "reschedule"
+    """``reschedule`` frees the worker slot between pokes; ``poke`` holds it (quicker for short waits)."""
+    batch_max_seconds: float = 1.0
+    soft_deletes: bool = False
+    tags: tuple[str, ...] = field(default_factory=lambda: ("mysql-cdc",))
+
+    def __post_init__(self) -> None:
+        if self.on_purged not in ("fail", "resnapshot"):
+            raise PipelineConfigError(f"on_purged must be 'fail' or 'resnapshot', not {self.on_purged!r}")
+        if not self.tables:
+            raise PipelineConfigError("tables is empty: name at least one schema.table")
+        datetime.datetime.fromisoformat(self.start_date)
+        self.schedule_value()
+
+    def schedule_value(self) -> str | datetime.timedelta:
+        match = _EVERY.match(self.schedule.strip())
+        if match:
+            return datetime.timedelta(**{_UNITS[match.group(2)]: int(match.group(1))})
+        return self.schedule
+
+    @property
+    def start(self) -> datetime.datetime:
+        start = datetime.datetime.fromisoformat(self.start_date)
+        return start if start.tzinfo else start.replace(tzinfo=datetime.UTC)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> PipelineConfig:
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise PipelineConfigError(
+                f"unknown pipeline configuration keys: {', '.join(unknown)} "
+                f"(known: {', '.join(sorted(known))})"
+            )
+        if any(key in data for key in ("password", "user", "login")):
+            raise PipelineConfigError("credentials belong in the Airflow connection, not the config file")
+        values = dict(data)
+        for key in ("tables", "tags"):
+            if key in values:
+                raw = values[key]
+                values[key] = tuple(t.strip() for t in raw.split(",")) if isinstance(raw, str) else tuple(raw)
+        try:
+            return cls(**values)
+        except (TypeError, ValueError) as error:
+            raise PipelineConfigError(f"bad pipeline configuration: {error}") from error
+
+
+def load_pipeline_config(default_path: Path | str | None = None) -> PipelineConfig:
+    """The configuration from ``$AIRFLOW_MYSQL_CDC_PIPELINE_CONFIG``, else ``default_path``, else defaults."""
+    named = os.environ.get(CONFIG_VARIABLE)
+    path = Path(named) if named else (Path(default_path) if default_path else None)
+    if path is None or (not named and not path.exists()):
+        return PipelineConfig()
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as error:
+        raise PipelineConfigError(f"cannot read the pipeline configuration {path}: {error}") from error
+    if not isinstance(data, dict):
+        raise PipelineConfigError(f"{path} must hold a JSON object")
+    return PipelineConfig.from_dict(data)

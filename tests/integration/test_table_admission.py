@@ -1,0 +1,123 @@
+"""Adding a table to a running pipeline: snapshot only it, catch it up, then stream it with the rest."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from airflow_mysql_cdc.engine.apply_config import ApplyConfig
+from airflow_mysql_cdc.engine.apply_loop import ApplyResult, run_apply
+from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
+from airflow_mysql_cdc.engine.gtid import GtidSet
+from airflow_mysql_cdc.engine.snapshot.runner import snapshot_table
+from airflow_mysql_cdc.engine.table_admission import TableAdmissionError
+from tests.support.lake import ConcurrentWriter, assert_lake_equals_source, changelog_entries
+from tests.support.mysql import execute, scalar
+
+pytestmark = pytest.mark.mysql
+
+
+def _seed(endpoint: MySqlEndpoint, table: str, rows: int) -> None:
+    execute(endpoint, ConcurrentWriter.DDL.replace("orders", table))
+    values = ", ".join(f"({i}, 'c{i}', {i}.25, 'new', '[{i}]', NOW(6))" for i in range(1, rows + 1))
+    execute(endpoint, f"INSERT INTO {table} VALUES {values}")
+
+
+def _stream(endpoint: MySqlEndpoint, lake: Path, tables: tuple[str, ...], start: str = "") -> ApplyResult:
+    return run_apply(
+        ApplyConfig(
+            pipeline_id="main", lake_root=str(lake), tables=tables, start_gtids=start,
+            mode="until_caught_up", batch_max_rows=300, batch_max_seconds=0.2, heartbeat_s=0.5,
+        ),
+        endpoint,
+    )  # fmt: skip
+
+
+def _writers(endpoint: MySqlEndpoint, seconds: float, *tables: str) -> list[ConcurrentWriter]:
+    writers = [ConcurrentWriter(endpoint, seconds=seconds, seed=n, table=t) for n, t in enumerate(tables)]
+    for writer in writers:
+        writer.start()
+    return writers
+
+
+def _join(writers: list[ConcurrentWriter]) -> None:
+    for writer in writers:
+        writer.join()
+        assert writer.error is None
+        assert writer.transactions > 0
+
+
+def _assert_changelog_has_no_duplicates(lake: Path, schema: str, table: str) -> None:
+    counts = Counter(entry[:2] for entry in changelog_entries(lake, schema, table))
+    assert [entry for entry, count in counts.items() if count > 1] == []
+
+
+def test_table_snapshotted_after_the_checkpoint_joins_without_catch_up(
+    mysql_database: MySqlEndpoint, tmp_path: Path
+) -> None:
+    database = mysql_database.database
+    orders, payments = f"{database}.orders", f"{database}.payments"
+    _seed(mysql_database, "orders", 200)
+    _seed(mysql_database, "payments", 200)
+    first = snapshot_table(mysql_database, tmp_path, orders, chunk_size=50)
+    writers = _writers(mysql_database, 2.5, "orders", "payments")
+    checkpoint = _stream(mysql_database, tmp_path, (orders,), first.stream_start).end_gtids
+    # The new table's snapshot is taken after the pipeline's position, with writers running.
+    snapshot_table(mysql_database, tmp_path, payments, chunk_size=40)
+    _join(writers)
+    result = _stream(mysql_database, tmp_path, (orders, payments), checkpoint)
+    assert result.caught_up == {}
+    assert result.resumed_from == checkpoint
+    for table in ("orders", "payments"):
+        assert_lake_equals_source(mysql_database, tmp_path, database, table)
+        _assert_changelog_has_no_duplicates(tmp_path, database, table)
+
+
+def test_table_snapshotted_before_the_pipeline_position_is_caught_up_before_joining(
+    mysql_database: MySqlEndpoint, tmp_path: Path
+) -> None:
+    database = mysql_database.database
+    orders, payments = f"{database}.orders", f"{database}.payments"
+    _seed(mysql_database, "orders", 200)
+    _seed(mysql_database, "payments", 200)
+    first = snapshot_table(mysql_database, tmp_path, orders, chunk_size=50)
+    writers = _writers(mysql_database, 3, "orders", "payments")
+    # The snapshot of the new table is taken while the pipeline keeps streaming past it.
+    added = snapshot_table(mysql_database, tmp_path, payments, chunk_size=40)
+    _join(writers)
+    position = _stream(mysql_database, tmp_path, (orders,), first.stream_start).end_gtids
+    assert not GtidSet.parse(position).issubset(GtidSet.parse(added.stream_start))
+    writers = _writers(mysql_database, 1.5, "orders", "payments")
+    result = _stream(mysql_database, tmp_path, (orders, payments), position)
+    _join(writers)
+    # The catch-up stopped exactly at the pipeline's position; the main stream went on from there.
+    assert result.caught_up == {payments: str(GtidSet.parse(position) | GtidSet.parse(added.stream_start))}
+    assert result.resumed_from == position
+    _stream(mysql_database, tmp_path, (orders, payments), result.end_gtids)
+    assert scalar(mysql_database, "SELECT COUNT(*) FROM payments") > 0
+    for table in ("orders", "payments"):
+        assert_lake_equals_source(mysql_database, tmp_path, database, table)
+        _assert_changelog_has_no_duplicates(tmp_path, database, table)
+
+
+def test_table_without_a_snapshot_cannot_join_a_running_pipeline(
+    mysql_database: MySqlEndpoint, tmp_path: Path
+) -> None:
+    database = mysql_database.database
+    orders, payments = f"{database}.orders", f"{database}.payments"
+    _seed(mysql_database, "orders", 20)
+    _seed(mysql_database, "payments", 20)
+    first = snapshot_table(mysql_database, tmp_path, orders, chunk_size=50)
+    position = _stream(mysql_database, tmp_path, (orders,), first.stream_start).end_gtids
+    with pytest.raises(TableAdmissionError) as failure:
+        _stream(mysql_database, tmp_path, (orders, payments), position)
+    message = str(failure.value)
+    assert f"{payments} is not yet streamed by pipeline 'main'" in message
+    assert "has no snapshot in the lake" in message
+    assert f"MySqlCdcSnapshotOperator with tables=['{payments}']" in message
+    # The refused run wrote nothing and let go of the pipeline: the next run starts at once.
+    snapshot_table(mysql_database, tmp_path, payments, chunk_size=50)
+    _stream(mysql_database, tmp_path, (orders, payments), position)
+    assert_lake_equals_source(mysql_database, tmp_path, database, "payments")
