@@ -26,6 +26,7 @@ from airflow_mysql_cdc.engine.checkpoint import (
     SourceIdentity,
     WitnessDisagreementError,
     agree_on_start,
+    judge_source,
 )
 from airflow_mysql_cdc.engine.gtid import GtidSet
 from airflow_mysql_cdc.engine.sinks.delta_layout import LakeLayout
@@ -43,7 +44,12 @@ def _lake_state(lake_root: str, pipeline_id: str) -> PipelineState | None:
 
 
 def load_checkpoint(
-    context: Any, *, pipeline_id: str, lake_root: str, publish_task_id: str = PUBLISH_TASK_ID
+    context: Any,
+    *,
+    pipeline_id: str,
+    lake_root: str,
+    mysql_cdc_conn_id: str,
+    publish_task_id: str = PUBLISH_TASK_ID,
 ) -> dict[str, Any]:
     """The previous successful run's checkpoint, checked against the lake; fails when they disagree."""
     ti = context["ti"]
@@ -64,6 +70,8 @@ def load_checkpoint(
             )
         try:
             record = CheckpointRecord.from_dict(raw, pipeline_id=pipeline_id)
+            server = MySqlCdcHook(mysql_cdc_conn_id).get_server_state()
+            log.info("source: %s", judge_source(record, server.server_uuid, server.gtid_executed))
         except CheckpointError as error:
             raise AirflowFailException(str(error)) from error
         log.info("previous successful run %s ended at %s", previous.run_id, record.end_gtids or "(empty)")

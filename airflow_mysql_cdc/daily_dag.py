@@ -53,7 +53,10 @@ def build_pipeline_dag(config: PipelineConfig) -> DAG:
         @task(task_id="load_checkpoint")
         def load_checkpoint(**context: Any) -> dict[str, Any]:
             return checkpoint_chain.load_checkpoint(
-                context, pipeline_id=config.pipeline_id, lake_root=config.lake_root
+                context,
+                pipeline_id=config.pipeline_id,
+                lake_root=config.lake_root,
+                mysql_cdc_conn_id=config.mysql_cdc_conn_id,
             )
 
         loaded = load_checkpoint()

@@ -72,6 +72,8 @@ class PipelineConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> PipelineConfig:
+        if any(key in data for key in ("password", "user", "login")):
+            raise PipelineConfigError("credentials belong in the Airflow connection, not the config file")
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
@@ -79,8 +81,6 @@ class PipelineConfig:
                 f"unknown pipeline configuration keys: {', '.join(unknown)} "
                 f"(known: {', '.join(sorted(known))})"
             )
-        if any(key in data for key in ("password", "user", "login")):
-            raise PipelineConfigError("credentials belong in the Airflow connection, not the config file")
         values = dict(data)
         for key in ("tables", "tags"):
             if key in values:

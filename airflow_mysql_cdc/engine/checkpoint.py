@@ -94,6 +94,31 @@ class CheckpointRecord:
         return record
 
 
+def judge_source(record: CheckpointRecord, server_uuid: str, gtid_executed: GtidSet) -> str:
+    """Whether the connection still names the record's source; raises if it is another source.
+
+    A failover changes the server (and its UUID) but not the history: the new server knows the
+    checkpoint's transactions (some of them at least, if it lags; the resumability sensor then
+    waits). A server that has executed no transaction of any server the checkpoint came from
+    belongs to another history: resuming there would mix two sources in one lake.
+    """
+    if server_uuid == record.source.server_uuid:
+        return f"same source server {server_uuid}"
+    unknown = sorted(uuid for uuid in record.end.uuids if uuid not in gtid_executed.uuids)
+    if unknown and len(unknown) == len(record.end.uuids):
+        raise CheckpointError(
+            "the checkpoint comes from another source: it was written reading server "
+            f"{record.source.server_uuid} ({record.source.host}:{record.source.port}), and the server "
+            f"the connection names now ({server_uuid}) has executed no transaction of "
+            f"{', '.join(unknown)}. Point the connection back at the pipeline's source (or a replica "
+            "of it), or start a new pipeline for this source."
+        )
+    return (
+        f"the source server changed from {record.source.server_uuid} ({record.source.host}:"
+        f"{record.source.port}) to {server_uuid}: a failover to a server of the same history"
+    )
+
+
 def agree_on_start(checkpoint: GtidSet | None, lake_applied: GtidSet | None, *, lake: str) -> str:
     """Compare the chain's checkpoint with the lake's applied set; returns why they may differ.
 

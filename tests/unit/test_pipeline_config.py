@@ -1,0 +1,57 @@
+"""The example DAG's configuration file: defaults, overrides, and clear errors."""
+
+from __future__ import annotations
+
+import datetime
+import json
+from pathlib import Path
+
+import pytest
+
+from airflow_mysql_cdc.pipeline_config import PipelineConfig, PipelineConfigError, load_pipeline_config
+
+
+def test_without_a_file_the_embedded_defaults_run_the_demo(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    monkeypatch.delenv("AIRFLOW_MYSQL_CDC_PIPELINE_CONFIG", raising=False)
+    config = load_pipeline_config(tmp_path / "absent.json")
+    assert config == PipelineConfig()
+    assert config.tables == ("demo_shop.customers", "demo_shop.orders")
+
+
+def test_a_file_named_by_the_environment_overrides_the_defaults(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps({"tables": "a.x, b.y", "schedule": "every 30s", "on_purged": "resnapshot"}))
+    monkeypatch.setenv("AIRFLOW_MYSQL_CDC_PIPELINE_CONFIG", str(path))
+    config = load_pipeline_config()
+    assert config.tables == ("a.x", "b.y")
+    assert config.schedule_value() == datetime.timedelta(seconds=30)
+    assert config.on_purged == "resnapshot"
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ({"tabels": ["a.b"]}, "unknown pipeline configuration keys: tabels"),
+        ({"password": "x"}, "credentials belong in the Airflow connection"),
+        ({"on_purged": "ignore"}, "on_purged must be 'fail' or 'resnapshot'"),
+        ([1, 2], "must hold a JSON object"),
+    ],
+)
+def test_a_wrong_file_is_refused_with_the_reason(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, content: object, message: str
+) -> None:
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(content))
+    monkeypatch.setenv("AIRFLOW_MYSQL_CDC_PIPELINE_CONFIG", str(path))
+    with pytest.raises(PipelineConfigError, match=message):
+        load_pipeline_config()
+
+
+def test_a_missing_file_named_by_the_environment_is_an_error(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("AIRFLOW_MYSQL_CDC_PIPELINE_CONFIG", str(tmp_path / "nope.json"))
+    with pytest.raises(PipelineConfigError, match="cannot read the pipeline configuration"):
+        load_pipeline_config()
