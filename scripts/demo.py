@@ -1,13 +1,15 @@
-"""The README demo: a sample shop on the sandbox, live writes, the binlog application, a checksum.
+"""The README demo: the example DAG replicates a sample shop on the sandbox while it is being written.
 
-1. Recreates the ``demo_shop`` schema (customers, orders) on the MySQL sandbox.
-2. Starts a workload that inserts, updates and deletes rows while the next step runs.
-3. Runs the binlog application under spark-submit for one *segment* that ends a few seconds after
-   the workload stops: the application tails the binlog live until the segment end passes.
-4. Writes some more, then runs a second, catch-up segment that resumes where the lake stopped.
-5. Compares every table with its Delta copy (row count and checksum) and prints where the lake is.
-
-Snapshots and the Airflow DAG come with later releases; this demo starts from empty tables.
+1. Recreates the ``demo_shop`` schema (customers, products, orders; JSON, DECIMAL, BLOB, ENUM,
+   DATETIME(6) columns) on the MySQL sandbox and fills it.
+2. Starts a workload of inserts, updates and deletes that runs while the DAG runs.
+3. Runs the shipped DAG (``dags/mysql_cdc_daily.py``) with ``airflow dags test`` for several
+   consecutive intervals, configured by a JSON file (an interval of ``--interval-s`` seconds instead
+   of a day): the first run checks the prerequisites, snapshots the tables on Spark and applies the
+   binlog up to its interval end; every later run starts from the previous run's checkpoint.
+4. Stops the workload before the last interval ends, then compares every table with its Delta copy
+   (row count and checksum) and prints the checkpoint chain, where the lake is and how to open the
+   same DAG in the Airflow UI.
 """
 
 from __future__ import annotations
@@ -23,14 +25,16 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 
-from airflow_mysql_cdc.engine.apply_config import ApplyConfig  # noqa: E402
 from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint  # noqa: E402
 from airflow_mysql_cdc.engine.verify import compare_table  # noqa: E402
 
+DAG_ID = "mysql_cdc_demo"
+TABLES = ("demo_shop.customers", "demo_shop.products", "demo_shop.orders")
 SCHEMA = (
     "DROP DATABASE IF EXISTS demo_shop",
     "CREATE DATABASE demo_shop",
@@ -41,27 +45,62 @@ SCHEMA = (
         tier ENUM('basic', 'gold', 'platinum') NOT NULL DEFAULT 'basic',
         created_at DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6)
     )""",
+    """CREATE TABLE demo_shop.products (
+        sku VARCHAR(32) PRIMARY KEY,
+        title VARCHAR(200) NOT NULL,
+        price DECIMAL(10, 2) NOT NULL,
+        weight_kg DOUBLE,
+        attributes JSON,
+        thumbnail BLOB,
+        launched DATE
+    )""",
     """CREATE TABLE demo_shop.orders (
         id BIGINT UNSIGNED AUTO_INCREMENT PRIMARY KEY,
         customer_id BIGINT UNSIGNED NOT NULL,
+        sku VARCHAR(32) NOT NULL,
         total DECIMAL(12, 2) NOT NULL,
         status ENUM('new', 'paid', 'shipped', 'cancelled') NOT NULL DEFAULT 'new',
         details JSON,
         updated_at TIMESTAMP(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3) ON UPDATE CURRENT_TIMESTAMP(3)
     )""",
 )
-TABLES = ("demo_shop.customers", "demo_shop.orders")
 
 
-def workload(endpoint: MySqlEndpoint, seconds: float, seed: int) -> int:
-    """Random shop traffic; returns the number of transactions committed."""
-    rng = random.Random(seed)
+def fill(endpoint: MySqlEndpoint, rng: random.Random) -> None:
+    """Rows the first run snapshots: 60 products, 500 customers, 1,500 orders."""
+    with endpoint.connect() as connection, connection.cursor() as cursor:
+        for statement in SCHEMA:
+            cursor.execute(statement)
+        cursor.executemany(
+            "INSERT INTO demo_shop.products VALUES (%s, %s, %s, %s, %s, %s, %s)",
+            [
+                (f"SKU-{n:04}", f"Product {n}", rng.randrange(100, 50000) / 100, rng.random() * 5,
+                 json.dumps({"color": rng.choice(["red", "blue"]), "sizes": [38, 40]}),
+                 bytes(rng.randrange(256) for _ in range(16)), datetime.date(2026, 1, 1 + n % 28))
+                for n in range(60)
+            ],
+        )  # fmt: skip
+        cursor.executemany(
+            "INSERT INTO demo_shop.customers (email, name, tier) VALUES (%s, %s, %s)",
+            [(f"seed{n}@example.com", f"Customer {n}", rng.choice(["basic", "gold"])) for n in range(500)],
+        )
+        cursor.executemany(
+            "INSERT INTO demo_shop.orders (customer_id, sku, total, details) VALUES (%s, %s, %s, %s)",
+            [
+                (rng.randint(1, 500), f"SKU-{rng.randrange(60):04}", rng.randrange(100, 90000) / 100,
+                 json.dumps({"items": rng.randint(1, 5)}))
+                for _ in range(1500)
+            ],
+        )  # fmt: skip
+
+
+def workload(endpoint: MySqlEndpoint, stop: threading.Event, rng: random.Random) -> int:
+    """Random shop traffic until ``stop`` is set; returns the number of transactions committed."""
     transactions = 0
-    deadline = time.monotonic() + seconds
     with endpoint.connect(autocommit=False) as connection, connection.cursor() as cursor:
-        while time.monotonic() < deadline:
+        while not stop.is_set():
             choice = rng.random()
-            if choice < 0.5:
+            if choice < 0.45:
                 suffix = rng.randrange(10**9)
                 cursor.execute(
                     "INSERT INTO demo_shop.customers (email, name, tier) VALUES (%s, %s, %s)",
@@ -70,17 +109,21 @@ def workload(endpoint: MySqlEndpoint, seconds: float, seed: int) -> int:
                 customer_id = cursor.lastrowid
                 for _ in range(rng.randint(1, 3)):
                     cursor.execute(
-                        "INSERT INTO demo_shop.orders (customer_id, total, details) VALUES (%s, %s, %s)",
-                        (
-                            customer_id,
-                            rng.randrange(100, 100000) / 100,
-                            json.dumps({"items": rng.randint(1, 9)}),
-                        ),
-                    )
-            elif choice < 0.8:
+                        "INSERT INTO demo_shop.orders (customer_id, sku, total, details)"
+                        " VALUES (%s, %s, %s, %s)",
+                        (customer_id, f"SKU-{rng.randrange(60):04}", rng.randrange(100, 100000) / 100,
+                         json.dumps({"items": rng.randint(1, 9)})),
+                    )  # fmt: skip
+            elif choice < 0.75:
                 cursor.execute(
                     "UPDATE demo_shop.orders SET status = %s ORDER BY RAND() LIMIT 3",
                     (rng.choice(["paid", "shipped", "cancelled"]),),
+                )
+            elif choice < 0.85:
+                cursor.execute(
+                    "UPDATE demo_shop.products SET price = price * %s, attributes = JSON_SET(attributes, "
+                    "'$.discount', %s) WHERE sku = %s",
+                    (rng.choice([0.9, 1.1]), rng.randint(0, 30), f"SKU-{rng.randrange(60):04}"),
                 )
             else:
                 cursor.execute("DELETE FROM demo_shop.orders WHERE status = 'cancelled' LIMIT 2")
@@ -90,109 +133,186 @@ def workload(endpoint: MySqlEndpoint, seconds: float, seed: int) -> int:
     return transactions
 
 
-def run_application(config: ApplyConfig, endpoint: MySqlEndpoint, workdir: Path) -> dict:
-    """One run of the binlog application under spark-submit, credentials in the environment."""
-    workdir.mkdir(parents=True, exist_ok=True)
-    (workdir / "config.json").write_text(config.to_json())
-    python = sys.executable
-    environment = {
+def airflow_environment(workdir: Path, endpoint: MySqlEndpoint, config_file: Path) -> dict[str, str]:
+    """Everything ``airflow`` needs for the demo; the password travels in the connection variable only."""
+    connection = {
+        "conn_type": "mysql_cdc", "host": endpoint.host, "port": endpoint.port, "login": endpoint.user,
+        "password": endpoint.password or "", "extra": {"server_id": 4242},
+    }  # fmt: skip
+    bin_dir = Path(sys.executable).parent
+    return {
         **os.environ,
-        **endpoint.to_environment(),
-        "PYSPARK_PYTHON": python,
-        "PYSPARK_DRIVER_PYTHON": python,
-        "PATH": str(Path(python).parent) + os.pathsep + os.environ.get("PATH", ""),
+        "AIRFLOW_HOME": str(workdir / "airflow"),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(REPO_ROOT / "dags"),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW_MYSQL_CDC_PIPELINE_CONFIG": str(config_file),
+        "AIRFLOW_CONN_MYSQL_CDC_DEFAULT": json.dumps(connection),
+        "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[2]"}),
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
     }
-    argv = [
-        "spark-submit", "--master", "local[2]", "--conf", "spark.ui.showConsoleProgress=false",
-        str(REPO_ROOT / "spark_apps" / "binlog_to_delta.py"),
-        "--config", str(workdir / "config.json"), "--result-file", str(workdir / "result.json"),
-    ]  # fmt: skip
-    print(f"$ {' '.join(argv[:5])} ... ({config.mode} from {config.start or '(empty)'})", flush=True)
-    completed = subprocess.run(argv, env=environment, stderr=subprocess.PIPE, text=True)
-    for line in completed.stderr.splitlines():
-        if "airflow_mysql_cdc" in line or "ERROR" in line:
-            print("   " + line.split(" ", 2)[-1])
-    if completed.returncode != 0:
-        raise SystemExit(f"the binlog application failed with exit code {completed.returncode}")
-    return json.loads((workdir / "result.json").read_text())
+
+
+def run_logged(argv: list[str], environment: dict[str, str], log_file: Path) -> int:
+    with log_file.open("w") as log:
+        return subprocess.run(argv, env=environment, stdout=log, stderr=subprocess.STDOUT).returncode
+
+
+def run_results(environment: dict[str, str], logical_date: datetime.datetime) -> dict[str, Any]:
+    """The run's state and the XComs of its checkpoint and apply tasks, read from Airflow's database."""
+    script = f"""
+import json
+from airflow.models.dagrun import DagRun
+from airflow.models.xcom import XComModel
+from airflow.utils.session import create_session
+from sqlalchemy import select
+import pendulum
+with create_session() as session:
+    run = session.scalar(select(DagRun).where(DagRun.dag_id == {DAG_ID!r},
+                         DagRun.logical_date == pendulum.parse({logical_date.isoformat()!r})))
+    out = {{"state": str(run.state) if run else "missing"}}
+    for task_id in ("publish_checkpoint", "apply_segment", "snapshot"):
+        rows = session.execute(XComModel.get_many(run_id=run.run_id, key="return_value", task_ids=task_id,
+                                                  dag_ids={DAG_ID!r})).scalars().all() if run else []
+        value = XComModel.deserialize_value(rows[0]) if rows else None
+        out[task_id] = json.loads(value) if isinstance(value, str) else value
+print(json.dumps(out))
+"""
+    completed = subprocess.run(
+        [sys.executable, "-c", script], env=environment, capture_output=True, text=True, check=True
+    )
+    return json.loads(completed.stdout.strip().splitlines()[-1])
+
+
+def write_config(config_file: Path, lake: Path, first_end: datetime.datetime, interval_s: int) -> None:
+    config = {
+        "dag_id": DAG_ID, "pipeline_id": "demo", "tables": list(TABLES), "lake_root": str(lake),
+        "schedule": f"every {interval_s}s", "start_date": first_end.isoformat(), "catchup": False,
+        "chunk_size": 400, "retries": 0, "sensor_mode": "poke", "sensor_poke_interval_s": 2,
+        "batch_max_seconds": 0.5,
+    }  # fmt: skip
+    config_file.write_text(json.dumps(config, indent=2))
+
+
+def utc_now() -> datetime.datetime:
+    return datetime.datetime.now(datetime.UTC).replace(microsecond=0)
+
+
+def run_interval(
+    number: int, interval_end: datetime.datetime, environment: dict[str, str], logs: Path
+) -> dict:
+    """One ``airflow dags test`` of the DAG; prints what the run did and returns its checkpoint."""
+    print(
+        f"run {number}: airflow dags test {DAG_ID} {interval_end.isoformat()}  (interval ends "
+        f"{interval_end:%H:%M:%S} UTC; the run tails the binlog until then)",
+        flush=True,
+    )
+    started = time.monotonic()
+    log_file = logs / f"run-{number}.log"
+    airflow = str(Path(sys.executable).with_name("airflow"))
+    code = run_logged([airflow, "dags", "test", DAG_ID, interval_end.isoformat()], environment, log_file)
+    results = run_results(environment, interval_end)
+    if code != 0 or results["state"] != "success":
+        raise SystemExit(f"run {number} ended {results['state']}; its log: {log_file}")
+    record, applied = results["publish_checkpoint"], results["apply_segment"]
+    snapshot = results["snapshot"] or {"tables": []}
+    rows = ", ".join(f"{name.split('.')[1]} {count}" for name, count in applied["rows_by_table"].items())
+    snapshotted = sum(table["rows"] for table in snapshot["tables"])
+    lag = "n/a" if applied["lag_s"] is None else f"{applied['lag_s']}s"
+    print(
+        f"   success in {time.monotonic() - started:.0f}s: "
+        + (f"snapshot of {snapshotted} rows, " if snapshot["tables"] else "")
+        + f"{applied['transactions']} transactions applied ({rows or 'no row changes'}), "
+        f"lag {lag}\n   checkpoint {record['start_gtids']} -> {record['end_gtids']}",
+        flush=True,
+    )
+    return record
+
+
+def print_comparison(endpoint: MySqlEndpoint, lake: Path) -> bool:
+    header = ("table", "MySQL rows", "lake rows", "MySQL checksum", "lake checksum")
+    print(f"{header[0]:22} {header[1]:>10} {header[2]:>10} {header[3]:>17} {header[4]:>17}  match")
+    all_equal = True
+    for table in TABLES:
+        schema, name = table.split(".")
+        c = compare_table(endpoint, lake, schema, name)
+        all_equal &= c.equal
+        match = "yes" if c.equal else "NO"
+        print(
+            f"{table:22} {c.source_rows:>10} {c.lake_rows:>10} {c.source_checksum:>17} "
+            f"{c.lake_checksum:>17}  {match}"
+        )
+    return all_equal
+
+
+def print_where_to_look(lake: Path, workdir: Path, config_file: Path, endpoint: MySqlEndpoint) -> None:
+    orders = f"{lake}/demo_shop/orders"
+    connection = json.dumps(
+        {"conn_type": "mysql_cdc", "host": endpoint.host, "port": endpoint.port, "login": endpoint.user,
+         "extra": {"server_id": 4242}}
+    )  # fmt: skip
+    print(f"Delta tables             {lake}/demo_shop/<table>")
+    print(f"changelogs               {lake}/_changelog/demo_shop/<table>")
+    print(f"run logs                 {workdir / 'logs'}")
+    print()
+    print("Query the lake with polars (installed in .venv) or DuckDB's delta extension:")
+    print(f"  .venv/bin/python -c \"import polars; print(polars.read_delta('{orders}').head())\"")
+    query = f"SELECT status, count(*) FROM delta_scan('{orders}') GROUP BY 1"
+    print(f'  duckdb -c "INSTALL delta; LOAD delta; {query}"')
+    print()
+    print("Open the same DAG in the Airflow UI (http://localhost:8080; standalone prints the password):")
+    print(f"  export AIRFLOW_HOME={workdir / 'airflow'} AIRFLOW__CORE__DAGS_FOLDER={REPO_ROOT / 'dags'}")
+    print(f"  export AIRFLOW__CORE__LOAD_EXAMPLES=False AIRFLOW_MYSQL_CDC_PIPELINE_CONFIG={config_file}")
+    print(f"  export AIRFLOW_CONN_MYSQL_CDC_DEFAULT='{connection}'")
+    print('  export AIRFLOW_CONN_SPARK_DEFAULT=\'{"conn_type": "spark", "host": "local[2]"}\'')
+    print("  .venv/bin/airflow standalone")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--dsn", default="mysql://root@127.0.0.1:13306/")
-    parser.add_argument("--lake", type=Path, default=REPO_ROOT / ".cache" / "demo" / "lake")
-    parser.add_argument("--seconds", type=float, default=15.0, help="how long the live workload writes")
+    parser.add_argument("--workdir", type=Path, default=REPO_ROOT / ".cache" / "demo")
+    parser.add_argument("--runs", type=int, default=3, help="how many consecutive intervals to run")
+    parser.add_argument("--interval-s", type=int, default=30, help="length of one interval")
     args = parser.parse_args()
     endpoint = MySqlEndpoint.from_url(args.dsn).with_database(None)
-    workdir = args.lake.parent / "runs"
-    shutil.rmtree(args.lake, ignore_errors=True)
-    shutil.rmtree(workdir, ignore_errors=True)
+    workdir: Path = args.workdir.resolve()
+    lake, logs, config_file = workdir / "lake", workdir / "logs", workdir / "pipeline.json"
+    for path in (lake, workdir / "airflow", logs):
+        shutil.rmtree(path, ignore_errors=True)
+    logs.mkdir(parents=True)
+    fill(endpoint, random.Random(7))
+    print(f"demo_shop created on {endpoint} with {', '.join(TABLES)}")
+    environment = airflow_environment(workdir, endpoint, config_file)
+    print("preparing Airflow's database (airflow db migrate) ...", flush=True)
+    airflow = str(Path(sys.executable).with_name("airflow"))
+    if run_logged([airflow, "db", "migrate"], environment, logs / "db-migrate.log") != 0:
+        raise SystemExit(f"airflow db migrate failed; see {logs / 'db-migrate.log'}")
+    first_end = utc_now() + datetime.timedelta(seconds=25)
+    write_config(config_file, lake, first_end, args.interval_s)
 
-    with endpoint.connect() as connection, connection.cursor() as cursor:
-        for statement in SCHEMA:
-            cursor.execute(statement)
-        cursor.execute("SELECT @@gtid_executed")
-        start = cursor.fetchone()[0]
-    print(f"demo_shop created on {endpoint}; replication starts at {start}")
-
+    stop = threading.Event()
     written: list[int] = []
-    writer = threading.Thread(target=lambda: written.append(workload(endpoint, args.seconds, 1)))
+    writer = threading.Thread(target=lambda: written.append(workload(endpoint, stop, random.Random(11))))
     writer.start()
-    segment_end = time.time() + args.seconds + 3
-    end_text = datetime.datetime.fromtimestamp(segment_end, datetime.UTC).strftime("%H:%M:%S")
-    print(
-        f"workload running for {args.seconds:.0f}s; segment 1 ends at {end_text} UTC "
-        "(the application tails the binlog live until then)"
-    )
-    base = {"pipeline_id": "demo", "lake_root": str(args.lake), "tables": TABLES, "progress_interval_s": 5.0}
-    first = run_application(
-        ApplyConfig(**base, start_gtids=start, mode="segment", segment_end_us=int(segment_end * 1e6)),
-        endpoint,
-        workdir / "segment-1",
-    )
-    writer.join()
-    more = workload(endpoint, 3, 2)
-    print(f"segment 1 applied {first['transactions']} transactions; {more} more written since")
-    second = run_application(
-        ApplyConfig(**base, start_gtids=first["end_gtids"], mode="until_caught_up"),
-        endpoint,
-        workdir / "segment-2",
-    )
+    records = []
+    try:
+        for number in range(1, args.runs + 1):
+            interval_end = first_end + datetime.timedelta(seconds=(number - 1) * args.interval_s)
+            if number == args.runs:
+                # The workload stops 3 s before the last interval ends, so the lake can equal MySQL.
+                interval_end = max(interval_end, utc_now() + datetime.timedelta(seconds=8))
+                threading.Timer((interval_end - utc_now()).total_seconds() - 3, stop.set).start()
+            records.append(run_interval(number, interval_end, environment, logs))
+    finally:
+        stop.set()
+        writer.join()
 
     print()
-    print(
-        f"{'table':22} {'MySQL rows':>10} {'lake rows':>10} "
-        f"{'MySQL checksum':>17} {'lake checksum':>17}  match"
-    )
-    all_equal = True
-    for table in TABLES:
-        schema, name = table.split(".")
-        comparison = compare_table(endpoint, args.lake, schema, name)
-        all_equal &= comparison.equal
-        print(
-            f"{table:22} {comparison.source_rows:>10} {comparison.lake_rows:>10} "
-            f"{comparison.source_checksum:>17} {comparison.lake_checksum:>17}  "
-            f"{'yes' if comparison.equal else 'NO'}"
-        )
+    all_equal = print_comparison(endpoint, lake)
     print()
-    print(f"transactions written     {written[0] + more}")
-    print(f"segment 1                {first['transactions']} transactions in {first['batches']} batches, "
-          f"end {first['end_gtids']}")  # fmt: skip
-    print(
-        f"segment 2 (catch-up)     {second['transactions']} transactions, "
-        f"resumed from {second['resumed_from']}"
-    )
-    print(f"end GTID set             {second['end_gtids']}")
-    print(
-        f"lag at end               {second['lag_s']}s (commit of the last applied transaction to end of run)"
-    )
-    print(
-        f"Delta tables             {args.lake}/demo_shop/<table>\n"
-        f"changelogs               {args.lake}/_changelog/demo_shop/<table>"
-    )
-    print()
-    print("Query the lake, for example with polars (pip install polars):")
-    print(f"  python -c \"import polars; print(polars.read_delta('{args.lake}/demo_shop/orders').head())\"")
+    print(f"transactions written     {written[0] if written else 0} during {len(records)} runs")
+    print(f"end GTID set             {records[-1]['end_gtids']}")
+    print_where_to_look(lake, workdir, config_file, endpoint)
     if not all_equal:
         raise SystemExit("MISMATCH between MySQL and the lake")
     print("\nThe lake equals MySQL as of the end GTID set.")

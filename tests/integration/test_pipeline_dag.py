@@ -99,8 +99,9 @@ def test_failed_retried_cleared_and_caught_up_runs_apply_everything_once(
     first_end = now() + datetime.timedelta(seconds=2)
     assert task_states(pipeline.run(first_end))["publish_checkpoint"] == "success"
 
-    # Run 2 dies in the middle of its segment (kill -9 of the application after a committed batch).
-    second_end = now() + datetime.timedelta(seconds=8)
+    # Run 2 dies in the middle of its segment (kill -9 of the application after a committed batch),
+    # while it tails the binlog live towards an interval end well in the future.
+    second_end = now() + datetime.timedelta(seconds=30)
     writers = writing(mysql_database, 6, 1, "orders")
     killer = _kill_application_after_a_batch(pipeline, pipeline.lake_position())
     failed = pipeline.run(second_end)

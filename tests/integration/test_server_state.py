@@ -36,7 +36,7 @@ def test_demo_replicates_the_sample_shop_and_the_checksums_match(
     result = subprocess.run(
         [
             sys.executable, str(REPO_ROOT / "scripts" / "demo.py"),
-            "--dsn", dsn, "--seconds", "3", "--lake", str(tmp_path / "lake"),
+            "--dsn", dsn, "--runs", "2", "--interval-s", "10", "--workdir", str(tmp_path),
         ],
         capture_output=True,
         text=True,
