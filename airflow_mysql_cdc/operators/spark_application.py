@@ -23,7 +23,7 @@ from airflow_mysql_cdc.engine.entrypoints import common
 # Exit codes of the applications that no retry can fix (see the entry points' docstrings).
 FINAL_EXIT_CODES = {
     common.EXIT_CONFIG: "configuration error",
-    common.EXIT_SINK_MISMATCH: "the lake and the requested start disagree",
+    common.EXIT_SINK_MISMATCH: "the lake and the requested start disagree, or a table cannot join",
     common.EXIT_BINLOG: "the binlog cannot be read from the checkpoint",
 }
 

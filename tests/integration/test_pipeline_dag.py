@@ -18,7 +18,7 @@ import pytest
 
 from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.engine.gtid import GtidSet
-from tests.support.airflow import task_states, xcom_value
+from tests.support.airflow import load_dag, task_states, xcom_value
 from tests.support.mysql import create_user
 from tests.support.pipeline import (
     ALL_TASKS,
@@ -144,3 +144,20 @@ def test_failed_retried_cleared_and_caught_up_runs_apply_everything_once(
     assert again["already_applied"] is True
     assert pipeline.lake_position() == lake_before
     assert_exact(mysql_database, pipeline.lake, database, "orders")
+
+
+def test_a_manual_run_without_a_logical_date_is_refused_with_an_explanation(
+    mysql_database: MySqlEndpoint,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capfd: pytest.CaptureFixture,
+) -> None:
+    database = mysql_database.database
+    seed(mysql_database, "orders", 5)
+    pipeline = Pipeline(monkeypatch, tmp_path, mysql_database.with_database(None), [f"{database}.orders"])
+    dag_run = load_dag("pipeline_daily.py", pipeline.dag_id).test(logical_date=None)
+    states = task_states(dag_run)
+    assert states["load_checkpoint"] == "failed"
+    assert states["apply_segment"] == "upstream_failed"
+    output = capfd.readouterr()
+    assert "this run has no logical date, so it has no place in the checkpoint" in output.out + output.err
