@@ -24,7 +24,7 @@ LAKE = os.environ.get("SHOP_CDC_LAKE", "/data/lake/shop")
 PIPELINE = "shop_hourly"
 
 with DAG(
-    "shop_hourly",
+    os.environ.get("SHOP_CDC_DAG_ID", "shop_hourly"),
     schedule="@hourly",
     start_date=datetime.datetime(2026, 11, 1, tzinfo=datetime.UTC),
     catchup=True,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import uuid
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,8 @@ def test_the_custom_dag_example_chains_its_segments_from_a_given_start(
     for table in ("orders", "payments"):
         execute(mysql_database, ConcurrentWriter.DDL.replace("orders", table))
     first_start = scalar(mysql_database, "SELECT @@gtid_executed")
+    dag_id = f"shop_hourly_{uuid.uuid4().hex[:8]}"  # Airflow's test database outlives one test run
+    monkeypatch.setenv("SHOP_CDC_DAG_ID", dag_id)
     monkeypatch.setenv("SHOP_CDC_CONN", "cdc_source")
     monkeypatch.setenv("SHOP_CDC_TABLES", f"{database}.orders,{database}.payments")
     monkeypatch.setenv("SHOP_CDC_LAKE", str(tmp_path))
@@ -34,7 +37,7 @@ def test_the_custom_dag_example_chains_its_segments_from_a_given_start(
         writers = writing(mysql_database, 3, 20 + number, "orders", "payments")
         dag_run = run_dag(
             "custom_example.py",
-            "shop_hourly",
+            dag_id,
             {"first_start": first_start},
             logical_date=now() + datetime.timedelta(seconds=4),
         )

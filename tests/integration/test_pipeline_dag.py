@@ -52,8 +52,8 @@ def test_daily_runs_with_a_concurrent_writer_keep_the_lake_equal_to_the_source(
     previous_end = None
     for number in range(3):
         # The writer stops before the interval ends; the run tails the binlog until the end passes.
-        writers = writing(mysql_database, 8, 10 * number, "orders", "payments")
-        dag_run = pipeline.run(now() + datetime.timedelta(seconds=9))
+        writers = writing(mysql_database, 5, 10 * number, "orders", "payments")
+        dag_run = pipeline.run(now() + datetime.timedelta(seconds=6))
         finish(writers)
         assert task_states(dag_run) == dict.fromkeys(ALL_TASKS, "success")
         record = checkpoint(dag_run)
@@ -101,7 +101,7 @@ def test_failed_retried_cleared_and_caught_up_runs_apply_everything_once(
 
     # Run 2 dies in the middle of its segment (kill -9 of the application after a committed batch),
     # while it tails the binlog live towards an interval end well in the future.
-    second_end = now() + datetime.timedelta(seconds=30)
+    second_end = now() + datetime.timedelta(seconds=20)
     writers = writing(mysql_database, 6, 1, "orders")
     killer = _kill_application_after_a_batch(pipeline, pipeline.lake_position())
     failed = pipeline.run(second_end)
@@ -116,10 +116,10 @@ def test_failed_retried_cleared_and_caught_up_runs_apply_everything_once(
     assert second["already_applied"] is False
     assert_exact(mysql_database, pipeline.lake, database, "orders")
 
-    # The DAG is "paused" for two intervals while writes go on; three catch-up runs then follow in
+    # The DAG is "paused" for two intervals while writes go on; two catch-up runs then follow in
     # date order, each cutting the binlog at its own interval end.
     ends = []
-    for _ in range(3):
+    for _ in range(2):
         finish(writing(mysql_database, 1.5, 7, "orders"))
         ends.append(now())
         time.sleep(0.3)
