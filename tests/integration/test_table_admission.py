@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import threading
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -11,8 +14,11 @@ from airflow_mysql_cdc.engine.apply_config import ApplyConfig
 from airflow_mysql_cdc.engine.apply_loop import ApplyResult, run_apply
 from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.engine.gtid import GtidSet
+from airflow_mysql_cdc.engine.sinks.delta_layout import LakeLayout
+from airflow_mysql_cdc.engine.sinks.pipeline_state import PipelineStateStore
 from airflow_mysql_cdc.engine.snapshot.runner import snapshot_table
-from airflow_mysql_cdc.engine.table_admission import TableAdmissionError
+from airflow_mysql_cdc.engine.table_admission import TableAdmissionError, join_pipeline_id
+from airflow_mysql_cdc.engine.table_metadata import TableRef
 from tests.support.lake import ConcurrentWriter, assert_lake_equals_source, changelog_entries
 from tests.support.mysql import execute, scalar
 
@@ -121,3 +127,47 @@ def test_table_without_a_snapshot_cannot_join_a_running_pipeline(
     snapshot_table(mysql_database, tmp_path, payments, chunk_size=50)
     _stream(mysql_database, tmp_path, (orders, payments), position)
     assert_lake_equals_source(mysql_database, tmp_path, database, "payments")
+
+
+def test_an_interrupted_catch_up_resumes_where_it_stopped(
+    mysql_database: MySqlEndpoint, tmp_path: Path
+) -> None:
+    database = mysql_database.database
+    orders, payments = f"{database}.orders", f"{database}.payments"
+    _seed(mysql_database, "orders", 100)
+    _seed(mysql_database, "payments", 100)
+    first = snapshot_table(mysql_database, tmp_path, orders, chunk_size=50)
+    added = snapshot_table(mysql_database, tmp_path, payments, chunk_size=50)
+    _join(_writers(mysql_database, 3, "orders", "payments"))
+    position = _stream(mysql_database, tmp_path, (orders,), first.stream_start).end_gtids
+    join_state = PipelineStateStore(
+        LakeLayout(tmp_path).join_state(database, "payments", added.snapshot_id),
+        join_pipeline_id("main", TableRef.parse(payments), added.snapshot_id),
+    )
+    stop = threading.Event()
+
+    def stop_after_the_first_catch_up_batch() -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not stop.is_set():
+            with contextlib.suppress(Exception):
+                state = join_state.read()
+                if state is not None and state.batch_seq > 0:
+                    stop.set()
+            time.sleep(0.02)
+
+    watcher = threading.Thread(target=stop_after_the_first_catch_up_batch)
+    watcher.start()
+    config = ApplyConfig(
+        pipeline_id="main", lake_root=str(tmp_path), tables=(orders, payments), start_gtids=position,
+        mode="until_caught_up", batch_max_rows=10, batch_max_seconds=0.2, heartbeat_s=0.5,
+    )  # fmt: skip
+    with pytest.raises(TableAdmissionError, match="its catch-up ended at .* Rerun: the catch-up resumes"):
+        run_apply(config, mysql_database, stop_requested=stop)
+    watcher.join()
+    stopped_at = join_state.read()
+    assert stopped_at is not None and not GtidSet.parse(position).issubset(stopped_at.applied_gtids)
+    result = _stream(mysql_database, tmp_path, (orders, payments), position)
+    assert result.caught_up == {payments: str(GtidSet.parse(position) | GtidSet.parse(added.stream_start))}
+    for table in ("orders", "payments"):
+        assert_lake_equals_source(mysql_database, tmp_path, database, table)
+        _assert_changelog_has_no_duplicates(tmp_path, database, table)
