@@ -34,8 +34,8 @@ from airflow_mysql_cdc.engine.sinks.delta_layout import (
     DELETED_COLUMN,
     GTID_COLUMN,
     LakeLayout,
-    source_arrays,
     target_schema,
+    to_delta_array,
 )
 from airflow_mysql_cdc.engine.snapshot.change_filter import SnapshottedChunk
 from airflow_mysql_cdc.engine.snapshot.chunks import Chunk
@@ -181,9 +181,11 @@ class DeltaSnapshotWriter:
         return SnapshotProgress(snapshot_id, tuple(key), list(plan))
 
     def write_chunk(self, progress: SnapshotProgress, window: ChunkSnapshot) -> None:
-        rows = list(window.rows.values())
-        data = source_arrays(self.columns, rows)
-        count = len(rows)
+        count = window.rows.num_rows
+        data = {
+            column.name: to_delta_array(window.rows.column(column.name).combine_chunks())
+            for column in self.columns
+        }
         data[GTID_COLUMN] = pa.nulls(count, pa.string())
         data[COMMIT_TS_COLUMN] = pa.nulls(count, pa.timestamp("us", tz="UTC"))
         data[DELETED_COLUMN] = pa.array([False] * count, pa.bool_())

@@ -22,6 +22,13 @@ the state after every transaction in ``H`` and none other. It holds because
 
 The streaming side then skips a change to a key of chunk ``i`` exactly when its GTID is in
 ``H_i`` (see :mod:`.change_filter`).
+
+Rows stay columnar from the fetch on: the ``SELECT`` runs without PyMySQL's decoders and Arrow
+parses each column (:mod:`airflow_mysql_cdc.engine.select_arrow`), which made a window cheaper than
+a plain ``SELECT *`` fetched with PyMySQL's default converters. Reconciliation works on the keys
+``H - L`` touched only: the last change to each such key decides its row (or its absence), so the
+chunk's rows with those keys are dropped and the changed rows appended, and no other row is ever
+turned back into Python values.
 """
 
 from __future__ import annotations
@@ -29,8 +36,10 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
+
+import pyarrow as pa
 
 from airflow_mysql_cdc.engine.binlog_reader import BinlogReader
 from airflow_mysql_cdc.engine.changes import Op
@@ -39,8 +48,10 @@ from airflow_mysql_cdc.engine.gtid import GtidSet
 from airflow_mysql_cdc.engine.mysql_types import (
     SNAPSHOT_SESSION_STATEMENTS,
     ColumnType,
-    normalise_select_row,
+    to_arrow_array,
+    to_arrow_table,
 )
+from airflow_mysql_cdc.engine.select_arrow import TEXT_RESULT_CONVERSIONS, text_rows_to_arrow
 from airflow_mysql_cdc.engine.snapshot.chunks import Chunk, key_columns_sql, quote_identifier, range_predicate
 from airflow_mysql_cdc.engine.snapshot.key_order import KeyColumn, KeyOrder
 from airflow_mysql_cdc.engine.stop_rules import UntilGtidSet
@@ -59,7 +70,8 @@ class ChunkSnapshot:
     chunk: Chunk
     low_watermark: GtidSet
     high_watermark: GtidSet
-    rows: dict[tuple[Any, ...], dict[str, Any]] = field(default_factory=dict)
+    rows: pa.Table
+    """The chunk's rows as of the high watermark: one canonical Arrow column per table column."""
     attempts: int = 1
     reconciled_changes: int = 0
     duration_s: float = 0.0
@@ -105,7 +117,7 @@ def read_window(
         f"SELECT {', '.join(quote_identifier(c.name) for c in columns)} FROM {table.quoted}"
         f" WHERE {where} ORDER BY {key_columns_sql(key)}"
     )
-    with endpoint.connect() as connection, connection.cursor() as cursor:
+    with endpoint.connect(conv=TEXT_RESULT_CONVERSIONS) as connection, connection.cursor() as cursor:
         for statement in SNAPSHOT_SESSION_STATEMENTS:
             cursor.execute(statement)
         attempts = 0
@@ -123,14 +135,13 @@ def read_window(
                     f"{max_attempts} windows of {table} chunk {chunk.index} each saw transactions of several "
                     "server UUIDs between their watermarks; snapshot from a server with a single writer"
                 )
-        snapshot = ChunkSnapshot(table, chunk, low, high, attempts=attempts)
-        for raw in fetched:
-            row = normalise_select_row(columns, raw)
-            snapshot.rows[tuple(row[c] for c in key)] = row
+        snapshot = ChunkSnapshot(table, chunk, low, high, text_rows_to_arrow(columns, fetched), attempts)
+        del fetched
         if high - low:
             _reconcile(
                 snapshot,
                 endpoint,
+                columns,
                 key,
                 ChunkRange(chunk, KeyOrder(connection, key_columns)),
                 reader_server_id,
@@ -142,29 +153,59 @@ def read_window(
 def _reconcile(
     snapshot: ChunkSnapshot,
     endpoint: MySqlEndpoint,
+    columns: Sequence[ColumnType],
     key: Sequence[str],
     chunk_range: ChunkRange,
     reader_server_id: int | None,
 ) -> None:
     """Replay ``H - L`` onto the chunk rows, in binlog order, keeping changes to the chunk's keys."""
     name = str(snapshot.table)
+    # every key a change inside the chunk touched: its row at H, or None if it is absent then
+    rows_at_high: dict[tuple[Any, ...], dict[str, Any] | None] = {}
     reader = BinlogReader(endpoint.with_database(None), tables=[name], server_id=reader_server_id)
     for transaction in reader.read(snapshot.low_watermark, UntilGtidSet(snapshot.high_watermark)):
         changes = [c for c in transaction.changes if c.shape.qualified_name == name]
         if not changes:
             continue
-        keyed: list[tuple[str, tuple[Any, ...], dict[str, Any] | None]] = []
+        keyed: list[tuple[tuple[Any, ...], dict[str, Any] | None]] = []
         for change in changes:
             if change.op is not Op.INSERT and change.before is not None:
-                keyed.append(("delete", tuple(change.before[c] for c in key), None))
+                keyed.append((tuple(change.before[c] for c in key), None))
             if change.op is not Op.DELETE and change.after is not None:
-                keyed.append(("upsert", tuple(change.after[c] for c in key), dict(change.after)))
-        inside = chunk_range.contains_all([k for _, k, _ in keyed])
-        for (action, row_key, row), in_chunk in zip(keyed, inside, strict=True):
-            if not in_chunk:
-                continue
-            snapshot.reconciled_changes += 1
-            if action == "delete":
-                snapshot.rows.pop(row_key, None)
-            else:
-                snapshot.rows[row_key] = row  # type: ignore[assignment]
+                keyed.append((tuple(change.after[c] for c in key), dict(change.after)))
+        inside = chunk_range.contains_all([row_key for row_key, _ in keyed])
+        for (row_key, row), in_chunk in zip(keyed, inside, strict=True):
+            if in_chunk:
+                snapshot.reconciled_changes += 1
+                rows_at_high[row_key] = row
+    if rows_at_high:
+        snapshot.rows = replace_rows(snapshot.rows, columns, key, rows_at_high)
+
+
+def replace_rows(
+    rows: pa.Table,
+    columns: Sequence[ColumnType],
+    key: Sequence[str],
+    rows_at_high: dict[tuple[Any, ...], dict[str, Any] | None],
+) -> pa.Table:
+    """``rows`` without the keys of ``rows_at_high``, plus its rows that are not None.
+
+    Keys are compared as Arrow gives them back to Python, on both sides: a canonical value and its
+    Arrow value do not always compare equal in Python (a naive UTC datetime and the aware one a
+    ``timestamp[us, UTC]`` column returns), but two canonical values equal as Arrow values are
+    equal after the same conversion.
+    """
+    by_name = {column.name: column for column in columns}
+    touched = list(rows_at_high)
+    touched_keys = set(
+        zip(
+            *(to_arrow_array(by_name[c], [k[i] for k in touched]).to_pylist() for i, c in enumerate(key)),
+            strict=True,
+        )
+    )
+    row_keys = zip(*(rows.column(c).to_pylist() for c in key), strict=True)
+    kept = rows.filter(pa.array([row_key not in touched_keys for row_key in row_keys], pa.bool_()))
+    changed = [row for row in rows_at_high.values() if row is not None]
+    if not changed:
+        return kept
+    return pa.concat_tables([kept, to_arrow_table(columns, changed).cast(kept.schema)])
