@@ -29,7 +29,7 @@ from airflow_mysql_cdc.engine.mysql_types import read_table_column_types  # noqa
 from airflow_mysql_cdc.engine.snapshot.chunks import plan_chunks  # noqa: E402
 from airflow_mysql_cdc.engine.snapshot.key_order import read_key_columns  # noqa: E402
 from airflow_mysql_cdc.engine.snapshot.runner import run_sequentially, snapshot_table  # noqa: E402
-from airflow_mysql_cdc.engine.snapshot.window import read_window  # noqa: E402
+from airflow_mysql_cdc.engine.snapshot.window import open_window_connection, read_window  # noqa: E402
 from airflow_mysql_cdc.engine.table_metadata import TableRef, read_table_metadata  # noqa: E402
 
 TABLE = TableRef("bench_snapshot", "mixed")
@@ -64,10 +64,16 @@ def windows_only(endpoint: MySqlEndpoint, chunk_size: int) -> int:
         columns = read_table_column_types(cursor, TABLE.schema, TABLE.table)
         key_columns = read_key_columns(cursor, TABLE, metadata.key_columns)
         chunks = plan_chunks(connection, metadata, chunk_size)
-    return sum(
-        len(read_window(endpoint, TABLE, columns, metadata.key_columns, key_columns, chunk).rows)
-        for chunk in chunks
-    )
+    with open_window_connection(endpoint) as window_connection:
+        return sum(
+            len(
+                read_window(
+                    endpoint, TABLE, columns, metadata.key_columns, key_columns, chunk,
+                    connection=window_connection,
+                ).rows
+            )
+            for chunk in chunks
+        )  # fmt: skip
 
 
 def timed(label: str, runs: int, action) -> float:
