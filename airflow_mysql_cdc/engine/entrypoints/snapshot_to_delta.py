@@ -1,8 +1,9 @@
 """Entry point of the snapshot application: ``spark-submit <this file> --config C --result-file R``.
 
 Windows run as Spark tasks, one per chunk, each with its own MySQL connections and its own
-replication server_id (``base_server_id + chunk index``) for reconciliation; the driver commits
-each finished chunk to Delta as it arrives. With ``--no-spark`` (tests, tiny tables) windows run
+replication server_id (``base_server_id + chunk index``) for reconciliation; each task sends its
+chunk's rows back as Arrow IPC bytes and the driver commits each finished chunk to Delta as it
+arrives, while other windows run. With ``--no-spark`` (tests, tiny tables) windows run
 one after another in this process. Credentials come only from ``AIRFLOW_MYSQL_CDC_ENDPOINT``.
 
 Exit codes: 0 done; 2 configuration error (including a table without a usable key); 1 other.
@@ -13,9 +14,12 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
+from functools import partial
+from itertools import islice
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.engine.entrypoints.common import (
@@ -35,6 +39,10 @@ from airflow_mysql_cdc.engine.snapshot.runner import (
     snapshot_table,
 )
 from airflow_mysql_cdc.engine.snapshot.window import ChunkSnapshot
+from airflow_mysql_cdc.engine.snapshot.window_ipc import decode_window, encode_window
+
+if TYPE_CHECKING:
+    from pyspark import SparkContext
 
 
 @dataclass(frozen=True)
@@ -65,17 +73,37 @@ def spark_runner(app_name: str) -> WindowRunner:
 
     spark = SparkSession.builder.appName(app_name).getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
-    # Waves of 2x the cluster's parallelism: every task of a wave runs at once, and the driver
-    # commits a wave's chunks (and so persists progress) before starting the next.
-    wave = max(1, 2 * spark.sparkContext.defaultParallelism)
+    return partial(run_windows_on_spark, spark.sparkContext)
 
-    def run(tasks: Sequence[WindowTask]) -> Iterator[ChunkSnapshot]:
-        for start in range(0, len(tasks), wave):
-            group = list(tasks[start : start + wave])
-            rdd = spark.sparkContext.parallelize(group, numSlices=len(group))
-            yield from rdd.map(lambda task: task.run()).collect()
 
-    return run
+def run_windows_on_spark(context: SparkContext, tasks: Sequence[WindowTask]) -> Iterator[ChunkSnapshot]:
+    """Each window is a one-task Spark job, submitted from a driver thread; results come back as
+    soon as each job ends, as Arrow IPC bytes (:mod:`.window_ipc`), and the driver commits a chunk
+    while the next windows run. Waves of jobs made every core wait for a wave's slowest window and
+    for the driver's commits of the whole wave. At most twice the cluster's parallelism windows
+    are in flight (a few queue so that no core waits for a job to be scheduled), which bounds the
+    driver's memory to that many chunks.
+    """
+    in_flight_limit = max(1, 2 * context.defaultParallelism)
+
+    def run_one(task: WindowTask) -> ChunkSnapshot:
+        context.setJobDescription(f"snapshot window {task.table} chunk {task.chunk.index}")
+        rdd = context.parallelize([task], numSlices=1)
+        (payload,) = rdd.map(lambda window_task: encode_window(window_task.run())).collect()
+        return decode_window(payload)
+
+    pending = iter(tasks)
+    with ThreadPoolExecutor(max_workers=in_flight_limit, thread_name_prefix="snapshot-window") as pool:
+        in_flight = {pool.submit(run_one, task) for task in islice(pending, in_flight_limit)}
+        try:
+            while in_flight:
+                finished, in_flight = wait(in_flight, return_when=FIRST_COMPLETED)
+                in_flight |= {pool.submit(run_one, task) for task in islice(pending, len(finished))}
+                for future in finished:
+                    yield future.result()
+        finally:
+            for future in in_flight:  # a failed window or commit: no new windows; running ones end
+                future.cancel()
 
 
 def run(config: SnapshotConfig, endpoint: MySqlEndpoint, runner: WindowRunner) -> dict[str, Any]:
