@@ -6,7 +6,9 @@ Prints rows/s (median of --runs) for:
      one reader, nothing written;
   3. snapshot, 1 reader: windows plus Delta commits, one chunk after another;
   4. snapshot on Spark local[K]: windows as parallel Spark tasks, Delta commits on the driver;
-and the ratios 2/1, 3/1 and 4/3 (the parallel speedup). Usage (sandbox running):
+and the ratios 2/1, 3/1 and 4/3 (the parallel speedup). The variants take turns, round after round
+(an untimed first round warms everything up), so a change in the machine's load hits all of them
+alike; the load average is printed at the start and the end. Usage (sandbox running):
 
     .venv/bin/python scripts/bench_snapshot.py --rows 200000 --runs 3
 """
@@ -76,15 +78,14 @@ def windows_only(endpoint: MySqlEndpoint, chunk_size: int) -> int:
         )  # fmt: skip
 
 
-def timed(label: str, runs: int, action) -> float:
-    rates = []
-    for _ in range(runs):
-        started = time.perf_counter()
-        rows = action()
-        rates.append(rows / (time.perf_counter() - started))
+def report(label: str, rates: list[float]) -> float:
     rate = statistics.median(rates)
     print(f"{label:38} {rate:>10,.0f} rows/s   (runs: {', '.join(f'{r:,.0f}' for r in rates)})", flush=True)
     return rate
+
+
+def load() -> str:
+    return ", ".join(f"{value:.2f}" for value in os.getloadavg())
 
 
 def main() -> None:
@@ -96,12 +97,15 @@ def main() -> None:
     parser.add_argument("--parallelism", type=int, default=2)
     args = parser.parse_args()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault(
+        "PYSPARK_SUBMIT_ARGS",
+        f"--master local[{args.parallelism}] --conf spark.ui.showConsoleProgress=false pyspark-shell",
+    )
     endpoint = MySqlEndpoint.from_url(args.dsn).with_database(None)
     build(endpoint, args.rows)
     print(f"table {TABLE}: {args.rows:,} rows, 10 mixed columns, chunks of {args.chunk_size:,}")
+    print(f"load average at start: {load()}")
     lake = Path(tempfile.mkdtemp(prefix="bench-snapshot-"))
-    plain = timed("1. plain SELECT * scan", args.runs, lambda: plain_scan(endpoint))
-    windows = timed("2. windows only, 1 reader", args.runs, lambda: windows_only(endpoint, args.chunk_size))
 
     def snapshot(runner) -> int:
         result = snapshot_table(
@@ -109,13 +113,25 @@ def main() -> None:
         )
         return result.rows
 
-    single = timed("3. snapshot to Delta, 1 reader", args.runs, lambda: snapshot(run_sequentially))
-    os.environ.setdefault("PYSPARK_SUBMIT_ARGS", f"--master local[{args.parallelism}] pyspark-shell")
     runner = spark_runner("bench-snapshot")
-    parallel = timed(f"4. snapshot on Spark local[{args.parallelism}]", args.runs, lambda: snapshot(runner))
+    variants = {
+        "1. plain SELECT * scan": lambda: plain_scan(endpoint),
+        "2. windows only, 1 reader": lambda: windows_only(endpoint, args.chunk_size),
+        "3. snapshot to Delta, 1 reader": lambda: snapshot(run_sequentially),
+        f"4. snapshot on Spark local[{args.parallelism}]": lambda: snapshot(runner),
+    }
+    rates: dict[str, list[float]] = {label: [] for label in variants}
+    for round_number in range(args.runs + 1):
+        for label, action in variants.items():
+            started = time.perf_counter()
+            rows = action()
+            if round_number:  # round 0 warms up: the JVM, pyarrow.compute's import, Delta's first write
+                rates[label].append(rows / (time.perf_counter() - started))
+    plain, windows, single, parallel = (report(label, runs) for label, runs in rates.items())
     print(f"ratio windows / plain scan:              {windows / plain:.2f}")
     print(f"ratio snapshot (1 reader) / plain scan:  {single / plain:.2f}")
     print(f"parallel speedup (4 / 3):                {parallel / single:.2f}")
+    print(f"load average at end: {load()}")
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from functools import partial
 from itertools import islice
@@ -76,33 +76,42 @@ def spark_runner(app_name: str) -> WindowRunner:
     return partial(run_windows_on_spark, spark.sparkContext)
 
 
-def run_windows_on_spark(context: SparkContext, tasks: Sequence[WindowTask]) -> Iterator[ChunkSnapshot]:
-    """Each window is a one-task Spark job, submitted from a driver thread; results come back as
-    soon as each job ends, as Arrow IPC bytes (:mod:`.window_ipc`), and the driver commits a chunk
-    while the next windows run. Waves of jobs made every core wait for a wave's slowest window and
-    for the driver's commits of the whole wave. At most twice the cluster's parallelism windows
-    are in flight (a few queue so that no core waits for a job to be scheduled), which bounds the
-    driver's memory to that many chunks.
+def run_windows_on_spark(
+    context: SparkContext,
+    tasks: Sequence[WindowTask],
+    *,
+    windows_per_job: int | None = None,
+    jobs_in_flight: int = 2,
+) -> Iterator[ChunkSnapshot]:
+    """Windows as Spark tasks, ``windows_per_job`` (default: the cluster's parallelism) per job, with
+    ``jobs_in_flight`` jobs submitted at once from driver threads.
+
+    Each task sends its window back as Arrow IPC bytes (:mod:`.window_ipc`). The next job is already
+    queued while the driver commits the previous job's chunks, so no core waits for the driver;
+    the jobs are few because each costs the JVM about as much CPU as moving a chunk's rows (a
+    one-window job per chunk was slower on 2 cores). The driver holds at most
+    ``windows_per_job * jobs_in_flight`` chunks.
     """
-    in_flight_limit = max(1, 2 * context.defaultParallelism)
+    per_job = windows_per_job or max(1, context.defaultParallelism)
 
-    def run_one(task: WindowTask) -> ChunkSnapshot:
-        context.setJobDescription(f"snapshot window {task.table} chunk {task.chunk.index}")
-        rdd = context.parallelize([task], numSlices=1)
-        (payload,) = rdd.map(lambda window_task: encode_window(window_task.run())).collect()
-        return decode_window(payload)
+    def run_job(group: list[WindowTask]) -> list[ChunkSnapshot]:
+        first, last = group[0].chunk.index, group[-1].chunk.index
+        context.setJobDescription(f"snapshot windows of {group[0].table}, chunks {first}-{last}")
+        rdd = context.parallelize(group, numSlices=len(group))
+        payloads = rdd.map(lambda window_task: encode_window(window_task.run())).collect()
+        return [decode_window(payload) for payload in payloads]
 
-    pending = iter(tasks)
-    with ThreadPoolExecutor(max_workers=in_flight_limit, thread_name_prefix="snapshot-window") as pool:
-        in_flight = {pool.submit(run_one, task) for task in islice(pending, in_flight_limit)}
+    jobs = (list(tasks[start : start + per_job]) for start in range(0, len(tasks), per_job))
+    with ThreadPoolExecutor(max_workers=jobs_in_flight, thread_name_prefix="snapshot-windows") as pool:
+        in_flight = [pool.submit(run_job, group) for group in islice(jobs, jobs_in_flight)]
         try:
             while in_flight:
-                finished, in_flight = wait(in_flight, return_when=FIRST_COMPLETED)
-                in_flight |= {pool.submit(run_one, task) for task in islice(pending, len(finished))}
-                for future in finished:
-                    yield future.result()
+                done = in_flight.pop(0)
+                windows = done.result()
+                in_flight += [pool.submit(run_job, group) for group in islice(jobs, 1)]
+                yield from windows
         finally:
-            for future in in_flight:  # a failed window or commit: no new windows; running ones end
+            for future in in_flight:  # a failed window or commit: no new jobs; running ones end
                 future.cancel()
 
 
