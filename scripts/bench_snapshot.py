@@ -2,11 +2,13 @@
 
 Prints rows/s (median of --runs) for:
   1. plain scan: one connection, ``SELECT *``, rows fetched by PyMySQL (the baseline);
+  1b. the same scan fetched as a window fetches (no PyMySQL decoders, cyclic collector paused), to
+     show what the windows' watermarks, Arrow conversion and JSON re-printing cost on top;
   2. windows only: every chunk read through a snapshot window (watermarks, type normalisation),
      one reader, nothing written;
   3. snapshot, 1 reader: windows plus Delta commits, one chunk after another;
   4. snapshot on Spark local[K]: windows as parallel Spark tasks, Delta commits on the driver;
-and the ratios 2/1, 3/1 and 4/3 (the parallel speedup). The variants take turns, round after round
+and the ratios 2/1, 2/1b, 3/1 and 4/3 (the parallel speedup). The variants take turns, round after round
 (an untimed first round warms everything up), so a change in the machine's load hits all of them
 alike; the load average is printed at the start and the end. Usage (sandbox running):
 
@@ -16,6 +18,7 @@ alike; the load average is printed at the start and the end. Usage (sandbox runn
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import statistics
 import sys
@@ -28,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint  # noqa: E402
 from airflow_mysql_cdc.engine.entrypoints.snapshot_to_delta import spark_runner  # noqa: E402
 from airflow_mysql_cdc.engine.mysql_types import read_table_column_types  # noqa: E402
+from airflow_mysql_cdc.engine.select_arrow import TEXT_RESULT_CONVERSIONS  # noqa: E402
 from airflow_mysql_cdc.engine.snapshot.chunks import plan_chunks  # noqa: E402
 from airflow_mysql_cdc.engine.snapshot.key_order import read_key_columns  # noqa: E402
 from airflow_mysql_cdc.engine.snapshot.runner import run_sequentially, snapshot_table  # noqa: E402
@@ -58,6 +62,17 @@ def plain_scan(endpoint: MySqlEndpoint) -> int:
     with endpoint.connect() as connection, connection.cursor() as cursor:
         cursor.execute(f"SELECT * FROM {TABLE.quoted}")
         return len(cursor.fetchall())
+
+
+def text_scan(endpoint: MySqlEndpoint) -> int:
+    """The plain scan fetched the way a window fetches: no PyMySQL decoders, collector paused."""
+    gc.disable()
+    try:
+        with endpoint.connect(conv=TEXT_RESULT_CONVERSIONS) as connection, connection.cursor() as cursor:
+            cursor.execute(f"SELECT * FROM {TABLE.quoted}")
+            return len(cursor.fetchall())
+    finally:
+        gc.enable()
 
 
 def windows_only(endpoint: MySqlEndpoint, chunk_size: int) -> int:
@@ -116,6 +131,7 @@ def main() -> None:
     runner = spark_runner("bench-snapshot")
     variants = {
         "1. plain SELECT * scan": lambda: plain_scan(endpoint),
+        "1b. the same scan fetched as text": lambda: text_scan(endpoint),
         "2. windows only, 1 reader": lambda: windows_only(endpoint, args.chunk_size),
         "3. snapshot to Delta, 1 reader": lambda: snapshot(run_sequentially),
         f"4. snapshot on Spark local[{args.parallelism}]": lambda: snapshot(runner),
@@ -127,8 +143,9 @@ def main() -> None:
             rows = action()
             if round_number:  # round 0 warms up: the JVM, pyarrow.compute's import, Delta's first write
                 rates[label].append(rows / (time.perf_counter() - started))
-    plain, windows, single, parallel = (report(label, runs) for label, runs in rates.items())
+    plain, text, windows, single, parallel = (report(label, runs) for label, runs in rates.items())
     print(f"ratio windows / plain scan:              {windows / plain:.2f}")
+    print(f"ratio windows / scan fetched as text:    {windows / text:.2f}")
     print(f"ratio snapshot (1 reader) / plain scan:  {single / plain:.2f}")
     print(f"parallel speedup (4 / 3):                {parallel / single:.2f}")
     print(f"load average at end: {load()}")
