@@ -35,6 +35,7 @@ from airflow_mysql_cdc.engine.snapshot.chunks import NoRowKeyError
 from airflow_mysql_cdc.engine.snapshot.runner import (
     WindowRunner,
     WindowTask,
+    run_on_process_connection,
     run_sequentially,
     snapshot_table,
 )
@@ -98,7 +99,9 @@ def run_windows_on_spark(
         first, last = group[0].chunk.index, group[-1].chunk.index
         context.setJobDescription(f"snapshot windows of {group[0].table}, chunks {first}-{last}")
         rdd = context.parallelize(group, numSlices=len(group))
-        payloads = rdd.map(lambda window_task: encode_window(window_task.run())).collect()
+        payloads = rdd.map(
+            lambda window_task: encode_window(run_on_process_connection(window_task))
+        ).collect()
         return [decode_window(payload) for payload in payloads]
 
     jobs = (list(tasks[start : start + per_job]) for start in range(0, len(tasks), per_job))

@@ -8,6 +8,7 @@ it is always safe.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -49,6 +50,38 @@ class WindowTask:
 
 
 WindowRunner = Callable[[Sequence[WindowTask]], Iterable[ChunkSnapshot]]
+
+_PROCESS_CONNECTIONS: dict[MySqlEndpoint, pymysql.connections.Connection] = {}
+
+
+def run_on_process_connection(task: WindowTask) -> ChunkSnapshot:
+    """The window on this process's idle connection to its endpoint, opened by an earlier window.
+
+    Spark reuses a Python worker for task after task, so a worker opens one connection instead of
+    one per window (opening one cost 26 ms, a sixth of a 20,000-row window). A connection that
+    fails its ping, or whose window raised, is closed and never reused.
+    """
+    connection = _PROCESS_CONNECTIONS.pop(task.endpoint, None)
+    if connection is not None:
+        try:
+            connection.ping(reconnect=False)
+        except pymysql.err.Error:
+            _discard(connection)
+            connection = None
+    if connection is None:
+        connection = open_window_connection(task.endpoint)
+    try:
+        window = task.run(connection)
+    except BaseException:
+        _discard(connection)
+        raise
+    _PROCESS_CONNECTIONS[task.endpoint] = connection
+    return window
+
+
+def _discard(connection: pymysql.connections.Connection) -> None:
+    with contextlib.suppress(pymysql.err.Error):
+        connection.close()
 
 
 def run_sequentially(tasks: Sequence[WindowTask]) -> Iterator[ChunkSnapshot]:
