@@ -4,7 +4,9 @@ Invariant: for rows of table columns fetched on a connection opened with ``TEXT_
 (session ``time_zone='+00:00'``), ``text_rows_to_arrow(columns, rows)`` equals
 ``to_arrow_table(columns, [normalise_select_row(columns, row) for row in rows])`` for the same rows
 fetched with PyMySQL's default converters: the row mapping of :mod:`.mysql_types`, which the binlog
-path matches (``test_columnar_select_equals_the_row_mapping_and_the_binlog_for_every_type``).
+path matches (``test_every_type_maps_to_identical_arrow_values_from_select_and_binlog`` checks
+both paths for every type; ``test_columnar_select_nulls_the_dates_python_cannot_hold_like_the_row_path``
+the dates only the row path used to handle; ``tests/unit/test_select_arrow.py`` many more values).
 
 Why: PyMySQL converts every cell in Python (a regex per DATETIME, a ``Decimal`` per DECIMAL, an
 ``int`` per integer), and the row mapping then visits every cell again. Without decoders PyMySQL

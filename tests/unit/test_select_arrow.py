@@ -1,6 +1,6 @@
 """The columnar SELECT path gives the row path's Arrow values, for any text MySQL could send.
 
-The integration test ``test_columnar_select_equals_the_row_mapping_and_the_binlog_for_every_type``
+The integration test ``test_every_type_maps_to_identical_arrow_values_from_select_and_binlog``
 checks every MySQL type against a real server; these check the parsers on many more values.
 """
 
