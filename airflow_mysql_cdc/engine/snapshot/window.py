@@ -52,7 +52,6 @@ from airflow_mysql_cdc.engine.mysql_types import (
     SNAPSHOT_SESSION_STATEMENTS,
     ColumnType,
     to_arrow_array,
-    to_arrow_table,
 )
 from airflow_mysql_cdc.engine.select_arrow import TEXT_RESULT_CONVERSIONS, text_rows_to_arrow
 from airflow_mysql_cdc.engine.snapshot.chunks import Chunk, key_columns_sql, quote_identifier, range_predicate
@@ -246,4 +245,7 @@ def replace_rows(
     changed = [row for row in rows_at_high.values() if row is not None]
     if not changed:
         return kept
-    return pa.concat_tables([kept, to_arrow_table(columns, changed).cast(kept.schema)])
+    changed_columns = {
+        column.name: to_arrow_array(column, (row.get(column.name) for row in changed)) for column in columns
+    }
+    return pa.concat_tables([kept, pa.table(changed_columns).cast(kept.schema)])
