@@ -2,11 +2,15 @@
 
 Prints rows/s (median of --runs) for:
   1. plain scan: one connection, ``SELECT *``, rows fetched by PyMySQL (the baseline);
+  1b. the same scan fetched as a window fetches (no PyMySQL decoders, cyclic collector paused), to
+     show what the windows' watermarks, Arrow conversion and JSON re-printing cost on top;
   2. windows only: every chunk read through a snapshot window (watermarks, type normalisation),
      one reader, nothing written;
   3. snapshot, 1 reader: windows plus Delta commits, one chunk after another;
   4. snapshot on Spark local[K]: windows as parallel Spark tasks, Delta commits on the driver;
-and the ratios 2/1, 3/1 and 4/3 (the parallel speedup). Usage (sandbox running):
+and the ratios 2/1, 2/1b, 3/1 and 4/3 (the parallel speedup). The variants take turns, round after round
+(an untimed first round warms everything up), so a change in the machine's load hits all of them
+alike; the load average is printed at the start and the end. Usage (sandbox running):
 
     .venv/bin/python scripts/bench_snapshot.py --rows 200000 --runs 3
 """
@@ -14,6 +18,7 @@ and the ratios 2/1, 3/1 and 4/3 (the parallel speedup). Usage (sandbox running):
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import statistics
 import sys
@@ -26,10 +31,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint  # noqa: E402
 from airflow_mysql_cdc.engine.entrypoints.snapshot_to_delta import spark_runner  # noqa: E402
 from airflow_mysql_cdc.engine.mysql_types import read_table_column_types  # noqa: E402
+from airflow_mysql_cdc.engine.select_arrow import TEXT_RESULT_CONVERSIONS  # noqa: E402
 from airflow_mysql_cdc.engine.snapshot.chunks import plan_chunks  # noqa: E402
 from airflow_mysql_cdc.engine.snapshot.key_order import read_key_columns  # noqa: E402
 from airflow_mysql_cdc.engine.snapshot.runner import run_sequentially, snapshot_table  # noqa: E402
-from airflow_mysql_cdc.engine.snapshot.window import read_window  # noqa: E402
+from airflow_mysql_cdc.engine.snapshot.window import open_window_connection, read_window  # noqa: E402
 from airflow_mysql_cdc.engine.table_metadata import TableRef, read_table_metadata  # noqa: E402
 
 TABLE = TableRef("bench_snapshot", "mixed")
@@ -58,27 +64,43 @@ def plain_scan(endpoint: MySqlEndpoint) -> int:
         return len(cursor.fetchall())
 
 
+def text_scan(endpoint: MySqlEndpoint) -> int:
+    """The plain scan fetched the way a window fetches: no PyMySQL decoders, collector paused."""
+    gc.disable()
+    try:
+        with endpoint.connect(conv=TEXT_RESULT_CONVERSIONS) as connection, connection.cursor() as cursor:
+            cursor.execute(f"SELECT * FROM {TABLE.quoted}")
+            return len(cursor.fetchall())
+    finally:
+        gc.enable()
+
+
 def windows_only(endpoint: MySqlEndpoint, chunk_size: int) -> int:
     with endpoint.connect() as connection, connection.cursor() as cursor:
         metadata = read_table_metadata(cursor, TABLE)
         columns = read_table_column_types(cursor, TABLE.schema, TABLE.table)
         key_columns = read_key_columns(cursor, TABLE, metadata.key_columns)
         chunks = plan_chunks(connection, metadata, chunk_size)
-    return sum(
-        len(read_window(endpoint, TABLE, columns, metadata.key_columns, key_columns, chunk).rows)
-        for chunk in chunks
-    )
+    with open_window_connection(endpoint) as window_connection:
+        return sum(
+            len(
+                read_window(
+                    endpoint, TABLE, columns, metadata.key_columns, key_columns, chunk,
+                    connection=window_connection,
+                ).rows
+            )
+            for chunk in chunks
+        )  # fmt: skip
 
 
-def timed(label: str, runs: int, action) -> float:
-    rates = []
-    for _ in range(runs):
-        started = time.perf_counter()
-        rows = action()
-        rates.append(rows / (time.perf_counter() - started))
+def report(label: str, rates: list[float]) -> float:
     rate = statistics.median(rates)
     print(f"{label:38} {rate:>10,.0f} rows/s   (runs: {', '.join(f'{r:,.0f}' for r in rates)})", flush=True)
     return rate
+
+
+def load() -> str:
+    return ", ".join(f"{value:.2f}" for value in os.getloadavg())
 
 
 def main() -> None:
@@ -90,12 +112,15 @@ def main() -> None:
     parser.add_argument("--parallelism", type=int, default=2)
     args = parser.parse_args()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault(
+        "PYSPARK_SUBMIT_ARGS",
+        f"--master local[{args.parallelism}] --conf spark.ui.showConsoleProgress=false pyspark-shell",
+    )
     endpoint = MySqlEndpoint.from_url(args.dsn).with_database(None)
     build(endpoint, args.rows)
     print(f"table {TABLE}: {args.rows:,} rows, 10 mixed columns, chunks of {args.chunk_size:,}")
+    print(f"load average at start: {load()}")
     lake = Path(tempfile.mkdtemp(prefix="bench-snapshot-"))
-    plain = timed("1. plain SELECT * scan", args.runs, lambda: plain_scan(endpoint))
-    windows = timed("2. windows only, 1 reader", args.runs, lambda: windows_only(endpoint, args.chunk_size))
 
     def snapshot(runner) -> int:
         result = snapshot_table(
@@ -103,13 +128,27 @@ def main() -> None:
         )
         return result.rows
 
-    single = timed("3. snapshot to Delta, 1 reader", args.runs, lambda: snapshot(run_sequentially))
-    os.environ.setdefault("PYSPARK_SUBMIT_ARGS", f"--master local[{args.parallelism}] pyspark-shell")
     runner = spark_runner("bench-snapshot")
-    parallel = timed(f"4. snapshot on Spark local[{args.parallelism}]", args.runs, lambda: snapshot(runner))
+    variants = {
+        "1. plain SELECT * scan": lambda: plain_scan(endpoint),
+        "1b. the same scan fetched as text": lambda: text_scan(endpoint),
+        "2. windows only, 1 reader": lambda: windows_only(endpoint, args.chunk_size),
+        "3. snapshot to Delta, 1 reader": lambda: snapshot(run_sequentially),
+        f"4. snapshot on Spark local[{args.parallelism}]": lambda: snapshot(runner),
+    }
+    rates: dict[str, list[float]] = {label: [] for label in variants}
+    for round_number in range(args.runs + 1):
+        for label, action in variants.items():
+            started = time.perf_counter()
+            rows = action()
+            if round_number:  # round 0 warms up: the JVM, pyarrow.compute's import, Delta's first write
+                rates[label].append(rows / (time.perf_counter() - started))
+    plain, text, windows, single, parallel = (report(label, runs) for label, runs in rates.items())
     print(f"ratio windows / plain scan:              {windows / plain:.2f}")
+    print(f"ratio windows / scan fetched as text:    {windows / text:.2f}")
     print(f"ratio snapshot (1 reader) / plain scan:  {single / plain:.2f}")
     print(f"parallel speedup (4 / 3):                {parallel / single:.2f}")
+    print(f"load average at end: {load()}")
 
 
 if __name__ == "__main__":

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime
+
 import pyarrow as pa
 import pytest
 
@@ -12,6 +14,7 @@ from airflow_mysql_cdc.engine.mysql_types import (
     read_table_column_types,
     to_arrow_table,
 )
+from airflow_mysql_cdc.engine.select_arrow import TEXT_RESULT_CONVERSIONS, text_rows_to_arrow
 from tests.integration.test_binlog_reader import gtid_executed, read_all, table_name
 from tests.support.mysql import execute
 
@@ -52,6 +55,23 @@ ROWS = [
 ]
 
 
+def _select_both_ways(endpoint: MySqlEndpoint, query: str) -> tuple[pa.Table, pa.Table]:
+    """The rows through the row mapping (PyMySQL's converters) and through the columnar path."""
+    tables = []
+    for conversions in ({}, {"conv": TEXT_RESULT_CONVERSIONS}):
+        with endpoint.connect(**conversions) as connection, connection.cursor() as cursor:
+            for statement in SNAPSHOT_SESSION_STATEMENTS:
+                cursor.execute(statement)
+            columns = read_table_column_types(cursor, endpoint.database, "t")
+            cursor.execute(query)
+            rows = cursor.fetchall()
+        if conversions:
+            tables.append(text_rows_to_arrow(columns, rows))
+        else:
+            tables.append(to_arrow_table(columns, [normalise_select_row(columns, row) for row in rows]))
+    return tables[0], tables[1]
+
+
 def test_every_type_maps_to_identical_arrow_values_from_select_and_binlog(mysql_database: MySqlEndpoint):
     execute(mysql_database, f"CREATE TABLE t ({COLUMNS})")
     start = gtid_executed(mysql_database)
@@ -83,6 +103,10 @@ def test_every_type_maps_to_identical_arrow_values_from_select_and_binlog(mysql_
     binlog_table = to_arrow_table(binlog_columns, from_binlog)
     assert select_table.schema == binlog_table.schema
     assert select_table.equals(binlog_table)
+    row_path, columnar = _select_both_ways(mysql_database, "SELECT * FROM t ORDER BY id")
+    assert row_path.equals(select_table)
+    assert columnar.schema == binlog_table.schema
+    assert columnar.equals(binlog_table)
 
     expected_types = {
         "u64": pa.decimal128(20, 0),
@@ -110,3 +134,24 @@ def test_every_type_maps_to_identical_arrow_values_from_select_and_binlog(mysql_
     zero = binlog_table.to_pylist()[1]
     assert zero["dt"] is None and zero["dtm0"] is None and zero["ts0"] is None and zero["dtm3"] is None
     assert zero["yr"] == 0 and zero["s"] == "" and zero["e"] == ""
+
+
+def test_columnar_select_nulls_the_dates_python_cannot_hold_like_the_row_path(mysql_database: MySqlEndpoint):
+    """Year 0 parses in Arrow but not in Python; Feb 30 (ALLOW_INVALID_DATES) parses in neither."""
+    execute(
+        mysql_database,
+        "CREATE TABLE t (id INT PRIMARY KEY, d DATE, dt DATETIME(6), ts TIMESTAMP(3) NULL, z INT ZEROFILL,"
+        " dz DECIMAL(6,2) ZEROFILL)",
+        "SET SESSION sql_mode = 'ALLOW_INVALID_DATES'",
+        "INSERT INTO t VALUES (1, '0000-01-01', '0000-03-04 05:06:07.5', NULL, 7, 1.5),"
+        " (2, '2024-02-30', '2024-02-30 00:00:00', '2024-02-29 01:02:03.004', 0, 0),"
+        " (3, '0001-01-01', '0001-01-01 00:00:00', '1970-01-01 00:00:01', NULL, NULL)",
+    )
+    row_path, columnar = _select_both_ways(mysql_database, "SELECT * FROM t ORDER BY id")
+    assert columnar.equals(row_path)
+    assert columnar.column("d").to_pylist()[:2] == [None, None]
+    assert columnar.column("z").to_pylist() == [7, 0, None]
+    # the first day Python holds goes through Arrow's parser
+    row_path, columnar = _select_both_ways(mysql_database, "SELECT * FROM t WHERE id = 3")
+    assert columnar.equals(row_path)
+    assert columnar.column("d").to_pylist() == [datetime.date(1, 1, 1)]

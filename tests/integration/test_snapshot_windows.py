@@ -12,6 +12,7 @@ from airflow_mysql_cdc.engine.changes import Op
 from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.engine.gtid import GtidSet
 from airflow_mysql_cdc.engine.mysql_types import normalise_select_row, read_table_column_types
+from airflow_mysql_cdc.engine.snapshot import runner as runner_module
 from airflow_mysql_cdc.engine.snapshot import window as window_module
 from airflow_mysql_cdc.engine.snapshot.change_filter import (
     SnapshotChangeFilter,
@@ -20,7 +21,8 @@ from airflow_mysql_cdc.engine.snapshot.change_filter import (
 )
 from airflow_mysql_cdc.engine.snapshot.chunks import NoRowKeyError, plan_chunks, require_row_key
 from airflow_mysql_cdc.engine.snapshot.key_order import KeyOrder, read_key_columns
-from airflow_mysql_cdc.engine.snapshot.window import read_window
+from airflow_mysql_cdc.engine.snapshot.runner import WindowTask, run_on_process_connection
+from airflow_mysql_cdc.engine.snapshot.window import ChunkSnapshot, read_window
 from airflow_mysql_cdc.engine.stop_rules import UntilGtidSet
 from airflow_mysql_cdc.engine.table_metadata import TableRef, read_table_metadata
 from tests.support.mysql import execute, scalar
@@ -56,6 +58,11 @@ def _source_rows(endpoint: MySqlEndpoint, ref: TableRef) -> dict[tuple, dict[str
     return {(row["region"].lower(), row["n"]): row for row in rows}
 
 
+def _rows_by_key(window: ChunkSnapshot, key: tuple[str, ...]) -> dict[tuple, dict[str, Any]]:
+    """A window's Arrow rows as Python rows (these tables' types come back as their canonical values)."""
+    return {tuple(row[c] for c in key): row for row in window.rows.to_pylist()}
+
+
 def _snapshot_then_stream(endpoint: MySqlEndpoint, ref: TableRef, chunk_size: int, during=None):
     """Snapshot every chunk (``during`` runs writes meanwhile), then stream with the filter to the end."""
     with endpoint.connect() as connection, connection.cursor() as cursor:
@@ -74,7 +81,7 @@ def _snapshot_then_stream(endpoint: MySqlEndpoint, ref: TableRef, chunk_size: in
         writer.join()
     lake: dict[tuple, dict[str, Any]] = {}
     for window in windows:
-        lake.update(window.rows)
+        lake.update(_rows_by_key(window, metadata.key_columns))
     with endpoint.connect() as connection:
         index = TableChunkIndex(
             [SnapshottedChunk(w.chunk, w.high_watermark) for w in windows],
@@ -162,7 +169,7 @@ def test_writes_between_the_watermarks_are_reconciled_into_the_chunk(
     window = read_window(mysql_database, ref, columns, ("id",), key_columns, chunks[0])
     assert (window.high_watermark - window.low_watermark).count() == 4
     assert window.reconciled_changes >= 3
-    assert {key[0]: row["v"] for key, row in window.rows.items()} == {
+    assert {key[0]: row["v"] for key, row in _rows_by_key(window, ("id",)).items()} == {
         1: "v0", 2: "seen", 3: "missed", 6: "v0", 7: "v0", 8: "v0", 9: "v0", 10: "v0",
     }  # fmt: skip
 
@@ -196,3 +203,30 @@ def test_table_without_a_usable_key_is_named(mysql_database: MySqlEndpoint) -> N
         metadata = read_table_metadata(cursor, ref)
     with pytest.raises(NoRowKeyError, match=f"table {ref} has no primary key"):
         require_row_key(metadata, ref)
+
+
+def test_windows_in_one_process_share_a_connection_and_replace_a_dead_one(
+    mysql_database: MySqlEndpoint,
+) -> None:
+    """Spark reuses Python workers: their windows share a connection until it stops answering."""
+    execute(mysql_database, "CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(10))")
+    execute(mysql_database, "INSERT INTO t VALUES " + ", ".join(f"({i}, 'v{i}')" for i in range(1, 31)))
+    ref = TableRef(mysql_database.database, "t")
+    with mysql_database.connect() as connection, connection.cursor() as cursor:
+        metadata = read_table_metadata(cursor, ref)
+        columns = read_table_column_types(cursor, ref.schema, ref.table)
+        key_columns = read_key_columns(cursor, ref, ("id",))
+        chunks = plan_chunks(connection, metadata, 10)
+    tasks = [WindowTask(mysql_database, ref, columns, ("id",), key_columns, c, None) for c in chunks]
+
+    def server_thread() -> int:
+        return runner_module._PROCESS_CONNECTIONS[mysql_database].thread_id()
+
+    assert len(run_on_process_connection(tasks[0]).rows) == 10
+    first = server_thread()
+    assert len(run_on_process_connection(tasks[1]).rows) == 10
+    assert server_thread() == first
+    execute(mysql_database, f"KILL {first}")
+    assert len(run_on_process_connection(tasks[2]).rows) == 10
+    assert server_thread() != first
+    runner_module._PROCESS_CONNECTIONS.pop(mysql_database).close()

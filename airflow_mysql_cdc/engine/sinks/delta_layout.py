@@ -81,11 +81,10 @@ def to_delta_array(array: pa.Array) -> pa.Array:
         return array
     if pa.types.is_duration(array.type):
         return array.cast(pa.int64())
-    values = array.to_pylist()
     if pa.types.is_decimal(target):
-        return pa.array([None if v is None else decimal.Decimal(v) for v in values], type=target)
+        return pa.array([None if v is None else decimal.Decimal(v) for v in array.to_pylist()], type=target)
     if pa.types.is_string(target):
-        return pa.array([None if v is None else str(v) for v in values], type=target)
+        return pa.array([None if v is None else str(v) for v in array.to_pylist()], type=target)
     return array.cast(target)
 
 
