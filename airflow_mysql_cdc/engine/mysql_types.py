@@ -261,6 +261,9 @@ def _arrow_type(column: ColumnType) -> pa.DataType:
     if kind in simple:
         return simple[kind]
     if kind == "decimal":
+        # MySQL allows 65 digits; Arrow's 128-bit decimal holds 38 (the lake stores wider ones as text).
+        if column.precision > 38:
+            return pa.decimal256(column.precision, column.scale)
         return pa.decimal128(column.precision, column.scale)
     raise UnsupportedColumnTypeError(f"column {column.name!r}: no Arrow type for kind {kind!r}")
 

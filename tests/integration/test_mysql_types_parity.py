@@ -24,7 +24,7 @@ COLUMNS = """
     id INT PRIMARY KEY,
     i8 TINYINT, u8 TINYINT UNSIGNED, i16 SMALLINT, u16 SMALLINT UNSIGNED, i24 MEDIUMINT,
     u24 MEDIUMINT UNSIGNED, i32 INT, u32 INT UNSIGNED, i64 BIGINT, u64 BIGINT UNSIGNED,
-    dec_small DECIMAL(5,2), dec_big DECIMAL(38,10), f FLOAT, d DOUBLE,
+    dec_small DECIMAL(5,2), dec_big DECIMAL(38,10), dec_huge DECIMAL(65,30), f FLOAT, d DOUBLE,
     dt DATE, dtm0 DATETIME, dtm3 DATETIME(3), dtm6 DATETIME(6), ts0 TIMESTAMP NULL, ts6 TIMESTAMP(6) NULL,
     tm TIME, tm2 TIME(2), yr YEAR,
     ch CHAR(5), vc VARCHAR(300), vc_latin1 VARCHAR(20) CHARACTER SET latin1, tx TEXT, mtx MEDIUMTEXT,
@@ -37,6 +37,7 @@ ROWS = [
     # extremes and ordinary values
     """(1, -128, 255, -32768, 65535, -8388608, 16777215, -2147483648, 4294967295,
         -9223372036854775808, 18446744073709551615, -999.99, 1234567890123456789012345678.0123456789,
+        -12345678901234567890123456789012345.123456789012345678901234567890,
         1.1, 2.2250738585072014e-308, '2024-02-29', '2024-02-29 23:59:59', '1000-01-01 00:00:00.123',
         '9999-12-31 23:59:59.999999', '1970-01-01 00:00:01', '2038-01-19 03:14:07.999999',
         '-838:59:59', '12:34:56.78', 2155, 'ab  ', 'näive ✓ 😀', 'café', REPEAT('t', 1000), 'mid',
@@ -46,12 +47,12 @@ ROWS = [
         ST_GeomFromText('LINESTRING(0 0, 1 1)'), ST_GeomFromText('POINT(3 4)', 4326),
         ST_GeomFromText('POLYGON((0 0, 1 0, 1 1, 0 0))'))""",
     # zero values, zero dates and empty members (needs a permissive sql_mode)
-    """(2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, -0.5, '0000-00-00', '0000-00-00 00:00:00',
+    """(2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, -0.5, '0000-00-00', '0000-00-00 00:00:00',
         '2024-00-10 00:00:00', '0000-00-00 00:00:00', '0000-00-00 00:00:00', '0000-00-00 00:00:00',
         '00:00:00', '-00:00:00.01', 0, '', '', '', '', '', '', '', '', '', '[]', '', '', b'0', b'0', 0,
         NULL, NULL, NULL)""",
     # every nullable column NULL
-    "(3" + ", NULL" * 41 + ")",
+    "(3" + ", NULL" * 42 + ")",
 ]
 
 

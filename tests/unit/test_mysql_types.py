@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import decimal
 import json
 
 import pyarrow as pa
@@ -19,6 +20,7 @@ from airflow_mysql_cdc.engine.mysql_types import (
     select_normaliser,
     to_arrow_array,
 )
+from airflow_mysql_cdc.engine.sinks.delta_layout import to_delta_array
 
 
 def schema_row(name: str, data_type: str, column_type: str | None = None, **extra) -> dict:
@@ -98,6 +100,14 @@ def test_naive_timestamps_mean_utc_in_arrow():
 def test_unsigned_bigint_becomes_an_exact_decimal():
     array = to_arrow_array(ColumnType("u", "uint", bits=64), [2**64 - 1, None])
     assert array.type == pa.decimal128(20, 0) and array.to_pylist()[0] == 2**64 - 1
+
+
+def test_decimals_wider_than_38_digits_are_exact_and_stored_as_text():
+    value = decimal.Decimal("-12345678901234567890123456789012345.123456789012345678901234567890")
+    array = to_arrow_array(ColumnType("d", "decimal", precision=65, scale=30), [value, None])
+    assert array.type == pa.decimal256(65, 30) and array.to_pylist() == [value, None]
+    stored = to_delta_array(array)
+    assert stored.type == pa.string() and stored.to_pylist() == [str(value), None]
 
 
 def test_column_types_and_table_shapes_round_trip_through_json():
