@@ -114,7 +114,9 @@ def test_parallel_catchup_in_spark_local_2_tasks_gives_the_same_lake_as_the_sing
     start = _write_history(mysql_database, seconds=1.0)
     target = _executed(mysql_database)
     config = _config(database, tmp_path / "single", start, mode="until_gtid_set", target_gtids=str(target))
-    single, parallel = _both(mysql_database, tmp_path, config, spark_range_runner(spark_local_2), parallelism=2)
+    single, parallel = _both(
+        mysql_database, tmp_path, config, spark_range_runner(spark_local_2), parallelism=2
+    )
     assert parallel.end_gtids == single.end_gtids == str(target)
     _assert_same_lake(tmp_path / "single", tmp_path / "parallel", database)
 
