@@ -59,6 +59,9 @@ from airflow_mysql_cdc.engine.stop_rules import UntilCommitTimestamp
 
 log = logging.getLogger("airflow_mysql_cdc.apply")
 DEFAULT_WAVE_TRANSACTIONS = 20_000
+# At least this many waves when the segment allows: the driver applies wave n while the executors
+# read wave n+1, so only the first wave's read is not overlapped with applying.
+DEFAULT_MIN_WAVES = 4
 
 
 # --- the segment -----------------------------------------------------------------------------------
@@ -114,6 +117,7 @@ def run_parallel_catchup(
     run_ranges: RangeRunner = run_ranges_in_threads,
     sink: Sink | None = None,
     wave_transactions: int = DEFAULT_WAVE_TRANSACTIONS,
+    min_waves: int = DEFAULT_MIN_WAVES,
     stop_requested: threading.Event | None = None,
 ) -> ApplyResult:
     """Apply a past segment with ``parallelism`` range readers; the same lake as :func:`run_apply`.
@@ -142,7 +146,7 @@ def run_parallel_catchup(
     )
     end = segment.end | resume_from
     segment_count = (end - resume_from).count()
-    waves_needed = max(1, math.ceil(segment_count / max(1, wave_transactions)))
+    waves_needed = max(min_waves, math.ceil(segment_count / max(1, wave_transactions)))
     plan = split_segment(resume_from, end, parallelism * waves_needed)
     if plan.reason_not_split:
         log.info("parallel catch-up: one reader only, because %s", plan.reason_not_split)
