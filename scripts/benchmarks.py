@@ -28,6 +28,7 @@ import importlib.util
 import json
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -35,6 +36,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
@@ -173,8 +175,8 @@ def range_read(runner, endpoint: MySqlEndpoint, start: GtidSet, end: GtidSet, pa
 
 def spark_application(
     endpoint: MySqlEndpoint, start: GtidSet, end: GtidSet, workdir: Path, parallelism: int
-) -> tuple[int, float, float, int]:
-    """One spark-submit run into a fresh lake: (rows, application seconds, wall seconds, driver RSS)."""
+) -> Measured:
+    """One spark-submit run into a fresh lake: application seconds (no JVM start), wall, driver RSS."""
     shutil.rmtree(workdir, ignore_errors=True)
     workdir.mkdir(parents=True)
     config = ApplyConfig(
@@ -222,7 +224,7 @@ def spark_application(
         )
     result = json.loads((workdir / "result.json").read_text())
     rows = sum(result["rows_by_table"].values())
-    return rows, result["duration_s"], wall, result["driver_peak_rss_bytes"]
+    return Measured(rows, result["duration_s"], wall, result["driver_peak_rss_bytes"])
 
 
 # --- 4: snapshot -----------------------------------------------------------------------------------------
@@ -320,18 +322,50 @@ def percentile(values: list[float], fraction: float) -> float:
 # --- the run -----------------------------------------------------------------------------------------------
 
 
-def _median_rate(label: str, rows: int, runs: int, action: Callable[[], int]) -> float:
-    rates = []
-    for _ in range(runs):
-        gc.collect()
+@dataclass
+class Measured:
+    rows: int
+    seconds: float
+    wall_seconds: float = 0.0
+    driver_rss_bytes: int = 0
+
+    @property
+    def rate(self) -> float:
+        return self.rows / self.seconds
+
+
+def _timed(action: Callable[[], int]) -> Callable[[], Measured]:
+    def run() -> Measured:
         began = time.perf_counter()
-        count = action()
-        elapsed = time.perf_counter() - began
-        if count != rows:
-            raise SystemExit(f"{label}: read {count} rows, expected {rows}")
-        rates.append(rows / elapsed)
+        rows = action()
+        return Measured(rows, time.perf_counter() - began)
+
+    return run
+
+
+def interleaved(
+    rows: int, runs: int, actions: dict[str, Callable[[], Measured]]
+) -> dict[str, list[Measured]]:
+    """Every action ``runs`` times, alternating the order, so load changes hit all of them alike."""
+    results: dict[str, list[Measured]] = {name: [] for name in actions}
+    for run in range(runs):
+        for name in list(actions) if run % 2 == 0 else list(reversed(actions)):
+            gc.collect()
+            measured = actions[name]()
+            if measured.rows != rows:
+                raise SystemExit(f"{name}: {measured.rows} rows, expected {rows}")
+            results[name].append(measured)
+    return results
+
+
+def report(label: str, measured: list[Measured], baseline: float | None = None, against: str = "1") -> float:
+    """Print the median rate of ``measured`` (and its ratio to ``baseline``); returns the median."""
+    rates = [m.rate for m in measured]
     rate = statistics.median(rates)
-    print(f"{label:<58} {rate:>9,.0f} rows/s  (runs: {', '.join(f'{r:,.0f}' for r in rates)})", flush=True)
+    ratio = f"  ratio to {against}: {rate / baseline:.2f}" if baseline else ""
+    print(
+        f"{label:<56} {rate:>8,.0f} rows/s (runs: {', '.join(f'{r:,.0f}' for r in rates)}){ratio}", flush=True
+    )
     return rate
 
 
@@ -351,6 +385,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     skip = set(filter(None, args.skip.split(",")))
+    # Stopped with SIGTERM, still stop the private server (the finally below).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     sandbox = datadir = None
     if args.dsn:
@@ -373,36 +409,39 @@ def main(argv: list[str] | None = None) -> int:
             f"workload: {rows:,} row changes on {SCHEMA}.{TABLE} (10 columns), "
             f"{(end - start).count()} transactions"
         )
-        bare = engine = None
+        bare: float | None = None
         if "read" not in skip:
-            bare = _median_rate(
-                "1. bare mysql-replication loop", rows, runs, lambda: bare_loop(endpoint, start)
+            read = interleaved(
+                rows,
+                runs,
+                {
+                    "bare": _timed(lambda: bare_loop(endpoint, start)),
+                    "engine": _timed(lambda: engine_loop(endpoint, start, end)),
+                },
             )
-            engine = _median_rate(
-                "2. engine BinlogReader", rows, runs, lambda: engine_loop(endpoint, start, end)
-            )
-            print(f"   ratio engine / bare loop: {engine / bare:.2f}")
+            bare = report("1. bare mysql-replication loop", read["bare"])
+            report("2. engine BinlogReader", read["engine"], bare)
         if "spark" not in skip:
-            for parallelism in (1, k):
-                label = "3. binlog to Delta, spark-submit" + (
-                    f", parallel catch-up k={parallelism}" if parallelism > 1 else ""
-                )
-                measured = [
-                    spark_application(endpoint, start, end, workdir / "app", parallelism) for _ in range(runs)
-                ]
-                if any(count != rows for count, *_ in measured):
-                    raise SystemExit(f"{label}: row counts {[m[0] for m in measured]}, expected {rows}")
-                rates = [rows / seconds for _, seconds, _, _ in measured]
-                rate = statistics.median(rates)
-                wall = statistics.median(rows / w for _, _, w, _ in measured)
-                ratio = f", ratio to 1: {rate / bare:.2f}" if bare else ""
+            apps = interleaved(
+                rows,
+                runs,
+                {
+                    "single": lambda: spark_application(endpoint, start, end, workdir / "app", 1),
+                    "parallel": lambda: spark_application(endpoint, start, end, workdir / "app", k),
+                },
+            )
+            single = report("3. binlog to Delta through spark-submit, 1 reader", apps["single"], bare)
+            report(f"   the same with parallel catch-up, k={k}", apps["parallel"], bare)
+            print(
+                f"   parallel catch-up speed-up k={k} / 1 reader: "
+                f"{statistics.median(m.rate for m in apps['parallel']) / single:.2f}"
+            )
+            for name, label in (("single", "1 reader"), ("parallel", f"k={k}")):
+                wall = statistics.median(m.rows / m.wall_seconds for m in apps[name])
+                peak = max(m.driver_rss_bytes for m in apps[name]) / 2**20
                 print(
-                    f"{label:<58} {rate:>9,.0f} rows/s  "
-                    f"(runs: {', '.join(f'{r:,.0f}' for r in rates)}){ratio}"
-                )
-                print(
-                    f"   with JVM and Spark start-up: {wall:,.0f} rows/s; "
-                    f"6. driver peak RSS: {max(m[3] for m in measured) / 2**20:,.0f} MiB",
+                    f"   {label}: {wall:,.0f} rows/s with JVM and Spark start-up; "
+                    f"6. driver peak RSS {peak:,.0f} MiB",
                     flush=True,
                 )
             from pyspark.sql import SparkSession
@@ -410,19 +449,18 @@ def main(argv: list[str] | None = None) -> int:
             spark = SparkSession.builder.master(f"local[{k}]").appName("bench-range-read").getOrCreate()
             spark.sparkContext.setLogLevel("ERROR")
             runner = spark_range_runner(spark)
-            one = _median_rate(
-                "   read phase: 1 range reader in a Spark task",
+            phase = interleaved(
                 rows,
                 runs,
-                lambda: range_read(runner, endpoint, start, end, 1),
+                {
+                    "one": _timed(lambda: range_read(runner, endpoint, start, end, 1)),
+                    "many": _timed(lambda: range_read(runner, endpoint, start, end, k)),
+                },
             )
-            many = _median_rate(
-                f"   read phase: {k} range readers in Spark tasks (local[{k}])",
-                rows,
-                runs,
-                lambda: range_read(runner, endpoint, start, end, k),
+            one = report("   read phase only: 1 range reader (a Spark task)", phase["one"])
+            report(
+                f"   read phase only: {k} range readers (local[{k}])", phase["many"], one, "1 range reader"
             )
-            print(f"   read-phase speed-up k={k} / k=1: {many / one:.2f}")
             spark.stop()
         if "snapshot" not in skip:
             plain, snapshot = snapshot_rates(endpoint, args.snapshot_rows, runs, 20_000)
