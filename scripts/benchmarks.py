@@ -461,6 +461,16 @@ def main(argv: list[str] | None = None) -> int:
             report(
                 f"   read phase only: {k} range readers (local[{k}])", phase["many"], one, "1 range reader"
             )
+            decode = interleaved(
+                rows,
+                runs,
+                {
+                    "one": _timed(lambda: range_read(runner, endpoint, start, end, 1, keep_changes=False)),
+                    "many": _timed(lambda: range_read(runner, endpoint, start, end, k, keep_changes=False)),
+                },
+            )
+            one = report("   decoding only, nothing shipped back: 1 range reader", decode["one"])
+            report(f"   decoding only, nothing shipped back: {k} readers", decode["many"], one, "1 reader")
             spark.stop()
         if "snapshot" not in skip:
             plain, snapshot = snapshot_rates(endpoint, args.snapshot_rows, runs, 20_000)

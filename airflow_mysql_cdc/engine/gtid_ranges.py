@@ -13,9 +13,10 @@ flushed to the binlog, so number order *is* binlog order and concatenating the r
 order restores it. Transactions of two UUIDs (a former replica, a failover) interleave in a way the
 numbers do not tell, so a segment spanning several UUIDs is not split: it is one range, read by one
 reader in binlog order (``test_segment_of_two_server_uuids_is_not_split``). The assumption "number
-order is binlog order" breaks only for GTIDs assigned by hand out of order (``SET gtid_next``);
-range readers check it and report a violation instead of reordering silently (see
-:mod:`.parallel_catchup`).
+order is binlog order" breaks only for GTIDs assigned by hand out of order (``SET gtid_next``); each
+reader also asks for the first GTID of the next range, which makes every such disorder visible to
+some reader, which then reports it instead of the ranges being reordered silently
+(:meth:`RangePlan.reader_start`, :mod:`.range_reader`).
 """
 
 from __future__ import annotations
@@ -35,8 +36,18 @@ class RangePlan:
     reason_not_split: str | None = None
 
     def reader_start(self, index: int) -> GtidSet:
-        """Where reader ``index`` starts: everything of the segment's end except its range."""
-        return self.end - self.ranges[index]
+        """Where reader ``index`` starts: the segment's end except its range and the next range's first GTID.
+
+        The one GTID of overlap makes disorder detectable: if numbers were not binlog order, two
+        GTIDs adjacent in number order would be inverted in the binlog (were every adjacent pair in
+        order, all would be). Inside a range the reader sees numbers go down; across a boundary it
+        sees the next range's first GTID arrive before its own range is complete. Either way it
+        reports a violation (``test_gtids_numbered_out_of_binlog_order_fall_back_to_the_single_reader``).
+        """
+        start = self.end - self.ranges[index]
+        if index + 1 < len(self.ranges):
+            start = start - GtidSet.of([next(iter(self.ranges[index + 1]))])
+        return start
 
 
 def split_segment(start: GtidSet, end: GtidSet, parts: int) -> RangePlan:

@@ -401,7 +401,7 @@ def to_arrow_array(column: ColumnType, values: Iterable[Any]) -> pa.Array:
     arrow_type = column.arrow_type()
     if column.kind == "uint" and column.bits == 64:
         values = [None if value is None else decimal.Decimal(value) for value in values]
-    return pa.array(list(values), type=arrow_type)
+    return pa.array(values if isinstance(values, list) else list(values), type=arrow_type)
 
 
 def to_arrow_table(columns: Sequence[ColumnType], rows: Sequence[Mapping[str, Any]]) -> pa.Table:

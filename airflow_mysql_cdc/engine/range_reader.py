@@ -2,13 +2,15 @@
 
 Invariant: a :class:`RangeTask` returns either *all* transactions of its range, in the order the
 server sent them (binlog order), or a ``problem`` describing why not; never a silent subset. It
-starts from ``end - range`` (:meth:`.gtid_ranges.RangePlan.reader_start`), so the server sends its
-range first and anything it sends that is not in the range (a GTID outside the segment end, which
-means the end was no prefix of the binlog) or comes with a smaller number than one already seen
-(GTIDs assigned out of order by hand) stops the read with a problem, because concatenating ranges
-in number order would then not be binlog order. With a commit-timestamp boundary it stops *before*
-its first transaction committed at or after it and reports that GTID as its ``cut``.
-Failures are returned as text: a Spark task must not die on them, the driver falls back instead.
+starts from ``end - range - {first GTID of the next range}``
+(:meth:`.gtid_ranges.RangePlan.reader_start`), so the server sends its range and, after it, that
+next GTID. Anything that arrives before the range is complete and is not in it (the next range's
+first GTID: numbers are not binlog order; a GTID outside the segment end: the end was no prefix of
+the binlog), or comes with a smaller number than one already seen (GTIDs assigned out of order by
+hand), stops the read with a problem, because concatenating ranges in number order would then not
+be binlog order. With a commit-timestamp boundary it stops *before* its first transaction committed
+at or after it and reports that GTID as its ``cut``. Failures are returned as text: a Spark task
+must not die on them; the driver falls back to the single reader instead.
 """
 
 from __future__ import annotations
@@ -72,6 +74,8 @@ class RangeTask:
     server_id: int
     heartbeat_s: float = 1.0
     max_buffered_bytes: int = 256 * 1024 * 1024
+    keep_changes: bool = True
+    """False only for benchmarks: count the rows and ship nothing back (read scaling without pickling)."""
 
     def run(self) -> RangeResult:
         """Read the range; failures come back as text (a Spark task must not die on them)."""
@@ -85,13 +89,18 @@ class RangeTask:
             max_buffered_bytes=self.max_buffered_bytes,
         )
         transactions: list[Transaction] = []
+        rows = 0
         error: str | None = None
         try:
             for transaction in reader.read(GtidSet.parse(self.reader_start), stop):
-                # A spilled transaction is read back here: the result travels as one pickle.
-                transactions.append(
-                    Transaction(transaction.gtid, transaction.commit_timestamp_us, list(transaction.changes))
-                )
+                rows += len(transaction.changes)
+                if self.keep_changes:
+                    # A spilled transaction is read back here: the result travels as one pickle.
+                    transactions.append(
+                        Transaction(
+                            transaction.gtid, transaction.commit_timestamp_us, list(transaction.changes)
+                        )
+                    )
         except Exception as failure:  # noqa: BLE001 - reported to the driver, which falls back
             error = f"{type(failure).__name__}: {failure}"
         if error is None and stop.violation is None and stop.cut is None and stop.remaining:
@@ -102,6 +111,7 @@ class RangeTask:
             cut=stop.cut,
             problem=stop.violation or error,
             seconds=time.perf_counter() - started,
+            rows=rows,
         )
 
 
@@ -113,10 +123,7 @@ class RangeResult:
     """The range's first transaction committed at or after the boundary (not included), if any."""
     problem: str | None
     seconds: float
-
-    @property
-    def rows(self) -> int:
-        return sum(len(transaction.changes) for transaction in self.transactions)
+    rows: int
 
 
 RangeRunner = Callable[[Sequence[RangeTask]], list[RangeResult]]

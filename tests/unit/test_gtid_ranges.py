@@ -44,11 +44,11 @@ def test_ranges_are_disjoint_ordered_balanced_and_cover_exactly_the_segment(
     assert max(sizes) - min(sizes) <= 1
 
 
-def test_reader_start_is_everything_of_the_end_except_its_range() -> None:
+def test_reader_start_is_the_end_except_its_range_and_the_first_gtid_of_the_next_range() -> None:
     start, end = GtidSet.parse(f"{UUID}:1-10"), GtidSet.parse(f"{UUID}:1-20")
     plan = split_segment(start, end, 2)
     assert [str(r) for r in plan.ranges] == [f"{UUID}:11-15", f"{UUID}:16-20"]
-    assert str(plan.reader_start(0)) == f"{UUID}:1-10:16-20"
+    assert str(plan.reader_start(0)) == f"{UUID}:1-10:17-20"
     assert str(plan.reader_start(1)) == f"{UUID}:1-15"
 
 

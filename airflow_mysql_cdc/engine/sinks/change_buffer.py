@@ -81,13 +81,16 @@ def buffer_transactions(
     ``already_applied[table]`` holds GTIDs whose changes that table already has (a replay after a
     crash between two tables' commits); their changes are left out for that table only.
     """
-    skip = already_applied or {}
+    # Only non-empty sets: outside a replay every set is empty, and a membership test per change
+    # was a fifth of the batch's buffering time (cProfile of DeltaSink.apply, 50k changes).
+    skip = {name: gtids for name, gtids in (already_applied or {}).items() if gtids}
     batches: dict[str, TableBatch] = {}
     for transaction in transactions:
         gtid = str(transaction.gtid)
+        skipped_here = {name for name, gtids in skip.items() if transaction.gtid in gtids} if skip else ()
         for sequence, change in enumerate(transaction.changes):
             name = change.shape.qualified_name
-            if name in skip and transaction.gtid in skip[name]:
+            if skipped_here and name in skipped_here:
                 continue
             batch = batches.get(name)
             if batch is None:
