@@ -381,7 +381,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--snapshot-rows", type=int, default=100_000)
     parser.add_argument("--live-seconds", type=float, default=20.0)
     parser.add_argument(
-        "--skip", default="", help="comma-separated sections to skip: read,spark,snapshot,live"
+        "--skip", default="", help="comma-separated sections to skip: read,apps,phases,snapshot,live"
     )
     args = parser.parse_args(argv)
     skip = set(filter(None, args.skip.split(",")))
@@ -421,7 +421,7 @@ def main(argv: list[str] | None = None) -> int:
             )
             bare = report("1. bare mysql-replication loop", read["bare"])
             report("2. engine BinlogReader", read["engine"], bare)
-        if "spark" not in skip:
+        if "apps" not in skip:
             apps = interleaved(
                 rows,
                 runs,
@@ -444,6 +444,7 @@ def main(argv: list[str] | None = None) -> int:
                     f"6. driver peak RSS {peak:,.0f} MiB",
                     flush=True,
                 )
+        if "phases" not in skip:
             from pyspark.sql import SparkSession
 
             spark = SparkSession.builder.master(f"local[{k}]").appName("bench-range-read").getOrCreate()
