@@ -229,7 +229,10 @@ def _apply_waves(
         waves[0].future = prefetch.submit(run_ranges, waves[0].tasks)
         for number, wave in enumerate(waves):
             assert wave.future is not None
-            results = sorted(wave.future.result(), key=lambda r: r.index)
+            try:
+                results = sorted(wave.future.result(), key=lambda r: r.index)
+            except Exception as error:  # noqa: BLE001 - e.g. the Spark context died: nothing was applied
+                raise _Fallback(f"the range readers of wave {number + 1} failed: {error!r}") from error
             problems = [f"range {r.index}: {r.problem}" for r in results if r.problem]
             if problems:
                 raise _Fallback("; ".join(problems))
