@@ -148,7 +148,9 @@ def engine_loop(endpoint: MySqlEndpoint, start: GtidSet, end: GtidSet) -> int:
     return sum(len(transaction.changes) for transaction in reader.read(start, UntilGtidSet(end)))
 
 
-def range_read(runner, endpoint: MySqlEndpoint, start: GtidSet, end: GtidSet, parts: int) -> int:
+def range_read(
+    runner, endpoint: MySqlEndpoint, start: GtidSet, end: GtidSet, parts: int, keep_changes: bool = True
+) -> int:
     """The read phase of parallel catch-up: ``parts`` range readers as Spark tasks, results collected."""
     plan = split_segment(start, end, parts)
     tasks = [
@@ -160,6 +162,7 @@ def range_read(runner, endpoint: MySqlEndpoint, start: GtidSet, end: GtidSet, pa
             str(range_gtids),
             None,
             3_000_200 + index,
+            keep_changes=keep_changes,
         )
         for index, range_gtids in enumerate(plan.ranges)
     ]
