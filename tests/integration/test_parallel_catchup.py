@@ -21,7 +21,7 @@ from airflow_mysql_cdc.engine.parallel_catchup import run_parallel_catchup
 from airflow_mysql_cdc.engine.range_reader import RangeRunner, run_ranges_in_threads, spark_range_runner
 from airflow_mysql_cdc.engine.sinks.delta_layout import GTID_COLUMN, SEQUENCE_COLUMN, LakeLayout
 from tests.support.lake import ConcurrentWriter, assert_lake_equals_source
-from tests.support.mysql import execute, scalar
+from tests.support.mysql import ServerPool, execute, scalar
 
 pytestmark = pytest.mark.mysql
 
@@ -144,24 +144,28 @@ def test_parallel_segment_catchup_cuts_at_the_same_commit_timestamp_as_the_singl
 
 
 def test_gtids_numbered_out_of_binlog_order_fall_back_to_the_single_reader(
-    mysql_database: MySqlEndpoint, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    mysql_servers: ServerPool, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    database = mysql_database.database
-    execute(mysql_database, ConcurrentWriter.DDL)
-    start = _executed(mysql_database)
-    # A made-up server UUID, numbered by hand so that binlog order is 2, 1, 3 (the server's own
-    # automatic numbering is left untouched for the other tests).
+    # A server of its own: hand-numbered GTIDs of a made-up UUID would stay in the shared server's
+    # gtid_executed, where other tests expect only the server's own UUID.
+    server = mysql_servers.start(name="gtids-out-of-order")
+    database = "out_of_order"
+    execute(server.endpoint, f"CREATE DATABASE {database}")
+    endpoint = server.endpoint.with_database(database)
+    execute(endpoint, ConcurrentWriter.DDL)
+    start = _executed(endpoint)
     fake = str(uuid.uuid4())
-    for number, key in ((2, 10), (1, 11), (3, 12)):
+    for number, key in ((2, 10), (1, 11), (3, 12)):  # binlog order 2, 1, 3
         execute(
-            mysql_database,
+            endpoint,
             f"SET gtid_next = '{fake}:{number}'",
             f"INSERT INTO orders VALUES ({key}, 'c', 1, 'new', NULL, NULL)",
             "SET gtid_next = 'AUTOMATIC'",
         )
     config = _config(database, tmp_path / "single", start)
     with caplog.at_level(logging.WARNING, logger="airflow_mysql_cdc.apply"):
-        single, parallel = _both(mysql_database, tmp_path, config, run_ranges_in_threads, parallelism=2)
+        single, parallel = _both(endpoint, tmp_path, config, run_ranges_in_threads, parallelism=2)
+    server.stop()
     assert any("continuing with the single reader" in record.message for record in caplog.records)
     assert parallel.end_gtids == single.end_gtids
     _assert_same_lake(tmp_path / "single", tmp_path / "parallel", database)
