@@ -12,6 +12,9 @@ machines cannot download. delta-rs writes the same Delta tables from the driver,
 unchanged under ``local[*]`` and in a cluster's driver. Parallel work (snapshots, GTID-range
 catch-up) is where Spark executors come in.
 
+``--catchup-parallelism K`` (K > 1) reads a segment that is already closed with K range readers
+in Spark tasks (:mod:`..parallel_catchup`); an open segment still runs the single reader.
+
 Exit codes: 0 done; 2 configuration error; 3 another writer holds the pipeline; 4 the lake and
 the requested start disagree, or a table cannot join the pipeline; 5 the binlog needed is gone or
 unreadable; 1 anything else.
@@ -20,6 +23,7 @@ unreadable; 1 anything else.
 from __future__ import annotations
 
 import logging
+import resource
 import signal
 import sys
 import threading
@@ -40,6 +44,8 @@ from airflow_mysql_cdc.engine.entrypoints.common import (
     exit_hard,
     write_result_atomically,
 )
+from airflow_mysql_cdc.engine.parallel_catchup import run_parallel_catchup
+from airflow_mysql_cdc.engine.range_reader import spark_range_runner
 from airflow_mysql_cdc.engine.sinks.interface import SinkBehindError, SinkDivergedError
 from airflow_mysql_cdc.engine.sinks.pipeline_state import PipelineFencedError
 from airflow_mysql_cdc.engine.snapshot.delta_snapshot import SnapshotIncompleteError
@@ -47,7 +53,14 @@ from airflow_mysql_cdc.engine.table_admission import TableAdmissionError
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = argument_parser("Apply MySQL binlog changes to Delta tables").parse_args(argv)
+    parser = argument_parser("Apply MySQL binlog changes to Delta tables")
+    parser.add_argument(
+        "--catchup-parallelism",
+        type=int,
+        default=1,
+        help="read a closed segment with this many range readers as Spark tasks (default 1: one reader)",
+    )
+    args = parser.parse_args(argv)
     configure_logging()
     try:
         config = ApplyConfig.from_file(args.config)
@@ -68,7 +81,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     stop_requested = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop_requested.set())
     try:
-        result = run_apply(config, endpoint, stop_requested=stop_requested)
+        if args.catchup_parallelism > 1:
+            result = run_parallel_catchup(
+                config,
+                endpoint,
+                parallelism=args.catchup_parallelism,
+                run_ranges=spark_range_runner(),
+                stop_requested=stop_requested,
+            )
+        else:
+            result = run_apply(config, endpoint, stop_requested=stop_requested)
     except PipelineFencedError as error:
         print(f"{ERROR_PREFIX} fenced: {error}", file=sys.stderr)
         return EXIT_FENCED
@@ -81,7 +103,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BinlogReaderError as error:
         print(f"{ERROR_PREFIX} binlog: {type(error).__name__}: {error}", file=sys.stderr)
         return EXIT_BINLOG
-    write_result_atomically(args.result_file, result.to_dict())
+    # Peak resident memory of this driver process (Linux reports KiB), for capacity planning.
+    peak_rss_bytes = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    write_result_atomically(args.result_file, result.to_dict() | {"driver_peak_rss_bytes": peak_rss_bytes})
     return 0
 
 

@@ -91,7 +91,7 @@ def to_delta_array(array: pa.Array) -> pa.Array:
 def source_arrays(columns: Sequence[ColumnType], rows: Sequence[Mapping[str, Any]]) -> dict[str, pa.Array]:
     """Canonical rows as one Delta-typed Arrow array per source column."""
     return {
-        column.name: to_delta_array(to_arrow_array(column, (row.get(column.name) for row in rows)))
+        column.name: to_delta_array(to_arrow_array(column, [row.get(column.name) for row in rows]))
         for column in columns
     }
 

@@ -1,0 +1,322 @@
+"""Catch up a past segment with k binlog readers at once, one per GTID range, applied in binlog order.
+
+Invariant: the sink receives exactly the transactions, in exactly the order, that the single reader
+of :func:`~.apply_loop.run_apply` would give it for the same configuration, each batch with the
+position ``resume point ∪ {GTIDs fed so far}``, so the lake ends in the same state (target tables,
+changelog, applied set); only where batches are cut may differ (the single loop also cuts by time).
+It holds because
+
+1. **the segment is known before reading**: ``end`` is ``@@gtid_executed`` read after the segment
+   closed (``until_caught_up``; ``segment`` once the server clock is past the boundary plus the
+   settle margin of :class:`~.stop_rules.UntilCommitTimestamp`) or the target of
+   ``until_gtid_set``. Anything else (a live tail, a boundary still ahead) runs the single reader;
+2. **each range reader gets only its range** (:mod:`.gtid_ranges`): it starts from
+   ``end - range`` and stops when its range is consumed. It checks, per transaction, that the GTID
+   belongs to its range and that numbers grow; if not (GTIDs assigned out of order by hand, a target
+   that is not a prefix of the binlog), it reports a violation and nothing of its wave is applied;
+3. **ranges are concatenated in number order**, which within one server UUID is binlog order, so
+   the driver feeds the sink one ordered stream, cut into micro-batches between transactions, each
+   with ``resume point ∪ {GTIDs fed so far}`` as its position, like the single reader;
+4. **the commit-timestamp cut is exact**: in ``segment`` mode a range reader stops *before* its first
+   transaction committed at or after the boundary and reports its GTID; the earliest such GTID over
+   all ranges is the first one in binlog order, i.e. where the single reader stops (prefix
+   semantics), and every transaction from it on is dropped;
+5. **any doubt falls back**: a violation or a failed range reader makes the run continue with the
+   single reader from what the lake holds (which then raises the typed reader error, if any).
+
+Work flows in waves of ``parallelism`` ranges (bounded driver memory: a wave's transactions, plus
+the next wave, read while this one is applied). Guarded by
+``test_parallel_catchup_gives_the_same_lake_as_the_single_reader`` and
+``test_parallel_segment_catchup_cuts_at_the_same_commit_timestamp_as_the_single_reader``.
+
+Server-side cost (see docs/benchmarks.md for the scaling model): each range reader is its own
+dump thread, which opens the binlog file holding the first transaction of its range and reads every
+event from there to the end of its range, sending only its own transactions.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from airflow_mysql_cdc.engine.apply_config import ApplyConfig
+from airflow_mysql_cdc.engine.apply_loop import ApplyResult, run_apply
+from airflow_mysql_cdc.engine.binlog_stream import ControlConnection, random_server_id
+from airflow_mysql_cdc.engine.changes import Transaction
+from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
+from airflow_mysql_cdc.engine.gtid import GtidSet
+from airflow_mysql_cdc.engine.gtid_ranges import RangePlan, split_segment
+from airflow_mysql_cdc.engine.position import PositionTracker
+from airflow_mysql_cdc.engine.range_reader import RangeResult, RangeRunner, RangeTask, run_ranges_in_threads
+from airflow_mysql_cdc.engine.sinks.delta_sink import DeltaSink
+from airflow_mysql_cdc.engine.sinks.interface import Sink
+from airflow_mysql_cdc.engine.snapshot.streaming import load_snapshot_filter
+from airflow_mysql_cdc.engine.stop_rules import UntilCommitTimestamp
+
+log = logging.getLogger("airflow_mysql_cdc.apply")
+DEFAULT_WAVE_TRANSACTIONS = 20_000
+# At least this many waves when the segment allows: the driver applies wave n while the executors
+# read wave n+1, so only the first wave's read is not overlapped with applying.
+DEFAULT_MIN_WAVES = 4
+
+
+# --- the segment -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CatchupSegment:
+    end: GtidSet
+    boundary_us: int | None
+
+
+def catchup_segment(config: ApplyConfig, endpoint: MySqlEndpoint) -> CatchupSegment | None:
+    """The segment's end set when it is known before reading; None when the run must tail the binlog."""
+    control = ControlConnection(endpoint)
+    try:
+        if config.mode == "until_caught_up":
+            return CatchupSegment(control.gtid_executed(), None)
+        if config.mode == "until_gtid_set":
+            target = GtidSet.parse(config.target_gtids)
+            # A target the server has not executed yet: the single reader refuses it with its error.
+            return CatchupSegment(target, None) if target.issubset(control.gtid_executed()) else None
+        if config.mode == "segment":
+            assert config.segment_end_us is not None
+            settle_us = UntilCommitTimestamp(config.segment_end_us).settle_us
+            if control.now_us() < config.segment_end_us + settle_us:
+                return None  # the segment is still open: tail it live with the single reader
+            # Read after the boundary plus settle: holds every transaction committed before it.
+            return CatchupSegment(control.gtid_executed(), config.segment_end_us)
+        return None
+    finally:
+        control.close()
+
+
+# --- the driver --------------------------------------------------------------------------------------
+
+
+class _Fallback(Exception):
+    """A wave cannot be applied as read; the run continues with the single reader."""
+
+
+@dataclass
+class _Wave:
+    tasks: list[RangeTask]
+    future: Future[list[RangeResult]] | None = None
+    results: list[RangeResult] = field(default_factory=list)
+
+
+def run_parallel_catchup(
+    config: ApplyConfig,
+    endpoint: MySqlEndpoint,
+    *,
+    parallelism: int,
+    run_ranges: RangeRunner = run_ranges_in_threads,
+    sink: Sink | None = None,
+    wave_transactions: int = DEFAULT_WAVE_TRANSACTIONS,
+    min_waves: int = DEFAULT_MIN_WAVES,
+    stop_requested: threading.Event | None = None,
+) -> ApplyResult:
+    """Apply a past segment with ``parallelism`` range readers; the same lake as :func:`run_apply`.
+
+    Runs the single reader instead when the segment's end is not known yet, and continues with it
+    from what the lake holds when a range reader reports a problem.
+    """
+    segment = catchup_segment(config, endpoint) if parallelism > 1 else None
+    if segment is None:
+        return run_apply(config, endpoint, sink=sink, stop_requested=stop_requested)
+    started = time.monotonic()
+    sink = sink or DeltaSink(
+        config.lake_root,
+        config.pipeline_id,
+        soft_deletes=config.soft_deletes,
+        storage_options=config.storage_options or None,
+        lease_s=config.lease_s,
+    )
+    resume_from = sink.open(config.start)
+    result = ApplyResult(
+        pipeline_id=config.pipeline_id,
+        requested_start=str(config.start),
+        resumed_from=str(resume_from),
+        end_gtids=str(resume_from),
+        sink_epoch=getattr(sink, "epoch", 0),
+    )
+    end = segment.end | resume_from
+    segment_count = (end - resume_from).count()
+    waves_needed = max(min_waves, math.ceil(segment_count / max(1, wave_transactions)))
+    plan = split_segment(resume_from, end, parallelism * waves_needed)
+    if plan.reason_not_split:
+        log.info("parallel catch-up: one reader only, because %s", plan.reason_not_split)
+    log.info(
+        "parallel catch-up of %d transaction(s) from %s to %s: %d range(s) in waves of %d",
+        segment_count,
+        resume_from or "(empty)",
+        end,
+        len(plan.ranges),
+        parallelism,
+    )
+    applier = _Applier(config, endpoint, sink, resume_from, result)
+    try:
+        _apply_waves(
+            plan,
+            _waves(plan, config, endpoint, segment.boundary_us, parallelism),
+            run_ranges,
+            applier,
+            stop_requested,
+        )
+    except _Fallback as reason:
+        log.warning("parallel catch-up: %s; continuing with the single reader from the lake", reason)
+        release = getattr(sink, "release", None)
+        if release is not None:
+            release()
+        rest = run_apply(config, endpoint, stop_requested=stop_requested)
+        return _combined(result, rest, started)
+    release = getattr(sink, "release", None)
+    if release is not None:
+        release()
+    result.end_gtids = str(applier.tracker.value)
+    result.duration_s = round(time.monotonic() - started, 3)
+    if result.last_commit_timestamp_us is not None:
+        result.lag_s = round(time.time() - result.last_commit_timestamp_us / 1e6, 3)
+    log.info(
+        "parallel catch-up applied %d transaction(s), %d row change(s) in %d batch(es) in %.1fs; end %s",
+        result.transactions,
+        sum(result.rows_by_table.values()),
+        result.batches,
+        result.duration_s,
+        result.end_gtids or "(empty)",
+    )
+    return result
+
+
+def _waves(
+    plan: RangePlan, config: ApplyConfig, endpoint: MySqlEndpoint, boundary_us: int | None, parallelism: int
+) -> list[_Wave]:
+    server_ids: set[int] = set()
+    while len(server_ids) < len(plan.ranges):
+        server_ids.add(config.server_id + len(server_ids) + 1 if config.server_id else random_server_id())
+    tasks = [
+        RangeTask(
+            endpoint=endpoint.with_database(None),
+            tables=tuple(config.tables),
+            index=index,
+            reader_start=str(plan.reader_start(index)),
+            range_gtids=str(range_gtids),
+            boundary_us=boundary_us,
+            server_id=server_id,
+            heartbeat_s=config.heartbeat_s,
+            max_buffered_bytes=config.max_buffered_bytes,
+        )
+        for (index, range_gtids), server_id in zip(enumerate(plan.ranges), sorted(server_ids), strict=True)
+    ]
+    return [_Wave(tasks[first : first + parallelism]) for first in range(0, len(tasks), parallelism)]
+
+
+def _apply_waves(
+    plan: RangePlan,
+    waves: list[_Wave],
+    run_ranges: RangeRunner,
+    applier: _Applier,
+    stop_requested: threading.Event | None,
+) -> None:
+    """Read wave n+1 while wave n is applied; stop after the wave that holds the boundary cut."""
+    if not waves:
+        return
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="range-wave") as prefetch:
+        waves[0].future = prefetch.submit(run_ranges, waves[0].tasks)
+        for number, wave in enumerate(waves):
+            assert wave.future is not None
+            try:
+                results = sorted(wave.future.result(), key=lambda r: r.index)
+            except Exception as error:  # noqa: BLE001 - e.g. the Spark context died: nothing was applied
+                raise _Fallback(f"the range readers of wave {number + 1} failed: {error!r}") from error
+            problems = [f"range {r.index}: {r.problem}" for r in results if r.problem]
+            if problems:
+                raise _Fallback("; ".join(problems))
+            cuts = [r.cut for r in results if r.cut is not None]
+            if not cuts and number + 1 < len(waves):
+                waves[number + 1].future = prefetch.submit(run_ranges, waves[number + 1].tasks)
+            transactions = [t for r in results for t in r.transactions]
+            if cuts:
+                # Number order is binlog order (one UUID when split): the smallest cut comes first.
+                first_cut = min(cut.number for cut in cuts)
+                transactions = [t for t in transactions if t.gtid.number < first_cut]
+            log.info(
+                "wave %d/%d read: %d transaction(s), %d row change(s); range readers took %s s",
+                number + 1,
+                len(waves),
+                len(transactions),
+                sum(r.rows for r in results),
+                ", ".join(f"{r.seconds:.1f}" for r in results),
+            )
+            if not applier.feed(transactions, stop_requested):
+                return
+            if cuts:
+                return
+    if applier.tracker.value != plan.end:
+        raise _Fallback(f"the ranges ended at {applier.tracker.value}, not at the segment end {plan.end}")
+
+
+class _Applier:
+    """Cuts the ordered stream into micro-batches, exactly like the single reader's loop."""
+
+    def __init__(
+        self,
+        config: ApplyConfig,
+        endpoint: MySqlEndpoint,
+        sink: Sink,
+        resume_from: GtidSet,
+        result: ApplyResult,
+    ) -> None:
+        self.config = config
+        self.sink = sink
+        self.result = result
+        self.tracker = PositionTracker(resume_from)
+        self.snapshot_filter = load_snapshot_filter(
+            endpoint, config.lake_root, config.tables, resume_from, config.storage_options or None
+        )
+
+    def feed(self, transactions: list[Transaction], stop_requested: threading.Event | None) -> bool:
+        """Apply ``transactions`` in order; False when a stop was requested (pending batch committed)."""
+        pending: list[Transaction] = []
+        pending_rows = 0
+        for transaction in transactions:
+            self.tracker.add(transaction.gtid)
+            if self.snapshot_filter is not None:
+                transaction = self.snapshot_filter.filter(transaction)
+            pending.append(transaction)
+            pending_rows += len(transaction.changes)
+            self.result.transactions += 1
+            self.result.last_commit_timestamp_us = transaction.commit_timestamp_us
+            if pending_rows >= self.config.batch_max_rows:
+                self._flush(pending)
+                pending, pending_rows = [], 0
+                if stop_requested is not None and stop_requested.is_set():
+                    return False
+        self._flush(pending)
+        return not (stop_requested is not None and stop_requested.is_set())
+
+    def _flush(self, pending: list[Transaction]) -> None:
+        position = self.tracker.value
+        if position == self.sink.applied_gtids:
+            return
+        batch = self.sink.apply(pending, position)
+        self.result.batches += 1
+        for table, rows in getattr(batch, "rows_by_table", {}).items():
+            self.result.rows_by_table[table] = self.result.rows_by_table.get(table, 0) + rows
+
+
+def _combined(parallel: ApplyResult, rest: ApplyResult, started: float) -> ApplyResult:
+    rows = dict(parallel.rows_by_table)
+    for table, count in rest.rows_by_table.items():
+        rows[table] = rows.get(table, 0) + count
+    rest.requested_start = parallel.requested_start
+    rest.resumed_from = parallel.resumed_from
+    rest.transactions += parallel.transactions
+    rest.batches += parallel.batches
+    rest.rows_by_table = rows
+    rest.duration_s = round(time.monotonic() - started, 3)
+    return rest

@@ -1,0 +1,503 @@
+#!/usr/bin/env python3
+"""The benchmark suite: every throughput, latency and memory figure of the project in one run.
+
+Starts a private MySQL 9.7 sandbox (or uses ``--dsn``), writes a workload of ``--rows`` row changes
+on a mixed 10-column table (BIGINT key, INT, INT UNSIGNED, DECIMAL, DOUBLE, VARCHAR, BLOB,
+DATETIME(6), TIMESTAMP(3), JSON: half inserts, 30% updates, 20% deletes, in multi-row transactions
+of ``--batch`` rows) and prints, all measured in the same run, medians of ``--runs``:
+
+1. a bare mysql-replication loop over the workload's binlog, rows/s (the baseline);
+2. the engine's BinlogReader, rows/s and the ratio to 1;
+3. binlog to Delta end to end through the Spark application (``spark-submit
+   spark_apps/binlog_to_delta.py``), rows/s (application time, without JVM start) and the ratio
+   to 1; then the same with parallel catch-up (``--catchup-parallelism K``, Spark ``local[K]``),
+   and the read phase alone: K range readers as Spark tasks next to one reader;
+4. snapshot rows/s next to a plain ``SELECT *`` scan (the snapshot code of ``scripts/bench_snapshot.py``);
+5. live mode commit-to-Delta latency p50/p95 (one row every 100 ms);
+6. the peak resident memory of the application's Python driver (from its result file).
+
+    .venv/bin/python scripts/benchmarks.py                      # 200k row changes, 3 runs
+    .venv/bin/python scripts/benchmarks.py --rows 20000 --runs 1 --live-seconds 5     # a smoke run
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import importlib.util
+import json
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+
+from pymysqlreplication import BinLogStreamReader
+from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO_ROOT))
+
+from airflow_mysql_cdc.engine.apply_config import ApplyConfig  # noqa: E402
+from airflow_mysql_cdc.engine.apply_loop import run_apply  # noqa: E402
+from airflow_mysql_cdc.engine.binlog_reader import BinlogReader  # noqa: E402
+from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint  # noqa: E402
+from airflow_mysql_cdc.engine.gtid import GtidSet  # noqa: E402
+from airflow_mysql_cdc.engine.gtid_ranges import split_segment  # noqa: E402
+from airflow_mysql_cdc.engine.range_reader import RangeTask, spark_range_runner  # noqa: E402
+from airflow_mysql_cdc.engine.sinks.delta_layout import LakeLayout  # noqa: E402
+from airflow_mysql_cdc.engine.stop_rules import UntilGtidSet  # noqa: E402
+
+SCHEMA, TABLE = "bench", "mixed"
+COLUMNS = """
+    id BIGINT PRIMARY KEY, qty INT, code INT UNSIGNED, price DECIMAL(12,2), ratio DOUBLE,
+    name VARCHAR(64), payload BLOB, created DATETIME(6), updated TIMESTAMP(3) NULL, attrs JSON
+"""
+
+
+def _load_script(name: str) -> ModuleType:
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, REPO_ROOT / "scripts" / f"{name}.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _executed(endpoint: MySqlEndpoint) -> GtidSet:
+    with endpoint.connect() as connection, connection.cursor() as cursor:
+        cursor.execute("SELECT @@GLOBAL.gtid_executed")
+        return GtidSet.parse(cursor.fetchone()[0])
+
+
+# --- the workload ------------------------------------------------------------------------------------
+
+
+def write_workload(endpoint: MySqlEndpoint, rows: int, batch: int) -> tuple[GtidSet, GtidSet]:
+    """Create the table and write ``rows`` row changes; returns the (start, end) GTID sets."""
+    inserts, updates = rows // 2, rows * 3 // 10
+    deletes = rows - inserts - updates
+    with endpoint.connect() as connection, connection.cursor() as cursor:
+        cursor.execute(f"DROP DATABASE IF EXISTS {SCHEMA}")
+        cursor.execute(f"CREATE DATABASE {SCHEMA}")
+        cursor.execute(f"CREATE TABLE {SCHEMA}.{TABLE} ({COLUMNS})")
+        cursor.execute("SET SESSION cte_max_recursion_depth = 10000000")
+        cursor.execute("SELECT @@GLOBAL.gtid_executed")
+        start = GtidSet.parse(cursor.fetchone()[0])
+        for first in range(1, inserts + 1, batch):
+            last = min(inserts, first + batch - 1)
+            cursor.execute(
+                f"""INSERT INTO {SCHEMA}.{TABLE}
+                WITH RECURSIVE n (i) AS (SELECT {first} UNION ALL SELECT i + 1 FROM n WHERE i < {last})
+                SELECT i, i % 1000, i * 7, i / 100, i / 3, CONCAT('name-', i), UNHEX(SHA2(i, 256)),
+                       NOW(6) - INTERVAL i SECOND, NOW(3),
+                       JSON_OBJECT('k', i, 'tags', JSON_ARRAY('a', i % 7), 'price', i / 100)
+                FROM n"""
+            )
+        for first in range(1, updates + 1, batch):
+            last = min(updates, first + batch - 1)
+            cursor.execute(
+                f"UPDATE {SCHEMA}.{TABLE} SET qty = qty + 1, name = CONCAT(name, '!'), "
+                f"attrs = JSON_SET(attrs, '$.k', qty) WHERE id BETWEEN {first} AND {last}"
+            )
+        for first in range(inserts - deletes + 1, inserts + 1, batch):
+            last = min(inserts, first + batch - 1)
+            cursor.execute(f"DELETE FROM {SCHEMA}.{TABLE} WHERE id BETWEEN {first} AND {last}")
+    return start, _executed(endpoint)
+
+
+# --- 1 and 2: reading ------------------------------------------------------------------------------------
+
+
+def bare_loop(endpoint: MySqlEndpoint, start: GtidSet) -> int:
+    """mysql-replication alone, with the library settings the engine uses (like for like)."""
+    settings = endpoint.connection_kwargs()
+    settings.pop("database", None)
+    stream = BinLogStreamReader(
+        connection_settings=settings,
+        server_id=3_000_101,
+        auto_position=start.to_replication_position(),
+        blocking=False,
+        only_events=[WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent],
+        freeze_schema=True,
+        only_schemas=[SCHEMA],
+        only_tables=[TABLE],
+    )
+    count = 0
+    try:
+        for event in stream:
+            for _row in event.rows:
+                count += 1
+    finally:
+        stream.close()
+    return count
+
+
+def engine_loop(endpoint: MySqlEndpoint, start: GtidSet, end: GtidSet) -> int:
+    reader = BinlogReader(endpoint, tables=[f"{SCHEMA}.{TABLE}"], server_id=3_000_102)
+    return sum(len(transaction.changes) for transaction in reader.read(start, UntilGtidSet(end)))
+
+
+def range_read(
+    runner, endpoint: MySqlEndpoint, start: GtidSet, end: GtidSet, parts: int, keep_changes: bool = True
+) -> int:
+    """The read phase of parallel catch-up: ``parts`` range readers as Spark tasks, results collected."""
+    plan = split_segment(start, end, parts)
+    tasks = [
+        RangeTask(
+            endpoint,
+            (f"{SCHEMA}.{TABLE}",),
+            index,
+            str(plan.reader_start(index)),
+            str(range_gtids),
+            None,
+            3_000_200 + index,
+            keep_changes=keep_changes,
+        )
+        for index, range_gtids in enumerate(plan.ranges)
+    ]
+    results = runner(tasks)
+    problems = [result.problem for result in results if result.problem]
+    if problems:
+        raise SystemExit(f"range readers failed: {problems}")
+    return sum(result.rows for result in results)
+
+
+# --- 3 and 6: the Spark application ----------------------------------------------------------------
+
+
+def spark_application(
+    endpoint: MySqlEndpoint, start: GtidSet, end: GtidSet, workdir: Path, parallelism: int
+) -> Measured:
+    """One spark-submit run into a fresh lake: application seconds (no JVM start), wall, driver RSS."""
+    shutil.rmtree(workdir, ignore_errors=True)
+    workdir.mkdir(parents=True)
+    config = ApplyConfig(
+        pipeline_id="bench",
+        lake_root=str(workdir / "lake"),
+        tables=(f"{SCHEMA}.{TABLE}",),
+        start_gtids=str(start),
+        mode="until_gtid_set",
+        target_gtids=str(end),
+    )
+    (workdir / "config.json").write_text(config.to_json())
+    python = sys.executable
+    environment = {
+        **os.environ,
+        **endpoint.to_environment(),
+        "PYSPARK_PYTHON": python,
+        "PYSPARK_DRIVER_PYTHON": python,
+        "PATH": str(Path(python).parent) + os.pathsep + os.environ.get("PATH", ""),
+    }
+    # The same entry point as spark_apps/binlog_to_delta.py, under a name of its own: tests of other
+    # checkouts on a shared machine kill -9 every process whose command line names binlog_to_delta.
+    launcher = workdir / "bench_apply_application.py"
+    launcher.write_text((REPO_ROOT / "spark_apps" / "binlog_to_delta.py").read_text())
+    argv = [
+        "spark-submit",
+        "--master",
+        f"local[{max(parallelism, 2)}]",
+        "--conf",
+        "spark.ui.showConsoleProgress=false",
+        str(launcher),
+        "--config",
+        str(workdir / "config.json"),
+        "--result-file",
+        str(workdir / "result.json"),
+        "--catchup-parallelism",
+        str(parallelism),
+    ]
+    began = time.perf_counter()
+    completed = subprocess.run(argv, env=environment, capture_output=True, text=True, check=False)
+    wall = time.perf_counter() - began
+    if completed.returncode != 0:
+        raise SystemExit(
+            f"spark-submit failed ({completed.returncode}):\n"
+            f"{completed.stdout[-2000:]}{completed.stderr[-3000:]}"
+        )
+    result = json.loads((workdir / "result.json").read_text())
+    rows = sum(result["rows_by_table"].values())
+    return Measured(rows, result["duration_s"], wall, result["driver_peak_rss_bytes"])
+
+
+# --- 4: snapshot -----------------------------------------------------------------------------------------
+
+
+def snapshot_rates(endpoint: MySqlEndpoint, rows: int, runs: int, chunk_size: int) -> tuple[float, float]:
+    """(plain scan rows/s, snapshot to Delta with one reader rows/s), medians, via bench_snapshot."""
+    bench_snapshot = _load_script("bench_snapshot")
+    from airflow_mysql_cdc.engine.snapshot.runner import run_sequentially, snapshot_table
+
+    bench_snapshot.build(endpoint, rows)
+    lake = Path(tempfile.mkdtemp(prefix="bench-suite-snapshot-"))
+    plain, snapshot = [], []
+    try:
+        for _ in range(runs):
+            began = time.perf_counter()
+            count = bench_snapshot.plain_scan(endpoint)
+            plain.append(count / (time.perf_counter() - began))
+            began = time.perf_counter()
+            result = snapshot_table(
+                endpoint,
+                lake,
+                str(bench_snapshot.TABLE),
+                chunk_size=chunk_size,
+                run_windows=run_sequentially,
+                restart=True,
+            )
+            snapshot.append(result.rows / (time.perf_counter() - began))
+    finally:
+        shutil.rmtree(lake, ignore_errors=True)
+    return statistics.median(plain), statistics.median(snapshot)
+
+
+# --- 5: live latency -----------------------------------------------------------------------------------
+
+
+def live_latencies(endpoint: MySqlEndpoint, seconds: float, interval: float = 0.1) -> list[float]:
+    """Seconds from each row's commit to its first appearance in the Delta target (polled every 100 ms)."""
+    from deltalake import DeltaTable
+    from deltalake.exceptions import TableNotFoundError
+
+    with endpoint.connect() as connection, connection.cursor() as cursor:
+        cursor.execute(f"CREATE TABLE {SCHEMA}.events (id INT PRIMARY KEY, payload VARCHAR(100))")
+    lake = Path(tempfile.mkdtemp(prefix="bench-suite-live-"))
+    config = ApplyConfig(
+        pipeline_id="live",
+        lake_root=str(lake),
+        tables=(f"{SCHEMA}.events",),
+        start_gtids=str(_executed(endpoint)),
+        mode="live",
+    )
+    stop = threading.Event()
+    applier = threading.Thread(target=run_apply, args=(config, endpoint), kwargs={"stop_requested": stop})
+    applier.start()
+    committed: dict[int, float] = {}
+    seen: dict[int, float] = {}
+
+    def write() -> None:
+        with endpoint.connect() as connection, connection.cursor() as cursor:
+            deadline = time.monotonic() + seconds
+            row_id = 0
+            while time.monotonic() < deadline:
+                row_id += 1
+                cursor.execute(f"INSERT INTO {SCHEMA}.events VALUES (%s, 'x')", (row_id,))
+                committed[row_id] = time.time()
+                time.sleep(interval)
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    target = str(LakeLayout(lake).target(SCHEMA, "events"))
+    try:
+        while writer.is_alive() or len(seen) < len(committed):
+            time.sleep(0.1)
+            try:
+                ids = DeltaTable(target).to_pyarrow_table(columns=["id"])["id"].to_pylist()
+            except TableNotFoundError:
+                continue
+            now = time.time()
+            for row_id in ids:
+                seen.setdefault(row_id, now)
+            if not writer.is_alive() and time.time() - max(committed.values()) > 30:
+                break
+    finally:
+        stop.set()
+        applier.join()
+        shutil.rmtree(lake, ignore_errors=True)
+    return [seen[i] - committed[i] for i in committed if i in seen]
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))]
+
+
+# --- the run -----------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Measured:
+    rows: int
+    seconds: float
+    wall_seconds: float = 0.0
+    driver_rss_bytes: int = 0
+
+    @property
+    def rate(self) -> float:
+        return self.rows / self.seconds
+
+
+def _timed(action: Callable[[], int]) -> Callable[[], Measured]:
+    def run() -> Measured:
+        began = time.perf_counter()
+        rows = action()
+        return Measured(rows, time.perf_counter() - began)
+
+    return run
+
+
+def interleaved(
+    rows: int, runs: int, actions: dict[str, Callable[[], Measured]]
+) -> dict[str, list[Measured]]:
+    """Every action ``runs`` times, alternating the order, so load changes hit all of them alike."""
+    results: dict[str, list[Measured]] = {name: [] for name in actions}
+    for run in range(runs):
+        for name in list(actions) if run % 2 == 0 else list(reversed(actions)):
+            gc.collect()
+            measured = actions[name]()
+            if measured.rows != rows:
+                raise SystemExit(f"{name}: {measured.rows} rows, expected {rows}")
+            results[name].append(measured)
+    return results
+
+
+def report(label: str, measured: list[Measured], baseline: float | None = None, against: str = "1") -> float:
+    """Print the median rate of ``measured`` (and its ratio to ``baseline``); returns the median."""
+    rates = [m.rate for m in measured]
+    rate = statistics.median(rates)
+    ratio = f"  ratio to {against}: {rate / baseline:.2f}" if baseline else ""
+    print(
+        f"{label:<56} {rate:>8,.0f} rows/s (runs: {', '.join(f'{r:,.0f}' for r in rates)}){ratio}", flush=True
+    )
+    return rate
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--dsn", help="mysql://user:password@host:port/ (default: start a private sandbox)")
+    parser.add_argument("--rows", type=int, default=200_000, help="row changes in the binlog workload")
+    parser.add_argument("--batch", type=int, default=1_000, help="rows per transaction")
+    parser.add_argument("--runs", type=int, default=3, help="runs per measurement; medians are printed")
+    parser.add_argument("--parallelism", type=int, default=2, help="range readers for parallel catch-up")
+    parser.add_argument("--snapshot-rows", type=int, default=100_000)
+    parser.add_argument("--live-seconds", type=float, default=20.0)
+    parser.add_argument(
+        "--skip", default="", help="comma-separated sections to skip: read,apps,phases,snapshot,live"
+    )
+    args = parser.parse_args(argv)
+    skip = set(filter(None, args.skip.split(",")))
+    # Stopped with SIGTERM, still stop the private server (the finally below).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    sandbox = datadir = None
+    if args.dsn:
+        endpoint = MySqlEndpoint.from_url(args.dsn).with_database(None)
+    else:
+        sandbox = _load_script("mysql_sandbox")
+        datadir = Path(tempfile.mkdtemp(prefix="bench-suite-")) / "data"
+        port = sandbox.free_port()
+        sandbox.start(port=port, datadir=datadir, server_id=1, log=lambda _: None)
+        endpoint = MySqlEndpoint("127.0.0.1", port, "root")
+    workdir = Path(tempfile.mkdtemp(prefix="bench-suite-work-"))
+    try:
+        print(
+            f"load average before: {os.getloadavg()[0]:.2f}, {os.cpu_count()} CPUs, "
+            f"Python {sys.version.split()[0]}"
+        )
+        start, end = write_workload(endpoint, args.rows, args.batch)
+        rows, runs, k = args.rows, args.runs, args.parallelism
+        print(
+            f"workload: {rows:,} row changes on {SCHEMA}.{TABLE} (10 columns), "
+            f"{(end - start).count()} transactions"
+        )
+        bare: float | None = None
+        if "read" not in skip:
+            read = interleaved(
+                rows,
+                runs,
+                {
+                    "bare": _timed(lambda: bare_loop(endpoint, start)),
+                    "engine": _timed(lambda: engine_loop(endpoint, start, end)),
+                },
+            )
+            bare = report("1. bare mysql-replication loop", read["bare"])
+            report("2. engine BinlogReader", read["engine"], bare)
+        if "apps" not in skip:
+            apps = interleaved(
+                rows,
+                runs,
+                {
+                    "single": lambda: spark_application(endpoint, start, end, workdir / "app", 1),
+                    "parallel": lambda: spark_application(endpoint, start, end, workdir / "app", k),
+                },
+            )
+            single = report("3. binlog to Delta through spark-submit, 1 reader", apps["single"], bare)
+            report(f"   the same with parallel catch-up, k={k}", apps["parallel"], bare)
+            print(
+                f"   parallel catch-up speed-up k={k} / 1 reader: "
+                f"{statistics.median(m.rate for m in apps['parallel']) / single:.2f}"
+            )
+            for name, label in (("single", "1 reader"), ("parallel", f"k={k}")):
+                wall = statistics.median(m.rows / m.wall_seconds for m in apps[name])
+                peak = max(m.driver_rss_bytes for m in apps[name]) / 2**20
+                print(
+                    f"   {label}: {wall:,.0f} rows/s with JVM and Spark start-up; "
+                    f"6. driver peak RSS {peak:,.0f} MiB",
+                    flush=True,
+                )
+        if "phases" not in skip:
+            from pyspark.sql import SparkSession
+
+            spark = SparkSession.builder.master(f"local[{k}]").appName("bench-range-read").getOrCreate()
+            spark.sparkContext.setLogLevel("ERROR")
+            runner = spark_range_runner(spark)
+            phase = interleaved(
+                rows,
+                runs,
+                {
+                    "one": _timed(lambda: range_read(runner, endpoint, start, end, 1)),
+                    "many": _timed(lambda: range_read(runner, endpoint, start, end, k)),
+                },
+            )
+            one = report("   read phase only: 1 range reader (a Spark task)", phase["one"])
+            report(
+                f"   read phase only: {k} range readers (local[{k}])", phase["many"], one, "1 range reader"
+            )
+            decode = interleaved(
+                rows,
+                runs,
+                {
+                    "one": _timed(lambda: range_read(runner, endpoint, start, end, 1, keep_changes=False)),
+                    "many": _timed(lambda: range_read(runner, endpoint, start, end, k, keep_changes=False)),
+                },
+            )
+            one = report("   decoding only, nothing shipped back: 1 range reader", decode["one"])
+            report(f"   decoding only, nothing shipped back: {k} readers", decode["many"], one, "1 reader")
+            spark.stop()
+        if "snapshot" not in skip:
+            plain, snapshot = snapshot_rates(endpoint, args.snapshot_rows, runs, 20_000)
+            print(f"{'4. plain SELECT * scan (' + f'{args.snapshot_rows:,} rows)':<58} {plain:>9,.0f} rows/s")
+            print(
+                f"{'   snapshot to Delta, 1 reader':<58} {snapshot:>9,.0f} rows/s  "
+                f"ratio to scan: {snapshot / plain:.2f}"
+            )
+        if "live" not in skip:
+            latencies = live_latencies(endpoint, args.live_seconds)
+            print(
+                f"5. live commit-to-Delta latency over {len(latencies)} rows: "
+                f"p50 {statistics.median(latencies):.2f}s, "
+                f"p95 {percentile(latencies, 0.95):.2f}s, max {max(latencies):.2f}s"
+            )
+        print(f"load average after: {os.getloadavg()[0]:.2f}")
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+        if sandbox is not None:
+            sandbox.stop(datadir=datadir, log=lambda _: None)
+            shutil.rmtree(datadir.parent, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
