@@ -111,6 +111,34 @@ def run_apply(
     exactly what the lake holds.
     """
     started = time.monotonic()
+    opened = open_pipeline(config, endpoint, sink=sink, stop_requested=stop_requested)
+    if opened.done is not None:
+        return opened.done
+    result = _stream(config, endpoint, opened.sink, opened.resume_from, on_batch, stop_requested, started)
+    result.caught_up = opened.caught_up
+    return result
+
+
+@dataclass
+class OpenedPipeline:
+    sink: Sink
+    resume_from: GtidSet
+    caught_up: dict[str, str]
+    done: ApplyResult | None = None
+    """Set when the lake already holds the whole segment: nothing is to be read (sink released)."""
+
+
+def open_pipeline(
+    config: ApplyConfig,
+    endpoint: MySqlEndpoint,
+    *,
+    sink: Sink | None = None,
+    stop_requested: threading.Event | None = None,
+) -> OpenedPipeline:
+    """Claim the pipeline, settle where to resume, and admit new tables: every applier starts here.
+
+    On any failure the sink is released, so the next attempt need not wait out the lease.
+    """
     sink = sink or _delta_sink(config)
     resume_from = sink.open(config.start, rebase=True) if config.rebase else sink.open(config.start)
     if resume_from != config.start:
@@ -121,14 +149,12 @@ def run_apply(
             done = _segment_already_applied(config, endpoint, resume_from)
             if done is not None:
                 _release(sink)
-                return done
+                return OpenedPipeline(sink, resume_from, caught_up, done)
         _admit(config, endpoint, sink, resume_from, stop_requested, caught_up)
     except BaseException:
         _release(sink)
         raise
-    result = _stream(config, endpoint, sink, resume_from, on_batch, stop_requested, started)
-    result.caught_up = caught_up
-    return result
+    return OpenedPipeline(sink, resume_from, caught_up)
 
 
 def _segment_already_applied(

@@ -44,7 +44,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from airflow_mysql_cdc.engine.apply_config import ApplyConfig
-from airflow_mysql_cdc.engine.apply_loop import ApplyResult, run_apply
+from airflow_mysql_cdc.engine.apply_loop import ApplyResult, open_pipeline, run_apply
 from airflow_mysql_cdc.engine.binlog_stream import ControlConnection, random_server_id
 from airflow_mysql_cdc.engine.changes import Transaction
 from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
@@ -52,7 +52,6 @@ from airflow_mysql_cdc.engine.gtid import GtidSet
 from airflow_mysql_cdc.engine.gtid_ranges import RangePlan, split_segment
 from airflow_mysql_cdc.engine.position import PositionTracker
 from airflow_mysql_cdc.engine.range_reader import RangeResult, RangeRunner, RangeTask, run_ranges_in_threads
-from airflow_mysql_cdc.engine.sinks.delta_sink import DeltaSink
 from airflow_mysql_cdc.engine.sinks.interface import Sink
 from airflow_mysql_cdc.engine.snapshot.streaming import load_snapshot_filter
 from airflow_mysql_cdc.engine.stop_rules import UntilCommitTimestamp
@@ -129,20 +128,17 @@ def run_parallel_catchup(
     if segment is None:
         return run_apply(config, endpoint, sink=sink, stop_requested=stop_requested)
     started = time.monotonic()
-    sink = sink or DeltaSink(
-        config.lake_root,
-        config.pipeline_id,
-        soft_deletes=config.soft_deletes,
-        storage_options=config.storage_options or None,
-        lease_s=config.lease_s,
-    )
-    resume_from = sink.open(config.start)
+    opened = open_pipeline(config, endpoint, sink=sink, stop_requested=stop_requested)
+    if opened.done is not None:
+        return opened.done
+    sink, resume_from = opened.sink, opened.resume_from
     result = ApplyResult(
         pipeline_id=config.pipeline_id,
         requested_start=str(config.start),
         resumed_from=str(resume_from),
         end_gtids=str(resume_from),
         sink_epoch=getattr(sink, "epoch", 0),
+        caught_up=opened.caught_up,
     )
     end = segment.end | resume_from
     segment_count = (end - resume_from).count()

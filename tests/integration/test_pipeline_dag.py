@@ -8,6 +8,7 @@ and recreates it): every task runs again with fresh XComs, as after a clear in t
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import threading
 import time
@@ -81,9 +82,11 @@ def _kill_application_after_a_batch(pipeline: Pipeline, before: GtidSet) -> thre
             except Exception:  # noqa: BLE001 - the state table may be mid-commit
                 pass
             time.sleep(0.2)
-        for process in psutil.process_iter(["cmdline"]):
-            if any("binlog_to_delta" in part for part in process.info["cmdline"] or ()):
-                process.kill()
+        # Only this test's own application: dag.test runs the task in this process, so it is a child.
+        for process in psutil.Process().children(recursive=True):
+            with contextlib.suppress(psutil.NoSuchProcess, psutil.ZombieProcess):
+                if any("binlog_to_delta" in part for part in process.cmdline()):
+                    process.kill()
 
     killer = threading.Thread(target=kill, daemon=True)
     killer.start()
