@@ -136,15 +136,15 @@ def _apt_options(apt_dir: Path) -> list[str]:
     ]  # fmt: skip
 
 
-def _prepare_private_apt(apt_dir: Path) -> None:
+def _prepare_private_apt(apt_dir: Path, suite: str = "sid") -> None:
     for sub in ("lists/partial", "cache/archives/partial"):
         (apt_dir / sub).mkdir(parents=True, exist_ok=True)
     if not DEBIAN_KEYRING.exists():
         raise SandboxError(
-            f"{DEBIAN_KEYRING} is missing, so Debian unstable's package index cannot be verified. "
+            f"{DEBIAN_KEYRING} is missing, so Debian {suite}'s package index cannot be verified. "
             "Install it with: apt-get install debian-archive-keyring"
         )
-    (apt_dir / "sources.list").write_text(f"deb [signed-by={DEBIAN_KEYRING}] {DEBIAN_MIRROR} sid main\n")
+    (apt_dir / "sources.list").write_text(f"deb [signed-by={DEBIAN_KEYRING}] {DEBIAN_MIRROR} {suite} main\n")
     # An empty dpkg status makes apt resolve the full closure, libc6 included, instead of
     # assuming the host's (too old) libraries satisfy the dependencies.
     (apt_dir / "status").write_text("")
