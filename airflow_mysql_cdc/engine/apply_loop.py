@@ -336,12 +336,18 @@ def _stream(
         _release(sink)
     finally:
         thread.stopping.set()
-    result.end_gtids = str(tracker.value)
+    return finish_result(result, tracker.value, started, "applied")
+
+
+def finish_result(result: ApplyResult, end: GtidSet, started: float, what: str) -> ApplyResult:
+    """Stamp the end position, duration and lag on a run's result, and log them."""
+    result.end_gtids = str(end)
     result.duration_s = round(time.monotonic() - started, 3)
     if result.last_commit_timestamp_us is not None:
         result.lag_s = round(time.time() - result.last_commit_timestamp_us / 1e6, 3)
     log.info(
-        "applied %d transaction(s), %d row change(s) in %d batch(es) in %.1fs; end position %s",
+        "%s %d transaction(s), %d row change(s) in %d batch(es) in %.1fs; end position %s",
+        what,
         result.transactions,
         sum(result.rows_by_table.values()),
         result.batches,

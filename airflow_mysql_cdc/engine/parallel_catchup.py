@@ -44,7 +44,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from airflow_mysql_cdc.engine.apply_config import ApplyConfig
-from airflow_mysql_cdc.engine.apply_loop import ApplyResult, open_pipeline, run_apply
+from airflow_mysql_cdc.engine.apply_loop import ApplyResult, finish_result, open_pipeline, run_apply
 from airflow_mysql_cdc.engine.binlog_stream import ControlConnection, random_server_id
 from airflow_mysql_cdc.engine.changes import Transaction
 from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
@@ -173,19 +173,7 @@ def run_parallel_catchup(
     release = getattr(sink, "release", None)
     if release is not None:
         release()
-    result.end_gtids = str(applier.tracker.value)
-    result.duration_s = round(time.monotonic() - started, 3)
-    if result.last_commit_timestamp_us is not None:
-        result.lag_s = round(time.time() - result.last_commit_timestamp_us / 1e6, 3)
-    log.info(
-        "parallel catch-up applied %d transaction(s), %d row change(s) in %d batch(es) in %.1fs; end %s",
-        result.transactions,
-        sum(result.rows_by_table.values()),
-        result.batches,
-        result.duration_s,
-        result.end_gtids or "(empty)",
-    )
-    return result
+    return finish_result(result, applier.tracker.value, started, "parallel catch-up applied")
 
 
 def _waves(

@@ -21,6 +21,7 @@ from airflow_mysql_cdc.engine.table_admission import TableAdmissionError, join_p
 from airflow_mysql_cdc.engine.table_metadata import TableRef
 from tests.support.lake import ConcurrentWriter, assert_lake_equals_source, changelog_entries
 from tests.support.mysql import execute, scalar
+from tests.support.pipeline import finish, writing
 
 pytestmark = pytest.mark.mysql
 
@@ -41,20 +42,6 @@ def _stream(endpoint: MySqlEndpoint, lake: Path, tables: tuple[str, ...], start:
     )  # fmt: skip
 
 
-def _writers(endpoint: MySqlEndpoint, seconds: float, *tables: str) -> list[ConcurrentWriter]:
-    writers = [ConcurrentWriter(endpoint, seconds=seconds, seed=n, table=t) for n, t in enumerate(tables)]
-    for writer in writers:
-        writer.start()
-    return writers
-
-
-def _join(writers: list[ConcurrentWriter]) -> None:
-    for writer in writers:
-        writer.join()
-        assert writer.error is None
-        assert writer.transactions > 0
-
-
 def _assert_changelog_has_no_duplicates(lake: Path, schema: str, table: str) -> None:
     counts = Counter(entry[:2] for entry in changelog_entries(lake, schema, table))
     assert [entry for entry, count in counts.items() if count > 1] == []
@@ -68,11 +55,11 @@ def test_table_snapshotted_after_the_checkpoint_joins_without_catch_up(
     _seed(mysql_database, "orders", 200)
     _seed(mysql_database, "payments", 200)
     first = snapshot_table(mysql_database, tmp_path, orders, chunk_size=50)
-    writers = _writers(mysql_database, 2.5, "orders", "payments")
+    writers = writing(mysql_database, 2.5, 0, "orders", "payments")
     checkpoint = _stream(mysql_database, tmp_path, (orders,), first.stream_start).end_gtids
     # The new table's snapshot is taken after the pipeline's position, with writers running.
     snapshot_table(mysql_database, tmp_path, payments, chunk_size=40)
-    _join(writers)
+    finish(writers)
     result = _stream(mysql_database, tmp_path, (orders, payments), checkpoint)
     assert result.caught_up == {}
     assert result.resumed_from == checkpoint
@@ -89,15 +76,15 @@ def test_table_snapshotted_before_the_pipeline_position_is_caught_up_before_join
     _seed(mysql_database, "orders", 200)
     _seed(mysql_database, "payments", 200)
     first = snapshot_table(mysql_database, tmp_path, orders, chunk_size=50)
-    writers = _writers(mysql_database, 3, "orders", "payments")
+    writers = writing(mysql_database, 3, 0, "orders", "payments")
     # The snapshot of the new table is taken while the pipeline keeps streaming past it.
     added = snapshot_table(mysql_database, tmp_path, payments, chunk_size=40)
-    _join(writers)
+    finish(writers)
     position = _stream(mysql_database, tmp_path, (orders,), first.stream_start).end_gtids
     assert not GtidSet.parse(position).issubset(GtidSet.parse(added.stream_start))
-    writers = _writers(mysql_database, 1.5, "orders", "payments")
+    writers = writing(mysql_database, 1.5, 0, "orders", "payments")
     result = _stream(mysql_database, tmp_path, (orders, payments), position)
-    _join(writers)
+    finish(writers)
     # The catch-up stopped exactly at the pipeline's position; the main stream went on from there.
     assert result.caught_up == {payments: str(GtidSet.parse(position) | GtidSet.parse(added.stream_start))}
     assert result.resumed_from == position
@@ -138,7 +125,7 @@ def test_an_interrupted_catch_up_resumes_where_it_stopped(
     _seed(mysql_database, "payments", 100)
     first = snapshot_table(mysql_database, tmp_path, orders, chunk_size=50)
     added = snapshot_table(mysql_database, tmp_path, payments, chunk_size=50)
-    _join(_writers(mysql_database, 3, "orders", "payments"))
+    finish(writing(mysql_database, 3, 0, "orders", "payments"))
     position = _stream(mysql_database, tmp_path, (orders,), first.stream_start).end_gtids
     join_state = PipelineStateStore(
         LakeLayout(tmp_path).join_state(database, "payments", added.snapshot_id),
