@@ -97,6 +97,7 @@ def build_pipeline_dag(config: PipelineConfig) -> DAG:
             mode="segment",
             batch_max_seconds=config.batch_max_seconds,
             soft_deletes=config.soft_deletes,
+            catchup_parallelism=config.catchup_parallelism,
         )
 
         @task(task_id=checkpoint_chain.PUBLISH_TASK_ID)

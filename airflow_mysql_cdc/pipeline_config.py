@@ -48,6 +48,8 @@ class PipelineConfig:
     sensor_mode: str = "reschedule"
     """``reschedule`` frees the worker slot between pokes; ``poke`` holds it (quicker for short waits)."""
     batch_max_seconds: float = 1.0
+    catchup_parallelism: int = 1
+    """K > 1: a run whose interval already ended (catch-up, backfill) reads it with K range readers."""
     soft_deletes: bool = False
     tags: tuple[str, ...] = field(default_factory=lambda: ("mysql-cdc",))
 

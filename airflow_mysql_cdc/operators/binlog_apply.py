@@ -39,6 +39,8 @@ class MySqlCdcBinlogApplyOperator(SparkApplicationOperator):
     :param target_gtids: stop set for ``until_gtid_set`` mode (templated).
     :param rebase: move the pipeline to ``start_gtids`` although the lake is behind it; only after
         every table was re-snapshotted (purged binlogs). Templated; "true"/"false" are understood.
+    :param catchup_parallelism: K > 1 reads a segment that is already closed (a catch-up) with K
+        GTID-range readers as Spark tasks; an open segment is read by one reader as always.
     :param spark_conn_id: a ``spark`` connection (master ``local[*]`` when it does not exist).
     """
 
@@ -70,6 +72,7 @@ class MySqlCdcBinlogApplyOperator(SparkApplicationOperator):
         batch_max_seconds: float = 1.0,
         soft_deletes: bool = False,
         rebase: bool | str = False,
+        catchup_parallelism: int = 1,
         application: str = APPLICATION,
         **kwargs: Any,
     ) -> None:
@@ -86,6 +89,7 @@ class MySqlCdcBinlogApplyOperator(SparkApplicationOperator):
         self.batch_max_seconds = batch_max_seconds
         self.soft_deletes = soft_deletes
         self.rebase = rebase
+        self.catchup_parallelism = catchup_parallelism
         self.application = application
 
     def _segment_end_us(self, context: Any) -> int | None:
@@ -116,6 +120,11 @@ class MySqlCdcBinlogApplyOperator(SparkApplicationOperator):
             rebase=str(self.rebase).strip().lower() in ("true", "1", "yes"),
         )
 
+    def _parallelism_args(self) -> tuple[str, ...]:
+        if self.catchup_parallelism > 1:
+            return ("--catchup-parallelism", str(self.catchup_parallelism))
+        return ()
+
     def execute(self, context: Any) -> dict[str, Any]:
         endpoint = MySqlCdcHook(self.mysql_cdc_conn_id).get_endpoint()
         config = self.build_config(context, endpoint.replication_server_id)
@@ -131,6 +140,7 @@ class MySqlCdcBinlogApplyOperator(SparkApplicationOperator):
             name=f"mysql-cdc-apply-{config.pipeline_id}",
             endpoint=endpoint,
             config_json=config.to_json(),
+            extra_args=self._parallelism_args(),
         )
         if result.get("already_applied"):
             self.log.info(

@@ -45,3 +45,21 @@ with DAG(
         execution_timeout=datetime.timedelta(seconds=12),
         retries=0,
     )
+
+with DAG(
+    "test_binlog_apply_parallel",
+    schedule=None,
+    start_date=datetime.datetime(2026, 1, 1),
+    params={"conn_id": "cdc_source", "tables": "", "lake_root": "", "start": ""},
+) as parallel_dag:
+    MySqlCdcBinlogApplyOperator(
+        task_id="apply",
+        mysql_cdc_conn_id="{{ params.conn_id }}",
+        spark_conn_id="spark_local",
+        tables="{{ params.tables }}",
+        lake_root="{{ params.lake_root }}",
+        pipeline_id="parallel",
+        start_gtids="{{ params.start }}",
+        mode="until_caught_up",
+        catchup_parallelism=2,
+    )

@@ -162,3 +162,28 @@ def test_task_timeout_stops_the_whole_application(
     ]
     assert leftovers == []
     assert (lake / "_cdc" / "state").exists(), "the application should have started before the timeout"
+
+
+def test_operator_catches_up_with_two_range_readers_to_the_same_lake(
+    mysql_database: MySqlEndpoint,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capfd: pytest.CaptureFixture,
+) -> None:
+    database = mysql_database.database
+    execute(mysql_database, ConcurrentWriter.DDL)
+    start = _executed(mysql_database)
+    ConcurrentWriter(mysql_database, seconds=2).run()
+    monkeypatch.setenv("AIRFLOW_CONN_CDC_SOURCE", connection_env(mysql_database.with_database(None)))
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_LOCAL", SPARK_LOCAL)
+    dag_run = run_dag(
+        "binlog_apply.py",
+        "test_binlog_apply_parallel",
+        {"tables": f"{database}.orders", "lake_root": str(tmp_path), "start": str(start)},
+    )
+    assert task_states(dag_run) == {"apply": "success"}
+    assert GtidSet.parse(xcom_value(dag_run, "apply")["end_gtids"]) >= _executed(mysql_database)
+    assert_lake_equals_source(mysql_database, tmp_path, database, "orders")
+    output = capfd.readouterr()
+    assert "--catchup-parallelism 2" in output.out + output.err
+    assert "parallel catch-up of" in output.out + output.err
