@@ -62,6 +62,17 @@ class ApplyResult:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    @classmethod
+    def starting(cls, config: ApplyConfig, resume_from: GtidSet, sink: Sink | None = None) -> ApplyResult:
+        """The result of a run that has applied nothing yet, resuming from ``resume_from``."""
+        return cls(
+            pipeline_id=config.pipeline_id,
+            requested_start=str(config.start),
+            resumed_from=str(resume_from),
+            end_gtids=str(resume_from),
+            sink_epoch=getattr(sink, "epoch", 0),
+        )
+
 
 class _ReaderThread(threading.Thread):
     def __init__(self, reader: BinlogReader, start: GtidSet, config: ApplyConfig) -> None:
@@ -114,7 +125,9 @@ def run_apply(
     opened = open_pipeline(config, endpoint, sink=sink, stop_requested=stop_requested)
     if opened.done is not None:
         return opened.done
-    result = _stream(config, endpoint, opened.sink, opened.resume_from, on_batch, stop_requested, started)
+    result = _stream(
+        config, endpoint, opened.sink, opened.resume_from, on_batch, stop_requested, started, opened.snapshots
+    )
     result.caught_up = opened.caught_up
     return result
 
@@ -124,6 +137,8 @@ class OpenedPipeline:
     sink: Sink
     resume_from: GtidSet
     caught_up: dict[str, str]
+    snapshots: dict[str, SnapshotProgress | None] = field(default_factory=dict)
+    """Snapshot progress read while admitting tables (see ``load_snapshot_filter``)."""
     done: ApplyResult | None = None
     """Set when the lake already holds the whole segment: nothing is to be read (sink released)."""
 
@@ -149,12 +164,12 @@ def open_pipeline(
             done = _segment_already_applied(config, endpoint, resume_from)
             if done is not None:
                 _release(sink)
-                return OpenedPipeline(sink, resume_from, caught_up, done)
-        _admit(config, endpoint, sink, resume_from, stop_requested, caught_up)
+                return OpenedPipeline(sink, resume_from, caught_up, done=done)
+        snapshots = _admit(config, endpoint, sink, resume_from, stop_requested, caught_up)
     except BaseException:
         _release(sink)
         raise
-    return OpenedPipeline(sink, resume_from, caught_up)
+    return OpenedPipeline(sink, resume_from, caught_up, snapshots)
 
 
 def _segment_already_applied(
@@ -178,13 +193,9 @@ def _segment_already_applied(
         end or "(empty)",
         lake_position,
     )
-    return ApplyResult(
-        pipeline_id=config.pipeline_id,
-        requested_start=str(config.start),
-        resumed_from=str(lake_position),
-        end_gtids=str(end),
-        already_applied=True,
-    )
+    result = ApplyResult.starting(config, lake_position)
+    result.end_gtids, result.already_applied = str(end), True
+    return result
 
 
 def _delta_sink(config: ApplyConfig, state_path: str | None = None) -> DeltaSink:
@@ -211,10 +222,13 @@ def _admit(
     position: GtidSet,
     stop_requested: threading.Event | None,
     caught_up: dict[str, str],
-) -> None:
-    """Admit the configured tables to the pipeline (sinks without membership admit everything)."""
+) -> dict[str, SnapshotProgress | None]:
+    """Admit the configured tables to the pipeline (sinks without membership admit everything).
+
+    Returns the snapshot progress it read, for the stream's filter.
+    """
     if not isinstance(sink, DeltaSink):
-        return
+        return {}
 
     def catch_up(ref: TableRef, progress: SnapshotProgress, reflected: GtidSet, target: GtidSet) -> GtidSet:
         store = join_state(
@@ -232,11 +246,13 @@ def _admit(
         )
         join_sink = _delta_sink(join_config, store.path)
         start = join_sink.open(reflected)
-        result = _stream(join_config, endpoint, join_sink, start, None, stop_requested, time.monotonic())
+        known = {str(ref): progress}
+        began = time.monotonic()
+        result = _stream(join_config, endpoint, join_sink, start, None, stop_requested, began, known)
         caught_up[str(ref)] = result.end_gtids
         return GtidSet.parse(result.end_gtids)
 
-    members = admit_tables(
+    admission = admit_tables(
         config.tables,
         lake_root=config.lake_root,
         pipeline_id=config.pipeline_id,
@@ -246,8 +262,9 @@ def _admit(
         catch_up=catch_up,
         storage_options=config.storage_options or None,
     )
-    if members != sink.members:
-        sink.record_members(members)
+    if admission.members != sink.members:
+        sink.record_members(admission.members)
+    return admission.snapshots
 
 
 def _stream(
@@ -258,15 +275,10 @@ def _stream(
     on_batch: Callable[[int, GtidSet], None] | None,
     stop_requested: threading.Event | None,
     started: float,
+    snapshots: dict[str, SnapshotProgress | None] | None = None,
 ) -> ApplyResult:
     """Read from ``resume_from`` and apply to the opened sink until the stop rule; then release it."""
-    result = ApplyResult(
-        pipeline_id=config.pipeline_id,
-        requested_start=str(config.start),
-        resumed_from=str(resume_from),
-        end_gtids=str(resume_from),
-        sink_epoch=getattr(sink, "epoch", 0),
-    )
+    result = ApplyResult.starting(config, resume_from, sink)
     reader = BinlogReader(
         endpoint,
         tables=config.tables,
@@ -275,7 +287,7 @@ def _stream(
         max_buffered_bytes=config.max_buffered_bytes,
     )
     snapshot_filter = load_snapshot_filter(
-        endpoint, config.lake_root, config.tables, resume_from, config.storage_options or None
+        endpoint, config.lake_root, config.tables, resume_from, config.storage_options or None, snapshots
     )
     thread = _ReaderThread(reader, resume_from, config)
     thread.start()

@@ -53,6 +53,7 @@ from airflow_mysql_cdc.engine.gtid_ranges import RangePlan, split_segment
 from airflow_mysql_cdc.engine.position import PositionTracker
 from airflow_mysql_cdc.engine.range_reader import RangeResult, RangeRunner, RangeTask, run_ranges_in_threads
 from airflow_mysql_cdc.engine.sinks.interface import Sink
+from airflow_mysql_cdc.engine.snapshot.delta_snapshot import SnapshotProgress
 from airflow_mysql_cdc.engine.snapshot.streaming import load_snapshot_filter
 from airflow_mysql_cdc.engine.stop_rules import UntilCommitTimestamp
 
@@ -132,14 +133,8 @@ def run_parallel_catchup(
     if opened.done is not None:
         return opened.done
     sink, resume_from = opened.sink, opened.resume_from
-    result = ApplyResult(
-        pipeline_id=config.pipeline_id,
-        requested_start=str(config.start),
-        resumed_from=str(resume_from),
-        end_gtids=str(resume_from),
-        sink_epoch=getattr(sink, "epoch", 0),
-        caught_up=opened.caught_up,
-    )
+    result = ApplyResult.starting(config, resume_from, sink)
+    result.caught_up = opened.caught_up
     end = segment.end | resume_from
     segment_count = (end - resume_from).count()
     waves_needed = max(min_waves, math.ceil(segment_count / max(1, wave_transactions)))
@@ -154,7 +149,7 @@ def run_parallel_catchup(
         len(plan.ranges),
         parallelism,
     )
-    applier = _Applier(config, endpoint, sink, resume_from, result)
+    applier = _Applier(config, endpoint, sink, resume_from, result, opened.snapshots)
     try:
         _apply_waves(
             plan,
@@ -254,13 +249,14 @@ class _Applier:
         sink: Sink,
         resume_from: GtidSet,
         result: ApplyResult,
+        snapshots: dict[str, SnapshotProgress | None],
     ) -> None:
         self.config = config
         self.sink = sink
         self.result = result
         self.tracker = PositionTracker(resume_from)
         self.snapshot_filter = load_snapshot_filter(
-            endpoint, config.lake_root, config.tables, resume_from, config.storage_options or None
+            endpoint, config.lake_root, config.tables, resume_from, config.storage_options or None, snapshots
         )
 
     def feed(self, transactions: list[Transaction], stop_requested: threading.Event | None) -> bool:

@@ -81,6 +81,14 @@ def join_state(
     return PipelineStateStore(path, join_pipeline_id(pipeline_id, ref, snapshot_id), storage_options)
 
 
+@dataclass(frozen=True)
+class Admission:
+    members: dict[str, str]
+    """Table -> snapshot id it joined with ("" without one): the pipeline's members from now on."""
+    snapshots: dict[str, SnapshotProgress | None]
+    """The snapshot progress read for each table, for the stream's filter to reuse."""
+
+
 CatchUp = Callable[[TableRef, SnapshotProgress, GtidSet, GtidSet], GtidSet]
 """(table, its snapshot, what it reflects, the pipeline position) -> what it reflects afterwards."""
 
@@ -95,16 +103,17 @@ def admit_tables(
     first_run: bool,
     catch_up: CatchUp,
     storage_options: dict[str, str] | None = None,
-) -> dict[str, str]:
+) -> Admission:
     """The pipeline's members for a run of ``tables`` from ``position``, catching tables up as needed.
 
     ``members`` is what the pipeline's state records (None: a state from before membership was
     recorded, whose tables are all taken as members).
     """
     admitted: dict[str, str] = {}
+    snapshots: dict[str, SnapshotProgress | None] = {}
     for name in tables:
         ref = TableRef.parse(name)
-        progress = read_snapshot_progress(lake_root, ref, storage_options)
+        progress = snapshots[str(ref)] = read_snapshot_progress(lake_root, ref, storage_options)
         snapshot_id = progress.snapshot_id if progress is not None else ""
         if members is None or members.get(str(ref)) == snapshot_id:
             admitted[str(ref)] = snapshot_id
@@ -123,7 +132,7 @@ def admit_tables(
         progress.require_complete(ref)
         admitted[str(ref)] = snapshot_id
         _join(ref, progress, position, lake_root, pipeline_id, catch_up, storage_options)
-    return admitted
+    return Admission(admitted, snapshots)
 
 
 def _join(

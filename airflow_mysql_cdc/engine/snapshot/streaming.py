@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.engine.gtid import GtidSet
 from airflow_mysql_cdc.engine.snapshot.change_filter import SnapshotChangeFilter, TableChunkIndex
-from airflow_mysql_cdc.engine.snapshot.delta_snapshot import read_snapshot_progress
+from airflow_mysql_cdc.engine.snapshot.delta_snapshot import SnapshotProgress, read_snapshot_progress
 from airflow_mysql_cdc.engine.snapshot.key_order import KeyOrder, read_key_columns
 from airflow_mysql_cdc.engine.table_metadata import TableRef
 
@@ -21,17 +21,20 @@ def load_snapshot_filter(
     tables: Sequence[str],
     resume_from: GtidSet,
     storage_options: dict[str, str] | None = None,
+    snapshots: Mapping[str, SnapshotProgress | None] | None = None,
 ) -> SnapshotChangeFilter | None:
     """The streaming filter for tables whose snapshot's watermarks the stream has not passed yet.
 
     A table whose latest snapshot is unfinished cannot be streamed: its rows are partial, and the
-    filter would not know the missing chunks' watermarks.
+    filter would not know the missing chunks' watermarks. ``snapshots`` holds progress already read
+    (by table admission), so each table's Delta history is read once per run.
     """
     indexes: dict[str, TableChunkIndex] = {}
     connection = None
     for name in tables:
         ref = TableRef.parse(name)
-        progress = read_snapshot_progress(lake_root, ref, storage_options)
+        known = snapshots is not None and str(ref) in snapshots
+        progress = snapshots[str(ref)] if known else read_snapshot_progress(lake_root, ref, storage_options)
         if progress is None:
             continue
         progress.require_complete(ref)
