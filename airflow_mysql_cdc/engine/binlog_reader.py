@@ -148,6 +148,7 @@ class BinlogReader:
         heartbeat_s: float = 1.0,
         max_buffered_bytes: int = DEFAULT_MAX_BUFFERED_BYTES,
         reconnect: ReconnectPolicy = ReconnectPolicy(),
+        compiled_decoding: bool = True,
     ) -> None:
         self.endpoint = endpoint
         self.tracked = _parse_tracked(tables)
@@ -155,7 +156,7 @@ class BinlogReader:
         self.heartbeat_s = heartbeat_s
         self.reconnect = reconnect
         self._buffer = ChangeBuffer(max_buffered_bytes)
-        self._decoder = RowDecoder(self.tracked)
+        self._decoder = RowDecoder(self.tracked, compiled=compiled_decoding)
         self._tracker = PositionTracker(GtidSet())
         self.reconnects = 0
         self.partial_transactions_discarded = 0

@@ -19,6 +19,8 @@ silently, each checked per event at the cost of one bytes comparison:
 from __future__ import annotations
 
 import gc
+import logging
+import struct
 from collections.abc import Callable, Collection
 from operator import itemgetter
 from typing import Any
@@ -38,14 +40,24 @@ from airflow_mysql_cdc.engine.backpressure import ChangeBuffer, estimated_bytes
 from airflow_mysql_cdc.engine.binlog_errors import UnsupportedServerSettingError
 from airflow_mysql_cdc.engine.changes import Op, RowChange, TableShape
 from airflow_mysql_cdc.engine.mysql_types import ColumnType, Normaliser, binlog_normaliser
+from airflow_mysql_cdc.engine.row_image_decoder import (
+    ImageReader,
+    UncompilableColumn,
+    compile_image_reader,
+    rows_buffer,
+)
+
+log = logging.getLogger(__name__)
 
 
 class _TableDecoding:
     """Everything precomputed for one table id: shape, value fixers, key getter, full bitmap."""
 
-    __slots__ = ("source", "tracked", "shape", "fixers", "set_columns", "key_of", "full_bitmap")
+    __slots__ = (
+        "source", "tracked", "shape", "fixers", "set_columns", "key_of", "full_bitmap", "read_image"
+    )  # fmt: skip
 
-    def __init__(self, source: Any, tracked: bool) -> None:
+    def __init__(self, source: Any, tracked: bool, compiled: bool) -> None:
         self.source = source
         self.tracked = tracked
         if not tracked:
@@ -64,6 +76,12 @@ class _TableDecoding:
         self.set_columns = tuple(column.name for column in columns if column.kind == "set")
         self.key_of = _key_getter(primary_key)
         self.full_bitmap = (1 << len(columns)) - 1  # padding bits after the last column may be set
+        self.read_image: ImageReader | None = None
+        if compiled:
+            try:
+                self.read_image = compile_image_reader(source.columns, columns, primary_key)
+            except UncompilableColumn as reason:
+                log.info("rows of %s are decoded by mysql-replication: %s", self.shape.qualified_name, reason)
 
 
 def _key_getter(primary_key: tuple[str, ...]) -> Callable[[dict[str, Any]], tuple[Any, ...]]:
@@ -85,8 +103,12 @@ def raise_missing_names(schema: str, table: str) -> None:
 
 
 class RowDecoder:
-    def __init__(self, tracked: Collection[tuple[str, str]] | None) -> None:
+    """Rows events of the tracked tables to changes; ``compiled=False`` decodes only with the library."""
+
+    def __init__(self, tracked: Collection[tuple[str, str]] | None, *, compiled: bool = True) -> None:
         self.tracked = tracked
+        self.compiled = compiled
+        self.library_events = 0  # rows events of tracked tables the library decoded (fallbacks)
         self._tables: dict[int, _TableDecoding] = {}
 
     def _decoding(self, event: RowsEvent) -> _TableDecoding:
@@ -94,7 +116,7 @@ class RowDecoder:
         decoding = self._tables.get(event.table_id)
         if decoding is None or decoding.source is not source:
             tracked = self.tracked is None or (source.schema, source.table) in self.tracked
-            decoding = self._tables[event.table_id] = _TableDecoding(source, tracked)
+            decoding = self._tables[event.table_id] = _TableDecoding(source, tracked, self.compiled)
         return decoding
 
     def check_table_map(self, event: TableMapEvent) -> None:
@@ -129,7 +151,12 @@ class RowDecoder:
         if paused:
             gc.disable()
         try:
-            changes = _row_changes(decoding, event)
+            changes = None
+            if decoding.read_image is not None and type(event) in _COMPILED_EVENTS:
+                changes = _compiled_changes(decoding, event)
+            if changes is None:
+                self.library_events += 1
+                changes = _row_changes(decoding, event)
         finally:
             if paused:
                 gc.enable()
@@ -137,6 +164,54 @@ class RowDecoder:
         buffer.add(
             changes, estimated_bytes(event.event_size, len(changes), images * len(decoding.shape.columns))
         )
+
+
+_COMPILED_EVENTS = (WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent)  # exact classes: not partial JSON
+
+
+def _compiled_changes(decoding: _TableDecoding, event: RowsEvent) -> list[RowChange] | None:
+    """The event's changes read by the table's compiled reader, or None to let the library read them.
+
+    The reader never moves the packet's read position, so the library can always decode the same
+    event again: after an error (the library then raises its own, or decodes what this could not)
+    and when the images do not end exactly at the event's end.
+    """
+    located = rows_buffer(event)
+    if located is None:
+        return None
+    data, position, end = located
+    read_image = decoding.read_image
+    assert read_image is not None
+    shape = decoding.shape
+    changes: list[RowChange] = []
+    append = changes.append
+    event_class = type(event)
+    try:
+        if event_class is UpdateRowsEvent:
+            while position < end:
+                before, _, position = read_image(data, position)
+                after, key, position = read_image(data, position)
+                append(RowChange(shape, Op.UPDATE, before, after, key))
+        elif event_class is WriteRowsEvent:
+            while position < end:
+                values, key, position = read_image(data, position)
+                append(RowChange(shape, Op.INSERT, None, values, key))
+        else:
+            while position < end:
+                values, key, position = read_image(data, position)
+                append(RowChange(shape, Op.DELETE, values, None, key))
+    except (ValueError, IndexError, struct.error) as error:  # UnicodeDecodeError is a ValueError
+        log.debug("compiled reader of %s: %s; the library decodes the event", shape.qualified_name, error)
+        return None
+    if position != end:
+        log.warning(
+            "compiled reader of %s ended at byte %d of a rows event ending at %d; the library decodes it",
+            shape.qualified_name,
+            position,
+            end,
+        )
+        return None
+    return changes
 
 
 def _row_changes(decoding: _TableDecoding, event: RowsEvent) -> list[RowChange]:
