@@ -31,12 +31,13 @@ undecodable text; ``test_dates_times_and_binary_values_inside_json_print_as_sele
 from __future__ import annotations
 
 import base64
+import decimal
+from collections.abc import Callable
 from functools import lru_cache
 from struct import Struct
 from typing import Any
 
 from pymysqlreplication.constants import FIELD_TYPE
-from pymysqlreplication.util.bytes import decode_decimal
 
 _SMALL_OBJECT, _LARGE_OBJECT, _SMALL_ARRAY, _LARGE_ARRAY, _LITERAL = 0x0, 0x1, 0x2, 0x3, 0x4
 _INT16, _UINT16, _INT32, _UINT32, _INT64, _UINT64, _DOUBLE, _STRING, _OPAQUE = (
@@ -55,6 +56,59 @@ _SCALARS = {
     _UINT64: Struct("<Q").unpack_from,
     _DOUBLE: Struct("<d").unpack_from,
 }
+
+
+_DIGITS_PER_GROUP = 9
+_GROUP_BYTES = (0, 1, 1, 2, 2, 3, 3, 4, 4, 4)  # bytes holding 0-9 leftover decimal digits
+
+
+def decimal_size(precision: int, scale: int) -> int:
+    """Bytes of MySQL's packed DECIMAL(precision, scale)."""
+    integral = precision - scale
+    return (
+        (integral // _DIGITS_PER_GROUP) * 4
+        + _GROUP_BYTES[integral % _DIGITS_PER_GROUP]
+        + (scale // _DIGITS_PER_GROUP) * 4
+        + _GROUP_BYTES[scale % _DIGITS_PER_GROUP]
+    )
+
+
+@lru_cache(maxsize=256)
+def packed_decimal_reader(precision: int, scale: int) -> Callable[[bytes, int], decimal.Decimal]:
+    """MySQL's packed DECIMAL, printed digit group by digit group exactly as mysql-replication prints it
+    (same digits, same exponent), for binlog columns and DECIMAL values inside JSON documents."""
+    integral = precision - scale
+    lead_bytes = _GROUP_BYTES[integral % _DIGITS_PER_GROUP]
+    integral_groups = integral // _DIGITS_PER_GROUP
+    fraction_groups = scale // _DIGITS_PER_GROUP
+    tail_digits = scale % _DIGITS_PER_GROUP
+    tail_bytes = _GROUP_BYTES[tail_digits]
+    size = decimal_size(precision, scale)
+    make_decimal = decimal.Decimal
+
+    def read(data: bytes, at: int) -> decimal.Decimal:
+        packed = bytearray(data[at : at + size])
+        negative = not packed[0] & 0x80
+        packed[0] ^= 0x80
+        if negative:
+            packed = bytearray(byte ^ 0xFF for byte in packed)
+        parts = ["-" if negative else ""]
+        offset = 0
+        if lead_bytes:
+            parts.append(str(int.from_bytes(packed[:lead_bytes], "big")))
+            offset = lead_bytes
+        for _ in range(integral_groups):
+            parts.append(f"{int.from_bytes(packed[offset : offset + 4], 'big'):09d}")
+            offset += 4
+        parts.append(".")
+        for _ in range(fraction_groups):
+            parts.append(f"{int.from_bytes(packed[offset : offset + 4], 'big'):09d}")
+            offset += 4
+        if tail_bytes:
+            parts.append(f"{int.from_bytes(packed[offset : offset + tail_bytes], 'big'):0{tail_digits}d}")
+        return make_decimal("".join(parts))
+
+    return read
 
 
 class BinaryJsonError(ValueError):
@@ -103,7 +157,8 @@ def _opaque(data: bytes, at: int) -> Any:
     length, at = _length(data, at + 1)
     raw = data[at : at + length]
     if field_type in (FIELD_TYPE.NEWDECIMAL, FIELD_TYPE.DECIMAL):
-        return float(decode_decimal(raw))
+        # precision, scale, then the packed DECIMAL (the column format)
+        return float(packed_decimal_reader(raw[0], raw[1])(raw, 2))
     if field_type in _DATE_TYPES or field_type in _DATETIME_TYPES or field_type in _TIME_TYPES:
         return _temporal_text(field_type, int.from_bytes(raw[:8], "little", signed=True))
     return f"base64:type{field_type}:{base64.b64encode(raw).decode('ascii')}"

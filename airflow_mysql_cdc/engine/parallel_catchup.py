@@ -48,10 +48,11 @@ from airflow_mysql_cdc.engine.apply_loop import ApplyResult, finish_result, open
 from airflow_mysql_cdc.engine.binlog_stream import ControlConnection, random_server_id
 from airflow_mysql_cdc.engine.changes import Transaction
 from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
-from airflow_mysql_cdc.engine.gtid import GtidSet
+from airflow_mysql_cdc.engine.gtid import Gtid, GtidSet
 from airflow_mysql_cdc.engine.gtid_ranges import RangePlan, split_segment
 from airflow_mysql_cdc.engine.position import PositionTracker
 from airflow_mysql_cdc.engine.range_reader import RangeResult, RangeRunner, RangeTask, run_ranges_in_threads
+from airflow_mysql_cdc.engine.sinks.change_table import change_tables_from_ipc, concat_change_tables
 from airflow_mysql_cdc.engine.sinks.interface import Sink
 from airflow_mysql_cdc.engine.snapshot.delta_snapshot import SnapshotProgress
 from airflow_mysql_cdc.engine.snapshot.streaming import load_snapshot_filter
@@ -60,8 +61,11 @@ from airflow_mysql_cdc.engine.stop_rules import UntilCommitTimestamp
 log = logging.getLogger("airflow_mysql_cdc.apply")
 DEFAULT_WAVE_TRANSACTIONS = 20_000
 # At least this many waves when the segment allows: the driver applies wave n while the executors
-# read wave n+1, so only the first wave's read is not overlapped with applying.
-DEFAULT_MIN_WAVES = 4
+# read wave n+1, so only the last wave's apply is not overlapped with reading. Each range costs a
+# reader start (connections, settings check, the server's scan to the range: 60-90 ms measured), so
+# more waves than needed for the overlap cost more than they save: on 100,000 changes with k=2, two
+# waves ran in 2.1-2.3 s, four in 2.6 s (docs/benchmarks.md).
+DEFAULT_MIN_WAVES = 2
 
 
 # --- the segment -----------------------------------------------------------------------------------
@@ -119,11 +123,13 @@ def run_parallel_catchup(
     wave_transactions: int = DEFAULT_WAVE_TRANSACTIONS,
     min_waves: int = DEFAULT_MIN_WAVES,
     stop_requested: threading.Event | None = None,
+    columnar: bool | None = None,
 ) -> ApplyResult:
     """Apply a past segment with ``parallelism`` range readers; the same lake as :func:`run_apply`.
 
     Runs the single reader instead when the segment's end is not known yet, and continues with it
-    from what the lake holds when a range reader reports a problem.
+    from what the lake holds when a range reader reports a problem. ``columnar`` (default: whenever
+    possible) makes the range readers ship Arrow change tables instead of transactions.
     """
     segment = catchup_segment(config, endpoint) if parallelism > 1 else None
     if segment is None:
@@ -150,10 +156,14 @@ def run_parallel_catchup(
         parallelism,
     )
     applier = _Applier(config, endpoint, sink, resume_from, result, opened.snapshots)
+    # Range readers build the Arrow change tables themselves, unless a snapshot filter must see
+    # each change (a table whose snapshot is still in progress) or the sink takes transactions only.
+    possible = applier.snapshot_filter is None and hasattr(sink, "apply_change_tables")
+    columnar = possible if columnar is None else columnar and possible
     try:
         _apply_waves(
             plan,
-            _waves(plan, config, endpoint, segment.boundary_us, parallelism),
+            _waves(plan, config, endpoint, segment.boundary_us, parallelism, columnar),
             run_ranges,
             applier,
             stop_requested,
@@ -172,7 +182,12 @@ def run_parallel_catchup(
 
 
 def _waves(
-    plan: RangePlan, config: ApplyConfig, endpoint: MySqlEndpoint, boundary_us: int | None, parallelism: int
+    plan: RangePlan,
+    config: ApplyConfig,
+    endpoint: MySqlEndpoint,
+    boundary_us: int | None,
+    parallelism: int,
+    columnar: bool,
 ) -> list[_Wave]:
     server_ids: set[int] = set()
     while len(server_ids) < len(plan.ranges):
@@ -188,6 +203,7 @@ def _waves(
             server_id=server_id,
             heartbeat_s=config.heartbeat_s,
             max_buffered_bytes=config.max_buffered_bytes,
+            columnar=columnar,
         )
         for (index, range_gtids), server_id in zip(enumerate(plan.ranges), sorted(server_ids), strict=True)
     ]
@@ -218,20 +234,25 @@ def _apply_waves(
             cuts = [r.cut for r in results if r.cut is not None]
             if not cuts and number + 1 < len(waves):
                 waves[number + 1].future = prefetch.submit(run_ranges, waves[number + 1].tasks)
-            transactions = [t for r in results for t in r.transactions]
             if cuts:
-                # Number order is binlog order (one UUID when split): the smallest cut comes first.
-                first_cut = min(cut.number for cut in cuts)
-                transactions = [t for t in transactions if t.gtid.number < first_cut]
+                # Ranges are consecutive in number order, which is binlog order (one UUID when split):
+                # the first range with a cut stopped where the single reader stops; later ones go.
+                first_cut_range = next(index for index, r in enumerate(results) if r.cut is not None)
+                results = results[: first_cut_range + 1]
             log.info(
                 "wave %d/%d read: %d transaction(s), %d row change(s); range readers took %s s",
                 number + 1,
                 len(waves),
-                len(transactions),
+                sum(len(r.marks) if r.change_tables is not None else len(r.transactions) for r in results),
                 sum(r.rows for r in results),
                 ", ".join(f"{r.seconds:.1f}" for r in results),
             )
-            if not applier.feed(transactions, stop_requested):
+            if all(r.change_tables is not None for r in results):
+                applier.feed_change_tables(results)
+                fed = not (stop_requested is not None and stop_requested.is_set())
+            else:
+                fed = applier.feed([t for r in results for t in r.transactions], stop_requested)
+            if not fed:
                 return
             if cuts:
                 return
@@ -279,11 +300,31 @@ class _Applier:
         self._flush(pending)
         return not (stop_requested is not None and stop_requested.is_set())
 
+    def feed_change_tables(self, results: list[RangeResult]) -> None:
+        """Apply a wave the range readers shipped as change tables, as one micro-batch."""
+        count = 0
+        for result in results:
+            for gtid_text, commit_us in result.marks:
+                self.tracker.add(Gtid.parse(gtid_text))
+                self.result.last_commit_timestamp_us = commit_us
+            count += len(result.marks)
+        self.result.transactions += count
+        position = self.tracker.value
+        if position == self.sink.applied_gtids:
+            return
+        tables = concat_change_tables(
+            [change_tables_from_ipc(result.change_tables or []) for result in results]
+        )
+        batch = self.sink.apply_change_tables(tables, position, count)  # type: ignore[attr-defined]
+        self._count(batch)
+
     def _flush(self, pending: list[Transaction]) -> None:
         position = self.tracker.value
         if position == self.sink.applied_gtids:
             return
-        batch = self.sink.apply(pending, position)
+        self._count(self.sink.apply(pending, position))
+
+    def _count(self, batch: object) -> None:
         self.result.batches += 1
         for table, rows in getattr(batch, "rows_by_table", {}).items():
             self.result.rows_by_table[table] = self.result.rows_by_table.get(table, 0) + rows

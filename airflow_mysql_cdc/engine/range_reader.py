@@ -18,13 +18,14 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from airflow_mysql_cdc.engine.binlog_reader import BinlogReader
 from airflow_mysql_cdc.engine.changes import Transaction
 from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.engine.gtid import Gtid, GtidSet
+from airflow_mysql_cdc.engine.sinks.change_table import build_change_tables, change_tables_to_ipc
 from airflow_mysql_cdc.engine.stop_rules import StopRule
 
 
@@ -76,6 +77,9 @@ class RangeTask:
     max_buffered_bytes: int = 256 * 1024 * 1024
     keep_changes: bool = True
     """False only for benchmarks: count the rows and ship nothing back (read scaling without pickling)."""
+    columnar: bool = False
+    """Ship the changes as Arrow change tables (built here, beside the other readers) and the
+    transactions as (GTID, commit timestamp) pairs, instead of pickled transactions."""
 
     def run(self) -> RangeResult:
         """Read the range; failures come back as text (a Spark task must not die on them)."""
@@ -89,11 +93,15 @@ class RangeTask:
             max_buffered_bytes=self.max_buffered_bytes,
         )
         transactions: list[Transaction] = []
+        marks: list[tuple[str, int]] = []
+        change_tables: list[tuple[dict[str, Any], bytes]] | None = None
         rows = 0
         error: str | None = None
         try:
             for transaction in reader.read(GtidSet.parse(self.reader_start), stop):
                 rows += len(transaction.changes)
+                if self.columnar:
+                    marks.append((str(transaction.gtid), transaction.commit_timestamp_us))
                 if self.keep_changes:
                     # A spilled transaction is read back here: the result travels as one pickle.
                     transactions.append(
@@ -101,6 +109,9 @@ class RangeTask:
                             transaction.gtid, transaction.commit_timestamp_us, list(transaction.changes)
                         )
                     )
+            if self.columnar and self.keep_changes:
+                change_tables = change_tables_to_ipc(build_change_tables(transactions))
+                transactions = []
         except Exception as failure:  # noqa: BLE001 - reported to the driver, which falls back
             error = f"{type(failure).__name__}: {failure}"
         if error is None and stop.violation is None and stop.cut is None and stop.remaining:
@@ -112,6 +123,8 @@ class RangeTask:
             problem=stop.violation or error,
             seconds=time.perf_counter() - started,
             rows=rows,
+            marks=marks,
+            change_tables=change_tables,
         )
 
 
@@ -124,6 +137,10 @@ class RangeResult:
     problem: str | None
     seconds: float
     rows: int
+    marks: list[tuple[str, int]] = field(default_factory=list)
+    """Columnar results: every transaction read, as (GTID, commit timestamp in µs), in order."""
+    change_tables: list[tuple[dict[str, Any], bytes]] | None = None
+    """Columnar results: the changes as :func:`.change_tables_to_ipc` shipped them."""
 
 
 RangeRunner = Callable[[Sequence[RangeTask]], list[RangeResult]]

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import codecs
 import datetime
-import decimal
 import logging
 from collections.abc import Callable, Sequence
 from struct import Struct
@@ -36,7 +35,7 @@ from typing import Any
 from pymysqlreplication.constants import FIELD_TYPE
 from pymysqlreplication.row_event import RowsEvent
 
-from airflow_mysql_cdc.engine.binary_json import binary_json_value
+from airflow_mysql_cdc.engine.binary_json import binary_json_value, decimal_size, packed_decimal_reader
 from airflow_mysql_cdc.engine.mysql_types import ColumnType, canonical_json
 
 log = logging.getLogger(__name__)
@@ -45,8 +44,6 @@ ImageReader = Callable[[bytes, int], tuple[dict[str, Any], tuple[Any, ...], int]
 """``(buffer, offset) -> (values by column name, primary key, offset after the image)``."""
 
 _EPOCH = datetime.datetime(1970, 1, 1)
-_DIGITS_PER_GROUP = 9
-_GROUP_BYTES = (0, 1, 1, 2, 2, 3, 3, 4, 4, 4)  # bytes holding 0-9 leftover decimal digits
 _INTEGER_FORMATS = {
     ("int", 8): "<b",
     ("uint", 8): "<B",
@@ -85,23 +82,24 @@ def _fsp_reader(fsp: int) -> tuple[int, Callable[[bytes, int], int]]:
 
 def _datetime2(fsp: int) -> Callable[[bytes, int], datetime.datetime | None]:
     _, fraction = _fsp_reader(fsp)
+    make_datetime = datetime.datetime
 
     def read(data: bytes, at: int) -> datetime.datetime | None:
         packed = int.from_bytes(data[at : at + 5], "big")
         year_month = (packed >> 22) & 0x1FFFF
+        microsecond = fraction(data, at + 5)
         try:
-            value = datetime.datetime(
+            return make_datetime(
                 year_month // 13,
                 year_month % 13,
                 (packed >> 17) & 0x1F,
                 (packed >> 12) & 0x1F,
                 (packed >> 6) & 0x3F,
                 packed & 0x3F,
+                max(microsecond, 0),  # the library ignores a negative fraction
             )
         except ValueError:  # zero and invalid dates (sql_mode without NO_ZERO_DATE) are null
             return None
-        microsecond = fraction(data, at + 5)
-        return value.replace(microsecond=microsecond) if microsecond > 0 else value
 
     return read
 
@@ -153,52 +151,6 @@ def _date(packed: int) -> datetime.date | None:
     if year == 0 or month == 0 or day == 0:
         return None
     return datetime.date(year, month, day)
-
-
-def decimal_size(precision: int, scale: int) -> int:
-    integral = precision - scale
-    return (
-        (integral // _DIGITS_PER_GROUP) * 4
-        + _GROUP_BYTES[integral % _DIGITS_PER_GROUP]
-        + (scale // _DIGITS_PER_GROUP) * 4
-        + _GROUP_BYTES[scale % _DIGITS_PER_GROUP]
-    )
-
-
-def _decimal(precision: int, scale: int) -> Callable[[bytes, int], decimal.Decimal]:
-    """MySQL's packed DECIMAL, printed digit group by digit group exactly as the library prints it."""
-    integral = precision - scale
-    lead_bytes = _GROUP_BYTES[integral % _DIGITS_PER_GROUP]
-    integral_groups = integral // _DIGITS_PER_GROUP
-    fraction_groups = scale // _DIGITS_PER_GROUP
-    tail_digits = scale % _DIGITS_PER_GROUP
-    tail_bytes = _GROUP_BYTES[tail_digits]
-    size = decimal_size(precision, scale)
-    Decimal = decimal.Decimal
-
-    def read(data: bytes, at: int) -> decimal.Decimal:
-        packed = bytearray(data[at : at + size])
-        negative = not packed[0] & 0x80
-        packed[0] ^= 0x80
-        if negative:
-            packed = bytearray(byte ^ 0xFF for byte in packed)
-        parts = ["-" if negative else ""]
-        offset = 0
-        if lead_bytes:
-            parts.append(str(int.from_bytes(packed[:lead_bytes], "big")))
-            offset = lead_bytes
-        for _ in range(integral_groups):
-            parts.append(f"{int.from_bytes(packed[offset : offset + 4], 'big'):09d}")
-            offset += 4
-        parts.append(".")
-        for _ in range(fraction_groups):
-            parts.append(f"{int.from_bytes(packed[offset : offset + 4], 'big'):09d}")
-            offset += 4
-        if tail_bytes:
-            parts.append(f"{int.from_bytes(packed[offset : offset + tail_bytes], 'big'):0{tail_digits}d}")
-        return Decimal("".join(parts))
-
-    return read
 
 
 def _set_text(members: tuple[str, ...]) -> Callable[[int], str]:
@@ -285,7 +237,7 @@ def _emit_value(source: _Source, index: int, library_column: Any, column: Column
     elif kind == "decimal":
         if field_type != FIELD_TYPE.NEWDECIMAL:
             raise UncompilableColumn("pre-5.0 DECIMAL")
-        read = source.bind("D", index, _decimal(column.precision, column.scale))
+        read = source.bind("D", index, packed_decimal_reader(column.precision, column.scale))
         add(indent, f"{target} = {read}(data, pos)", f"pos += {decimal_size(column.precision, column.scale)}")
     elif kind == "date":
         add(indent, f"{target} = DATE(data[pos] | data[pos + 1] << 8 | data[pos + 2] << 16)", "pos += 3")

@@ -80,15 +80,22 @@ def _both(
     return single, parallel
 
 
+@pytest.mark.parametrize("columnar", [True, False], ids=["change-tables", "transactions"])
 def test_parallel_catchup_gives_the_same_lake_as_the_single_reader(
-    mysql_database: MySqlEndpoint, tmp_path: Path
+    mysql_database: MySqlEndpoint, tmp_path: Path, columnar: bool
 ) -> None:
     database = mysql_database.database
     start = _write_history(mysql_database, seconds=1.5)
     config = _config(database, tmp_path / "single", start)
     # Three readers, waves of a few dozen transactions: ranges inside waves and waves after waves.
     single, parallel = _both(
-        mysql_database, tmp_path, config, run_ranges_in_threads, parallelism=3, wave_transactions=400
+        mysql_database,
+        tmp_path,
+        config,
+        run_ranges_in_threads,
+        parallelism=3,
+        wave_transactions=400,
+        columnar=columnar,
     )
     assert parallel.end_gtids == single.end_gtids
     assert parallel.transactions == single.transactions

@@ -20,10 +20,9 @@ Invariants:
 
 from __future__ import annotations
 
-import datetime
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,7 +32,14 @@ from deltalake.exceptions import CommitFailedError, TableNotFoundError
 
 from airflow_mysql_cdc.engine.changes import Transaction as BinlogTransaction
 from airflow_mysql_cdc.engine.gtid import GtidSet
-from airflow_mysql_cdc.engine.sinks.change_buffer import TableBatch, buffer_transactions
+from airflow_mysql_cdc.engine.sinks.change_table import (
+    ACTION_COLUMN,
+    ChangeTable,
+    build_change_tables,
+    changelog_rows,
+    final_actions,
+    without_gtids,
+)
 from airflow_mysql_cdc.engine.sinks.delta_layout import (
     COMMIT_DATE_COLUMN,
     COMMIT_METADATA_APPLIED,
@@ -43,11 +49,8 @@ from airflow_mysql_cdc.engine.sinks.delta_layout import (
     DELETED_AT_COLUMN,
     DELETED_COLUMN,
     GTID_COLUMN,
-    OP_COLUMN,
-    SEQUENCE_COLUMN,
     LakeLayout,
     changelog_schema,
-    source_arrays,
     target_schema,
 )
 from airflow_mysql_cdc.engine.sinks.interface import SinkBehindError, SinkDivergedError
@@ -59,7 +62,7 @@ from airflow_mysql_cdc.engine.sinks.pipeline_state import (
 )
 
 log = logging.getLogger(__name__)
-_ACTION = "_cdc_action"
+_ACTION = ACTION_COLUMN
 _HISTORY_SCAN_LIMIT = 200
 
 
@@ -226,21 +229,18 @@ class DeltaSink:
 
     def apply(self, transactions: Sequence[BinlogTransaction], position_after: GtidSet) -> BatchResult:
         """Apply one micro-batch; ``position_after`` is the reader's position after its last transaction."""
+        return self.apply_change_tables(build_change_tables(transactions), position_after, len(transactions))
+
+    def apply_change_tables(
+        self, tables: Mapping[str, ChangeTable], position_after: GtidSet, transactions: int
+    ) -> BatchResult:
+        """Apply one micro-batch already gathered per table (by :func:`.build_change_tables`)."""
         state = self._state
         assert state is not None, "open() the sink first"
         if not state.applied_gtids.issubset(position_after):
             raise ValueError("position_after must contain the applied set: the reader went backwards")
         batch_seq = state.batch_seq + 1
-        touched = sorted({change.shape.qualified_name for t in transactions for change in t.changes})
-        target_skip = {name: self._handle(name, "target").already_applied for name in touched}
-        changelog_skip = {name: self._handle(name, "changelog").already_applied for name in touched}
-        target_batches = buffer_transactions(transactions, target_skip)
-        changelog_batches = (
-            target_batches
-            if target_skip == changelog_skip
-            else buffer_transactions(transactions, changelog_skip)
-        )
-        result = BatchResult(batch_seq, position_after, len(transactions))
+        result = BatchResult(batch_seq, position_after, transactions)
         properties = CommitProperties(
             custom_metadata={
                 COMMIT_METADATA_APPLIED: str(position_after),
@@ -250,16 +250,19 @@ class DeltaSink:
             app_transactions=[Transaction(self.app_id, batch_seq)],
             max_commit_retries=0,
         )
-        for name in touched:
+        for name in sorted(tables):
             self._state_store.assert_still_owner(state)
-            if name in target_batches:
-                result.table_versions[name] = self._merge_target(name, target_batches[name], properties)
-            if name in changelog_batches:
-                self._append_changelog(name, changelog_batches[name], properties)
-            result.rows_by_table[name] = max(
-                target_batches[name].change_count if name in target_batches else 0,
-                changelog_batches[name].change_count if name in changelog_batches else 0,
-            )
+            counts = []
+            target = without_gtids(tables[name], self._handle(name, "target").already_applied)
+            if target.rows.num_rows:
+                result.table_versions[name] = self._merge_target(name, target, properties)
+                counts.append(target.change_count)
+            changelog = without_gtids(tables[name], self._handle(name, "changelog").already_applied)
+            if changelog.rows.num_rows:
+                self._append_changelog(name, changelog, properties)
+                counts.append(changelog.change_count)
+            if counts:
+                result.rows_by_table[name] = max(counts)
         self._state = self._state_store.commit(state, position_after, batch_seq)
         self._last_state_commit = time.monotonic()
         for handle in self._handles.values():
@@ -313,10 +316,10 @@ class DeltaSink:
     def _commit_failed(self, handle: _TableHandle, error: Exception) -> PipelineFencedError:
         return PipelineFencedError(f"commit to {handle.path} conflicted with another writer: {error}")
 
-    def _merge_target(self, name: str, batch: TableBatch, properties: CommitProperties) -> int:
+    def _merge_target(self, name: str, batch: ChangeTable, properties: CommitProperties) -> int:
         handle = self._handle(name, "target")
         table = self._checked_table(handle, target_schema(batch.shape.columns), None)
-        source = _target_source(batch)
+        source = final_actions(batch)
         key_match = " AND ".join(f"t.{_quote(c)} = s.{_quote(c)}" for c in batch.shape.primary_key)
         columns = [c.name for c in batch.shape.columns]
         upsert = {c: f"s.{_quote(c)}" for c in [*columns, GTID_COLUMN, COMMIT_TS_COLUMN]}
@@ -342,14 +345,12 @@ class DeltaSink:
         handle.expected_version = table.version()
         return table.version()
 
-    def _append_changelog(self, name: str, batch: TableBatch, properties: CommitProperties) -> None:
+    def _append_changelog(self, name: str, batch: ChangeTable, properties: CommitProperties) -> None:
         handle = self._handle(name, "changelog")
         schema = changelog_schema(batch.shape.columns)
         table = self._checked_table(handle, schema, [COMMIT_DATE_COLUMN])
         try:
-            write_deltalake(
-                table, _changelog_rows(batch, schema), mode="append", commit_properties=properties
-            )
+            write_deltalake(table, changelog_rows(batch, schema), mode="append", commit_properties=properties)
         except CommitFailedError as error:
             raise self._commit_failed(handle, error) from error
         table.update_incremental()
@@ -358,30 +359,3 @@ class DeltaSink:
 
 def _quote(column: str) -> str:
     return '"' + column.replace('"', '""') + '"'
-
-
-def _timestamps(values_us: list[int]) -> pa.Array:
-    return pa.array(values_us, type=pa.int64()).cast(pa.timestamp("us", tz="UTC"))
-
-
-def _target_source(batch: TableBatch) -> pa.Table:
-    actions = list(batch.final_by_key.values())
-    data = source_arrays(batch.shape.columns, [action.row for action in actions])
-    data[GTID_COLUMN] = pa.array([action.gtid for action in actions], pa.string())
-    data[COMMIT_TS_COLUMN] = _timestamps([action.commit_timestamp_us for action in actions])
-    data[_ACTION] = pa.array([action.action for action in actions], pa.string())
-    return pa.table(data)
-
-
-def _changelog_rows(batch: TableBatch, schema: pa.Schema) -> pa.Table:
-    entries = batch.changelog
-    data = source_arrays(batch.shape.columns, [entry.row for entry in entries])
-    data[OP_COLUMN] = pa.array([str(entry.op) for entry in entries], pa.string())
-    data[GTID_COLUMN] = pa.array([entry.gtid for entry in entries], pa.string())
-    data[COMMIT_TS_COLUMN] = _timestamps([entry.commit_timestamp_us for entry in entries])
-    data[SEQUENCE_COLUMN] = pa.array([entry.sequence_in_transaction for entry in entries], pa.int32())
-    data[COMMIT_DATE_COLUMN] = pa.array(
-        [datetime.datetime.fromtimestamp(e.commit_timestamp_us / 1e6, datetime.UTC).date() for e in entries],
-        pa.date32(),
-    )
-    return pa.table(data).cast(schema)
