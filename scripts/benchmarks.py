@@ -52,6 +52,7 @@ from airflow_mysql_cdc.engine.binlog_reader import BinlogReader  # noqa: E402
 from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint  # noqa: E402
 from airflow_mysql_cdc.engine.gtid import GtidSet  # noqa: E402
 from airflow_mysql_cdc.engine.gtid_ranges import split_segment  # noqa: E402
+from airflow_mysql_cdc.engine.parallel_catchup import run_parallel_catchup  # noqa: E402
 from airflow_mysql_cdc.engine.range_reader import RangeTask, spark_range_runner  # noqa: E402
 from airflow_mysql_cdc.engine.sinks.delta_layout import LakeLayout  # noqa: E402
 from airflow_mysql_cdc.engine.stop_rules import UntilGtidSet  # noqa: E402
@@ -163,6 +164,7 @@ def range_read(
             None,
             3_000_200 + index,
             keep_changes=keep_changes,
+            columnar=True,
         )
         for index, range_gtids in enumerate(plan.ranges)
     ]
@@ -176,20 +178,38 @@ def range_read(
 # --- 3 and 6: the Spark application ----------------------------------------------------------------
 
 
+def _bench_config(start: GtidSet, end: GtidSet, lake: Path) -> ApplyConfig:
+    return ApplyConfig(
+        pipeline_id="bench",
+        lake_root=str(lake),
+        tables=(f"{SCHEMA}.{TABLE}",),
+        start_gtids=str(start),
+        mode="until_gtid_set",
+        target_gtids=str(end),
+    )
+
+
+def applied_in_process(
+    endpoint: MySqlEndpoint, start: GtidSet, end: GtidSet, workdir: Path, runner=None, parallelism: int = 1
+) -> Measured:
+    """The application's engine call in this process, into a fresh lake: the single reader, or parallel
+    catch-up with ``runner``'s Spark workers already started (no JVM or Python worker start-up)."""
+    shutil.rmtree(workdir, ignore_errors=True)
+    config = _bench_config(start, end, workdir / "lake")
+    if runner is None:
+        result = run_apply(config, endpoint)
+    else:
+        result = run_parallel_catchup(config, endpoint, parallelism=parallelism, run_ranges=runner)
+    return Measured(sum(result.rows_by_table.values()), result.duration_s)
+
+
 def spark_application(
     endpoint: MySqlEndpoint, start: GtidSet, end: GtidSet, workdir: Path, parallelism: int
 ) -> Measured:
     """One spark-submit run into a fresh lake: application seconds (no JVM start), wall, driver RSS."""
     shutil.rmtree(workdir, ignore_errors=True)
     workdir.mkdir(parents=True)
-    config = ApplyConfig(
-        pipeline_id="bench",
-        lake_root=str(workdir / "lake"),
-        tables=(f"{SCHEMA}.{TABLE}",),
-        start_gtids=str(start),
-        mode="until_gtid_set",
-        target_gtids=str(end),
-    )
+    config = _bench_config(start, end, workdir / "lake")
     (workdir / "config.json").write_text(config.to_json())
     python = sys.executable
     environment = {
@@ -475,6 +495,21 @@ def main(argv: list[str] | None = None) -> int:
             )
             one = report("   decoding only, nothing shipped back: 1 range reader", decode["one"])
             report(f"   decoding only, nothing shipped back: {k} readers", decode["many"], one, "1 reader")
+            warm = interleaved(
+                rows,
+                runs,
+                {
+                    "single": lambda: applied_in_process(endpoint, start, end, workdir / "warm"),
+                    "parallel": lambda: applied_in_process(endpoint, start, end, workdir / "warm", runner, k),
+                },
+            )
+            one = report("   end to end in one process: 1 reader", warm["single"], bare)
+            report(
+                f"   end to end in one process: k={k}, Spark workers started",
+                warm["parallel"],
+                one,
+                "1 reader",
+            )
             spark.stop()
         if "snapshot" not in skip:
             plain, snapshot = snapshot_rates(endpoint, args.snapshot_rows, runs, 20_000)

@@ -15,6 +15,8 @@ must not die on them; the driver falls back to the single reader instead.
 
 from __future__ import annotations
 
+import logging
+import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -27,6 +29,8 @@ from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.engine.gtid import Gtid, GtidSet
 from airflow_mysql_cdc.engine.sinks.change_table import build_change_tables, change_tables_to_ipc
 from airflow_mysql_cdc.engine.stop_rules import StopRule
+
+log = logging.getLogger("airflow_mysql_cdc.apply")
 
 
 class _RangeStop(StopRule):
@@ -156,6 +160,22 @@ def run_ranges_in_threads(tasks: Sequence[RangeTask]) -> list[RangeResult]:
         return list(pool.map(_run_task, tasks))
 
 
+def _import_engine(_: int) -> int:
+    import pyarrow as pa
+
+    import airflow_mysql_cdc.engine.range_reader  # noqa: F401
+
+    # The first cast of a process loads pyarrow.compute's kernels (about 1 s, once).
+    return len(pa.array([0], pa.int64()).cast(pa.timestamp("us", tz="UTC")))
+
+
+def _warm_up_workers(context: Any, slots: int) -> None:
+    try:
+        context.parallelize(range(slots), numSlices=slots).map(_import_engine).collect()
+    except Exception as error:  # noqa: BLE001 - only a head start; the range tasks report real failures
+        log.info("range readers: warming up the Python workers failed (%s); they start cold", error)
+
+
 def spark_range_runner(spark: Any = None) -> RangeRunner:
     """Range readers as Spark tasks, one per range, each on its own replication connection."""
     if spark is None:
@@ -164,6 +184,12 @@ def spark_range_runner(spark: Any = None) -> RangeRunner:
         spark = SparkSession.builder.appName("mysql-cdc-parallel-catchup").getOrCreate()
         spark.sparkContext.setLogLevel("WARN")
     context = spark.sparkContext
+    # Start the Python workers now, while the driver opens the pipeline: a cold worker spends 1-2 s
+    # importing the engine and pyarrow.compute in its first task, which would delay the first wave.
+    slots = max(1, context.defaultParallelism)
+    threading.Thread(
+        target=_warm_up_workers, args=(context, slots), name="range-worker-warm-up", daemon=True
+    ).start()
 
     def run(tasks: Sequence[RangeTask]) -> list[RangeResult]:
         return context.parallelize(list(tasks), numSlices=len(tasks)).map(_run_task).collect()
