@@ -7,11 +7,14 @@ DATETIME(6), TIMESTAMP(3), JSON: half inserts, 30% updates, 20% deletes, in mult
 of ``--batch`` rows) and prints, all measured in the same run, medians of ``--runs``:
 
 1. a bare mysql-replication loop over the workload's binlog, rows/s (the baseline);
-2. the engine's BinlogReader, rows/s and the ratio to 1;
+2. the engine's BinlogReader, rows/s and the ratio to 1; and the engine with its row images
+   decoded by the library instead of the compiled per-table decoder (the decoder's gain);
 3. binlog to Delta end to end through the Spark application (``spark-submit
    spark_apps/binlog_to_delta.py``), rows/s (application time, without JVM start) and the ratio
    to 1; then the same with parallel catch-up (``--catchup-parallelism K``, Spark ``local[K]``),
-   and the read phase alone: K range readers as Spark tasks next to one reader;
+   the read phase alone (K range readers as Spark tasks next to one reader), and the engine's
+   application call in this process, one reader next to K range readers whose Spark workers are
+   already started (what a long catch-up sees, without the 2-3 s of cold Python workers);
 4. snapshot rows/s next to a plain ``SELECT *`` scan (the snapshot code of ``scripts/bench_snapshot.py``);
 5. live mode commit-to-Delta latency p50/p95 (one row every 100 ms);
 6. the peak resident memory of the application's Python driver (from its result file).
@@ -144,8 +147,11 @@ def bare_loop(endpoint: MySqlEndpoint, start: GtidSet) -> int:
     return count
 
 
-def engine_loop(endpoint: MySqlEndpoint, start: GtidSet, end: GtidSet) -> int:
-    reader = BinlogReader(endpoint, tables=[f"{SCHEMA}.{TABLE}"], server_id=3_000_102)
+def engine_loop(endpoint: MySqlEndpoint, start: GtidSet, end: GtidSet, compiled: bool = True) -> int:
+    """The engine's reader; ``compiled=False`` decodes row images with the library (the old path)."""
+    reader = BinlogReader(
+        endpoint, tables=[f"{SCHEMA}.{TABLE}"], server_id=3_000_102, compiled_decoding=compiled
+    )
     return sum(len(transaction.changes) for transaction in reader.read(start, UntilGtidSet(end)))
 
 
@@ -440,10 +446,12 @@ def main(argv: list[str] | None = None) -> int:
                 {
                     "bare": _timed(lambda: bare_loop(endpoint, start)),
                     "engine": _timed(lambda: engine_loop(endpoint, start, end)),
+                    "library": _timed(lambda: engine_loop(endpoint, start, end, compiled=False)),
                 },
             )
             bare = report("1. bare mysql-replication loop", read["bare"])
             report("2. engine BinlogReader", read["engine"], bare)
+            report("   engine, row images decoded by the library", read["library"], bare)
         if "apps" not in skip:
             apps = interleaved(
                 rows,
