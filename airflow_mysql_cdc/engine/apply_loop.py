@@ -25,6 +25,7 @@ from typing import Any
 from airflow_mysql_cdc.engine.apply_config import ApplyConfig
 from airflow_mysql_cdc.engine.binlog_reader import BinlogReader
 from airflow_mysql_cdc.engine.changes import Transaction
+from airflow_mysql_cdc.engine.collector import BatchCollector
 from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.engine.gtid import GtidSet
 from airflow_mysql_cdc.engine.position import PositionTracker
@@ -289,8 +290,16 @@ def _stream(
     snapshot_filter = load_snapshot_filter(
         endpoint, config.lake_root, config.tables, resume_from, config.storage_options or None, snapshots
     )
-    thread = _ReaderThread(reader, resume_from, config)
-    thread.start()
+    # Paused before the reader thread starts: that thread's own pause per rows event then sees
+    # the collector disabled and leaves it alone (two threads toggling it could re-enable it).
+    collector = BatchCollector()
+    collector.__enter__()
+    try:
+        thread = _ReaderThread(reader, resume_from, config)
+        thread.start()
+    except BaseException:
+        collector.__exit__(None, None, None)
+        raise
     tracker = PositionTracker(resume_from)
     pending: list[Transaction] = []
     pending_rows = 0
@@ -311,6 +320,7 @@ def _stream(
         if on_batch is not None:
             on_batch(result.batches, position)
         pending, pending_rows, oldest_pending = [], 0, None
+        collector.after_batch()
 
     try:
         while True:
@@ -348,6 +358,7 @@ def _stream(
         _release(sink)
     finally:
         thread.stopping.set()
+        collector.__exit__(None, None, None)
     return finish_result(result, tracker.value, started, "applied")
 
 

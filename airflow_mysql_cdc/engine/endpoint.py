@@ -8,8 +8,10 @@ which every user of the machine can read in ``ps``.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
+import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
@@ -19,6 +21,22 @@ import pymysql
 
 DEFAULT_PORT = 3306
 ENVIRONMENT_VARIABLE = "AIRFLOW_MYSQL_CDC_ENDPOINT"
+
+
+@functools.cache
+def preferred_tls_context() -> ssl.SSLContext:
+    """The context PyMySQL builds for a connection without TLS options, built once per process.
+
+    PyMySQL's ``_create_ssl_ctx({})`` loads the system's CA paths each time: 18-20 ms of CPU per
+    connection, and a reader opens three (a range reader of parallel catch-up pays it per range).
+    Same settings: TLS when the server offers it, no certificate or host name verification, the
+    strict X.509 flag of Python 3.13 cleared. An ``SSLContext`` is meant to be shared.
+    """
+    context = ssl.create_default_context()
+    context.verify_flags &= ~ssl.VERIFY_X509_STRICT
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    return context
 
 
 @dataclass(frozen=True)
@@ -83,8 +101,9 @@ class MySqlEndpoint:
         }
         if self.database:
             kwargs["database"] = self.database
-        if ssl := self.tls.to_pymysql():
-            kwargs["ssl"] = ssl
+        # Without TLS options PyMySQL still uses TLS when the server offers it ("preferred", no
+        # verification), building the same context for every connection; it is built once here.
+        kwargs["ssl"] = self.tls.to_pymysql() or preferred_tls_context()
         return kwargs
 
     def connect(self, **overrides: Any) -> pymysql.connections.Connection:

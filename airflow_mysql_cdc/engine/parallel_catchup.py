@@ -47,6 +47,7 @@ from airflow_mysql_cdc.engine.apply_config import ApplyConfig
 from airflow_mysql_cdc.engine.apply_loop import ApplyResult, finish_result, open_pipeline, run_apply
 from airflow_mysql_cdc.engine.binlog_stream import ControlConnection, random_server_id
 from airflow_mysql_cdc.engine.changes import Transaction
+from airflow_mysql_cdc.engine.collector import BatchCollector
 from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.engine.gtid import Gtid, GtidSet
 from airflow_mysql_cdc.engine.gtid_ranges import RangePlan, split_segment
@@ -220,7 +221,10 @@ def _apply_waves(
     """Read wave n+1 while wave n is applied; stop after the wave that holds the boundary cut."""
     if not waves:
         return
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="range-wave") as prefetch:
+    with (
+        ThreadPoolExecutor(max_workers=1, thread_name_prefix="range-wave") as prefetch,
+        BatchCollector() as collector,
+    ):
         waves[0].future = prefetch.submit(run_ranges, waves[0].tasks)
         for number, wave in enumerate(waves):
             assert wave.future is not None
@@ -252,6 +256,7 @@ def _apply_waves(
                 fed = not (stop_requested is not None and stop_requested.is_set())
             else:
                 fed = applier.feed([t for r in results for t in r.transactions], stop_requested)
+            collector.after_batch()
             if not fed:
                 return
             if cuts:

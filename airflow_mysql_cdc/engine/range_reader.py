@@ -25,6 +25,7 @@ from typing import Any
 
 from airflow_mysql_cdc.engine.binlog_reader import BinlogReader
 from airflow_mysql_cdc.engine.changes import Transaction
+from airflow_mysql_cdc.engine.collector import BatchCollector
 from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.engine.gtid import Gtid, GtidSet
 from airflow_mysql_cdc.engine.sinks.change_table import build_change_tables, change_tables_to_ipc
@@ -101,23 +102,24 @@ class RangeTask:
         change_tables: list[tuple[dict[str, Any], bytes]] | None = None
         rows = 0
         error: str | None = None
-        try:
-            for transaction in reader.read(GtidSet.parse(self.reader_start), stop):
-                rows += len(transaction.changes)
-                if self.columnar:
-                    marks.append((str(transaction.gtid), transaction.commit_timestamp_us))
-                if self.keep_changes:
-                    # A spilled transaction is read back here: the result travels as one pickle.
-                    transactions.append(
-                        Transaction(
-                            transaction.gtid, transaction.commit_timestamp_us, list(transaction.changes)
+        # The whole range is one batch: every change stays alive until the result is built.
+        with BatchCollector():
+            try:
+                for transaction in reader.read(GtidSet.parse(self.reader_start), stop):
+                    rows += len(transaction.changes)
+                    if self.columnar:
+                        marks.append((str(transaction.gtid), transaction.commit_timestamp_us))
+                    if self.keep_changes:
+                        # A spilled transaction is read back here: the result travels as one pickle.
+                        changes = list(transaction.changes)
+                        transactions.append(
+                            Transaction(transaction.gtid, transaction.commit_timestamp_us, changes)
                         )
-                    )
-            if self.columnar and self.keep_changes:
-                change_tables = change_tables_to_ipc(build_change_tables(transactions))
-                transactions = []
-        except Exception as failure:  # noqa: BLE001 - reported to the driver, which falls back
-            error = f"{type(failure).__name__}: {failure}"
+                if self.columnar and self.keep_changes:
+                    change_tables = change_tables_to_ipc(build_change_tables(transactions))
+                    transactions = []
+            except Exception as failure:  # noqa: BLE001 - reported to the driver, which falls back
+                error = f"{type(failure).__name__}: {failure}"
         if error is None and stop.violation is None and stop.cut is None and stop.remaining:
             error = f"the read ended with {stop.remaining} transaction(s) of the range unread"
         return RangeResult(
