@@ -272,17 +272,16 @@ def _emit_value(source: _Source, index: int, library_column: Any, column: Column
         read = source.bind("J", index, _json_reader())
         # A zero-length payload is what the library reads as None.
         add(indent, f"{target} = {read}(data[pos:pos + n]) if n else None", "pos += n")
-    elif kind == "enum":
-        if not library_column.enum_values:
-            raise UncompilableColumn("ENUM without member metadata")
-        members = source.bind("E", index, tuple(library_column.enum_values))
-        _length_as_index(source, index, library_column.size, indent)
-        add(indent, f"{target} = {members}[n]")
-    elif kind == "set":
-        if not library_column.set_values:
-            raise UncompilableColumn("SET without member metadata")
-        text = source.bind("S", index, _set_text(column.members))
-        _length_as_index(source, index, library_column.size, indent)
+    elif kind in ("enum", "set"):
+        # ENUM: the member at the stored index ('' at 0); SET: the members of the stored bitmask.
+        members = library_column.enum_values if kind == "enum" else library_column.set_values
+        if not members:
+            raise UncompilableColumn(f"{kind.upper()} without member metadata")
+        lookup = tuple(members).__getitem__ if kind == "enum" else _set_text(column.members)
+        text = source.bind("M", index, lookup)
+        if library_column.size not in (1, 2):
+            raise UncompilableColumn(f"{kind.upper()} of {library_column.size} bytes")
+        _length(source, index, library_column.size, indent)
         add(indent, f"{target} = {text}(n)")
     elif kind == "bit":
         size = library_column.bytes
@@ -294,12 +293,6 @@ def _emit_value(source: _Source, index: int, library_column: Any, column: Column
         add(indent, f"{target} = data[pos + 4:pos + n]", "pos += n")  # the SRID prefix is dropped
     else:
         raise UncompilableColumn(f"kind {kind}")
-
-
-def _length_as_index(source: _Source, index: int, size: int, indent: int) -> None:
-    if size not in (1, 2):
-        raise UncompilableColumn(f"ENUM/SET of {size} bytes")
-    _length(source, index, size, indent)
 
 
 def _text_encoding(charset: str | None) -> str:

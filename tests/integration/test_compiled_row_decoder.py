@@ -16,7 +16,7 @@ from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.engine.mysql_types import canonical_json
 from airflow_mysql_cdc.engine.stop_rules import UntilCaughtUp
 from tests.integration.test_binlog_reader import gtid_executed, row_images, table_name
-from tests.integration.test_mysql_types_parity import COLUMNS, ROWS
+from tests.integration.test_mysql_types_parity import write_every_type_rows
 from tests.support.mysql import execute
 
 pytestmark = pytest.mark.mysql
@@ -36,15 +36,9 @@ def read_both_ways(endpoint: MySqlEndpoint, start, table: str) -> tuple[list, li
 
 
 def test_the_compiled_decoder_gives_the_library_values_for_every_type(mysql_database: MySqlEndpoint):
-    execute(mysql_database, f"CREATE TABLE t ({COLUMNS})")
-    start = gtid_executed(mysql_database)
-    execute(
+    start = write_every_type_rows(
         mysql_database,
-        "SET SESSION sql_mode = ''",
-        *(f"INSERT INTO t VALUES {row}" for row in ROWS),
-        "INSERT INTO t (id, tm, tm2) VALUES (4, '-00:00:01', '-12:34:56.78'),"
-        " (5, '-838:59:59', '-00:00:01.5')",
-        "INSERT INTO t (id, j, dec_small, dec_big) VALUES (6, JSON_OBJECT('p', CAST(12.50 AS DECIMAL(10,2)),"
+        "INSERT INTO t (id, j, dec_small, dec_big) VALUES (8, JSON_OBJECT('p', CAST(12.50 AS DECIMAL(10,2)),"
         " 'when', CAST('2024-01-02 03:04:05.5' AS DATETIME(1))), -0.01, -0.5)",
         # updates of every column (the first row becomes the second's values and back), JSON unchanged
         "UPDATE t SET i8 = i8 + 1, dec_big = -dec_big, dtm6 = '2001-02-03 04:05:06.000007', vc = 'x'"
@@ -54,8 +48,12 @@ def test_the_compiled_decoder_gives_the_library_values_for_every_type(mysql_data
     )
     compiled, library, reader = read_both_ways(mysql_database, start, "t")
 
-    assert len(compiled) == 11
-    assert compiled == library
+    # Row 7 is the JSON document null: "null" here, None (SQL NULL) from the library.
+    assert [image[6]["j"] for image in compiled if image[4] == (7,)] == ["null"]
+    assert [image[6]["j"] for image in library if image[4] == (7,)] == [None]
+    compiled = [image for image in compiled if image[4] != (7,)]
+    assert len(compiled) == 12
+    assert compiled == [image for image in library if image[4] != (7,)]
     assert reader._decoder.library_events == 0  # every event went through the compiled reader
 
 
@@ -180,3 +178,27 @@ def test_a_compiled_reader_that_disagrees_with_the_event_length_hands_the_event_
     assert compiled == library and len(compiled) == 4
     assert reader._decoder.library_events == 2
     assert "the library decodes it" in caplog.text
+
+
+def test_composite_keys_and_column_names_that_need_quoting_decode_like_the_library(
+    mysql_database: MySqlEndpoint,
+):
+    """The generated reader's source holds column names as literals and the key as a tuple of them."""
+    execute(
+        mysql_database,
+        "CREATE TABLE t (`a b` INT, `k'2\"\\\\` VARCHAR(10), `ü` INT, PRIMARY KEY (`k'2\"\\\\`, `a b`))",
+    )
+    start = gtid_executed(mysql_database)
+    execute(
+        mysql_database,
+        "INSERT INTO t VALUES (1, 'x', 10), (2, 'y', NULL)",
+        "UPDATE t SET `a b` = 3 WHERE `a b` = 1",
+        "DELETE FROM t WHERE `ü` IS NULL",
+    )
+
+    compiled, library, reader = read_both_ways(mysql_database, start, "t")
+
+    assert compiled == library and len(compiled) == 4
+    assert [image[4] for image in compiled] == [(1, "x"), (2, "y"), (3, "x"), (2, "y")]  # table column order
+    assert set(compiled[0][6]) == {"a b", "k'2\"\\\\", "ü"}  # backticks keep both backslashes
+    assert reader._decoder.library_events == 0

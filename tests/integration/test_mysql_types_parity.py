@@ -8,6 +8,7 @@ import pyarrow as pa
 import pytest
 
 from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
+from airflow_mysql_cdc.engine.gtid import GtidSet
 from airflow_mysql_cdc.engine.mysql_types import (
     SNAPSHOT_SESSION_STATEMENTS,
     normalise_select_row,
@@ -73,11 +74,12 @@ def _select_both_ways(endpoint: MySqlEndpoint, query: str) -> tuple[pa.Table, pa
     return tables[0], tables[1]
 
 
-def test_every_type_maps_to_identical_arrow_values_from_select_and_binlog(mysql_database: MySqlEndpoint):
-    execute(mysql_database, f"CREATE TABLE t ({COLUMNS})")
-    start = gtid_executed(mysql_database)
+def write_every_type_rows(endpoint: MySqlEndpoint, *more_statements: str) -> GtidSet:
+    """Table ``t`` with every type, its rows written after the returned position."""
+    execute(endpoint, f"CREATE TABLE t ({COLUMNS})")
+    start = gtid_executed(endpoint)
     execute(
-        mysql_database,
+        endpoint,
         "SET SESSION sql_mode = ''",
         *(f"INSERT INTO t VALUES {row}" for row in ROWS),
         # negative fractional TIME, which mysql-replication decodes wrongly without the fix
@@ -87,7 +89,15 @@ def test_every_type_maps_to_identical_arrow_values_from_select_and_binlog(mysql_
         # Decimal, which the JSON encoder refused (found by scripts/benchmarks.py)
         "INSERT INTO t (id, j) VALUES (6, JSON_OBJECT('price', CAST(12.50 AS DECIMAL(10,2)), 'third', 1/3,"
         " 'big', CAST(123456789012345678901234567890.5 AS DECIMAL(31,1)), 'list', JSON_ARRAY(0.10 * 3)))",
+        # a document that is the JSON literal null (the library read it as SQL NULL)
+        "INSERT INTO t (id, j) VALUES (7, 'null')",
+        *more_statements,
     )
+    return start
+
+
+def test_every_type_maps_to_identical_arrow_values_from_select_and_binlog(mysql_database: MySqlEndpoint):
+    start = write_every_type_rows(mysql_database)
 
     with mysql_database.connect() as connection, connection.cursor() as cursor:
         for statement in SNAPSHOT_SESSION_STATEMENTS:
