@@ -202,11 +202,25 @@ def applied_in_process(
     catch-up with ``runner``'s Spark workers already started (no JVM or Python worker start-up)."""
     shutil.rmtree(workdir, ignore_errors=True)
     config = _bench_config(start, end, workdir / "lake")
+    machine_before, own_before = machine_cpu_seconds(), time.process_time()
     if runner is None:
         result = run_apply(config, endpoint)
     else:
         result = run_parallel_catchup(config, endpoint, parallelism=parallelism, run_ranges=runner)
-    return Measured(sum(result.rows_by_table.values()), result.duration_s)
+    own = time.process_time() - own_before
+    return Measured(
+        sum(result.rows_by_table.values()),
+        result.duration_s,
+        cpu_seconds=machine_cpu_seconds() - machine_before,
+        own_cpu_seconds=own,
+    )
+
+
+def machine_cpu_seconds() -> float:
+    """CPU time all cores spent busy since boot (``/proc/stat``: everything but idle and iowait)."""
+    with open("/proc/stat") as stat:
+        ticks = [int(field) for field in stat.readline().split()[1:]]
+    return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
 
 
 def spark_application(
@@ -357,6 +371,8 @@ class Measured:
     seconds: float
     wall_seconds: float = 0.0
     driver_rss_bytes: int = 0
+    cpu_seconds: float = 0.0  # the whole machine's, while it ran
+    own_cpu_seconds: float = 0.0  # this process's (its threads; not the JVM, workers or mysqld)
 
     @property
     def rate(self) -> float:
@@ -518,6 +534,15 @@ def main(argv: list[str] | None = None) -> int:
                 one,
                 "1 reader",
             )
+            for name, label in (("single", "1 reader"), ("parallel", f"k={k}")):
+                cpu = statistics.median(m.cpu_seconds for m in warm[name])
+                own = statistics.median(m.own_cpu_seconds for m in warm[name])
+                busy = statistics.median(m.cpu_seconds / m.seconds for m in warm[name])
+                print(
+                    f"   {label}: machine CPU {cpu:.2f} s ({busy:.2f} cores busy), of which this "
+                    f"process {own:.2f} s",
+                    flush=True,
+                )
             spark.stop()
         if "snapshot" not in skip:
             plain, snapshot = snapshot_rates(endpoint, args.snapshot_rows, runs, 20_000)
