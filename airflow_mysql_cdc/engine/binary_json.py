@@ -31,13 +31,13 @@ undecodable text; ``test_dates_times_and_binary_values_inside_json_print_as_sele
 from __future__ import annotations
 
 import base64
-import decimal
-from collections.abc import Callable
 from functools import lru_cache
 from struct import Struct
 from typing import Any
 
 from pymysqlreplication.constants import FIELD_TYPE
+
+from airflow_mysql_cdc.engine.packed_decimal import packed_decimal_reader
 
 _SMALL_OBJECT, _LARGE_OBJECT, _SMALL_ARRAY, _LARGE_ARRAY, _LITERAL = 0x0, 0x1, 0x2, 0x3, 0x4
 _INT16, _UINT16, _INT32, _UINT32, _INT64, _UINT64, _DOUBLE, _STRING, _OPAQUE = (
@@ -56,71 +56,6 @@ _SCALARS = {
     _UINT64: Struct("<Q").unpack_from,
     _DOUBLE: Struct("<d").unpack_from,
 }
-
-
-_DIGITS_PER_GROUP = 9
-_GROUP_BYTES = (0, 1, 1, 2, 2, 3, 3, 4, 4, 4)  # bytes holding 0-9 leftover decimal digits
-
-
-def decimal_size(precision: int, scale: int) -> int:
-    """Bytes of MySQL's packed DECIMAL(precision, scale)."""
-    integral = precision - scale
-    return (
-        (integral // _DIGITS_PER_GROUP) * 4
-        + _GROUP_BYTES[integral % _DIGITS_PER_GROUP]
-        + (scale // _DIGITS_PER_GROUP) * 4
-        + _GROUP_BYTES[scale % _DIGITS_PER_GROUP]
-    )
-
-
-@lru_cache(maxsize=256)
-def packed_decimal_reader(precision: int, scale: int) -> Callable[[bytes, int], decimal.Decimal]:
-    """MySQL's packed DECIMAL(precision, scale) as the ``Decimal`` mysql-replication makes of it.
-
-    Same digits and exponent as the library's group-by-group printing (checked against its own
-    ``parse_decimal_from_bytes`` by ``test_packed_decimals_read_as_the_library_reads_them``), but
-    straight-line code generated per (precision, scale): the value is read as one integer and its
-    digit groups are cut out with shifts, 0.9 µs instead of 2.8 µs per value.
-    """
-    integral = precision - scale
-    chunks: list[tuple[int, int]] = []  # (bytes, digits) of each group, most significant first
-    if integral % _DIGITS_PER_GROUP:
-        chunks.append((_GROUP_BYTES[integral % _DIGITS_PER_GROUP], integral % _DIGITS_PER_GROUP))
-    chunks += [(4, _DIGITS_PER_GROUP)] * (integral // _DIGITS_PER_GROUP)
-    integral_chunks = len(chunks)
-    chunks += [(4, _DIGITS_PER_GROUP)] * (scale // _DIGITS_PER_GROUP)
-    if scale % _DIGITS_PER_GROUP:
-        chunks.append((_GROUP_BYTES[scale % _DIGITS_PER_GROUP], scale % _DIGITS_PER_GROUP))
-    size = decimal_size(precision, scale)
-    groups = []
-    offset = 0
-    for length, digits in chunks:
-        shift = 8 * (size - offset - length)
-        groups.append((f"((value >> {shift}) & {(1 << (8 * length)) - 1})", digits))
-        offset += length
-    integral_part = "0"
-    for group, digits in groups[:integral_chunks]:
-        integral_part = f"({integral_part} * {10**digits} + {group})"
-    fraction_part = "0"
-    for group, digits in groups[integral_chunks:]:
-        fraction_part = f"({fraction_part} * {10**digits} + {group})"
-    sign_bit = 1 << (8 * size - 1)
-    every_bit = (1 << (8 * size)) - 1
-    fraction_text = f"{{{fraction_part}:0{scale}d}}" if scale else ""
-    code = (
-        "def read(data, at):\n"
-        f"    value = from_bytes(data[at:at + {size}], 'big')\n"
-        f"    if value & {sign_bit}:\n"
-        f"        value ^= {sign_bit}\n"
-        "        sign = ''\n"
-        "    else:\n"
-        f"        value ^= {sign_bit ^ every_bit}\n"
-        "        sign = '-'\n"
-        f"    return make_decimal(f'{{sign}}{{{integral_part}}}.{fraction_text}')\n"
-    )
-    namespace: dict[str, Any] = {"from_bytes": int.from_bytes, "make_decimal": decimal.Decimal}
-    exec(compile(code, f"<DECIMAL({precision},{scale}) reader>", "exec"), namespace)  # noqa: S102
-    return namespace["read"]
 
 
 class BinaryJsonError(ValueError):

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import codecs
 import datetime
-import logging
 from collections.abc import Callable, Sequence
 from struct import Struct
 from typing import Any
@@ -35,10 +34,9 @@ from typing import Any
 from pymysqlreplication.constants import FIELD_TYPE
 from pymysqlreplication.row_event import RowsEvent
 
-from airflow_mysql_cdc.engine.binary_json import binary_json_value, decimal_size, packed_decimal_reader
+from airflow_mysql_cdc.engine.binary_json import binary_json_value
 from airflow_mysql_cdc.engine.mysql_types import ColumnType, canonical_json
-
-log = logging.getLogger(__name__)
+from airflow_mysql_cdc.engine.packed_decimal import decimal_size, packed_decimal_reader
 
 ImageReader = Callable[[bytes, int], tuple[dict[str, Any], tuple[Any, ...], int]]
 """``(buffer, offset) -> (values by column name, primary key, offset after the image)``."""

@@ -8,10 +8,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pymysqlreplication.util.bytes import parse_decimal_from_bytes
 
-from airflow_mysql_cdc.engine.binary_json import decimal_size, packed_decimal_reader
 from airflow_mysql_cdc.engine.changes import Op, RowChange, TableShape, Transaction
 from airflow_mysql_cdc.engine.gtid import Gtid, GtidSet
 from airflow_mysql_cdc.engine.mysql_types import ColumnType
+from airflow_mysql_cdc.engine.packed_decimal import decimal_size, packed_decimal_reader
 from airflow_mysql_cdc.engine.sinks.change_table import (
     ACTION_COLUMN,
     build_change_tables,
