@@ -290,16 +290,8 @@ def _stream(
     snapshot_filter = load_snapshot_filter(
         endpoint, config.lake_root, config.tables, resume_from, config.storage_options or None, snapshots
     )
-    # Paused before the reader thread starts: that thread's own pause per rows event then sees
-    # the collector disabled and leaves it alone (two threads toggling it could re-enable it).
+    thread = _ReaderThread(reader, resume_from, config)
     collector = BatchCollector()
-    collector.__enter__()
-    try:
-        thread = _ReaderThread(reader, resume_from, config)
-        thread.start()
-    except BaseException:
-        collector.__exit__(None, None, None)
-        raise
     tracker = PositionTracker(resume_from)
     pending: list[Transaction] = []
     pending_rows = 0
@@ -322,7 +314,11 @@ def _stream(
         pending, pending_rows, oldest_pending = [], 0, None
         collector.after_batch()
 
+    # Paused before the reader thread starts: that thread's own pause per rows event then sees
+    # the collector disabled and leaves it alone (two threads toggling it could re-enable it).
+    collector.__enter__()
     try:
+        thread.start()
         while True:
             timeout = min(config.batch_max_seconds, 0.5)
             if oldest_pending is not None:

@@ -65,9 +65,8 @@ class BinaryJsonError(ValueError):
 @lru_cache(maxsize=512)
 def _entries(count: int, small: bool, is_object: bool) -> Struct:
     """One Struct reading all key entries (objects) and value entries of a container at once."""
-    offset = "H" if small else "I"
-    keys = ("H" + "H") if small else ("I" + "H")
-    return Struct("<" + (keys * count if is_object else "") + ("B" + offset) * count)
+    offset = "H" if small else "I"  # a key entry is (offset, uint16 length); a value entry (type, offset)
+    return Struct("<" + ((offset + "H") * count if is_object else "") + ("B" + offset) * count)
 
 
 def _length(data: bytes, at: int) -> tuple[int, int]:

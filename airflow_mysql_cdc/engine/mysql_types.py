@@ -292,14 +292,12 @@ def _json_plain(value: Any) -> Any:
         # SELECT side parses the printed document with json.loads, which makes it a float, so the
         # same float here gives the same text (test_every_type_maps_to_identical_arrow_values_...).
         return float(value)
-    if kind is datetime.datetime or kind is datetime.time:
+    if kind is datetime.datetime:
         # A date or time inside a document (the compiled decoder's binary_json prints them exactly;
         # this library fallback cannot tell a DATE from a DATETIME nor read TIME over 23 hours).
-        return (
-            f"{value:%Y-%m-%d %H:%M:%S}.{value.microsecond:06d}"
-            if kind is datetime.datetime
-            else (f"{value:%H:%M:%S}.{value.microsecond:06d}")
-        )
+        return f"{value:%Y-%m-%d %H:%M:%S}.{value.microsecond:06d}"
+    if kind is datetime.time:
+        return f"{value:%H:%M:%S}.{value.microsecond:06d}"
     return value
 
 

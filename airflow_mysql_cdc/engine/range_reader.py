@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -102,22 +102,27 @@ class RangeTask:
         change_tables: list[tuple[dict[str, Any], bytes]] | None = None
         rows = 0
         error: str | None = None
+
+        def read() -> Iterator[Transaction]:
+            nonlocal rows
+            for transaction in reader.read(GtidSet.parse(self.reader_start), stop):
+                rows += len(transaction.changes)
+                if self.columnar:
+                    marks.append((str(transaction.gtid), transaction.commit_timestamp_us))
+                yield transaction
+
         # The whole range is one batch: every change stays alive until the result is built.
         with BatchCollector():
             try:
-                for transaction in reader.read(GtidSet.parse(self.reader_start), stop):
-                    rows += len(transaction.changes)
-                    if self.columnar:
-                        marks.append((str(transaction.gtid), transaction.commit_timestamp_us))
-                    if self.keep_changes:
-                        # A spilled transaction is read back here: the result travels as one pickle.
-                        changes = list(transaction.changes)
-                        transactions.append(
-                            Transaction(transaction.gtid, transaction.commit_timestamp_us, changes)
-                        )
-                if self.columnar and self.keep_changes:
-                    change_tables = change_tables_to_ipc(build_change_tables(transactions))
-                    transactions = []
+                if not self.keep_changes:
+                    for _ in read():
+                        pass
+                elif self.columnar:  # gathered into the change tables as they arrive
+                    change_tables = change_tables_to_ipc(build_change_tables(read()))
+                else:  # a spilled transaction is read back here: the result travels as one pickle
+                    transactions = [
+                        Transaction(t.gtid, t.commit_timestamp_us, list(t.changes)) for t in read()
+                    ]
             except Exception as failure:  # noqa: BLE001 - reported to the driver, which falls back
                 error = f"{type(failure).__name__}: {failure}"
         if error is None and stop.violation is None and stop.cut is None and stop.remaining:

@@ -35,7 +35,7 @@ from pymysqlreplication.constants import FIELD_TYPE
 from pymysqlreplication.row_event import RowsEvent
 
 from airflow_mysql_cdc.engine.binary_json import binary_json_value
-from airflow_mysql_cdc.engine.mysql_types import ColumnType, canonical_json
+from airflow_mysql_cdc.engine.mysql_types import ColumnType, binlog_normaliser, canonical_json
 from airflow_mysql_cdc.engine.packed_decimal import decimal_size, packed_decimal_reader
 
 ImageReader = Callable[[bytes, int], tuple[dict[str, Any], tuple[Any, ...], int]]
@@ -52,7 +52,7 @@ _INTEGER_FORMATS = {
     ("int", 64): "<q",
     ("uint", 64): "<Q",
 }
-_LENGTH_FORMATS = {1: None, 2: "<H", 3: None, 4: "<I"}
+_LENGTH_FORMATS = {2: "<H", 4: "<I"}
 
 
 class UncompilableColumn(Exception):
@@ -118,8 +118,6 @@ def _timestamp2(fsp: int) -> Callable[[bytes, int], datetime.datetime | None]:
 
 def _time2(fsp: int) -> Callable[[bytes, int], datetime.timedelta]:
     """The library's reading of TIME(fsp), then the correction of negative fractions in mysql_types."""
-    from airflow_mysql_cdc.engine.mysql_types import binlog_normaliser
-
     _, fraction = _fsp_reader(fsp)
     correct = binlog_normaliser(ColumnType("t", "time", fsp=fsp)) or (lambda value: value)
 
@@ -296,8 +294,6 @@ def _emit_value(source: _Source, index: int, library_column: Any, column: Column
 def _text_encoding(charset: str | None) -> str:
     if charset is None:
         raise UncompilableColumn("text column without a character set (binlog_row_metadata not FULL)")
-    from pymysqlreplication.row_event import RowsEvent
-
     encoding = RowsEvent.charset_to_encoding(charset)
     try:
         codecs.lookup(encoding)

@@ -7,32 +7,20 @@ from pathlib import Path
 
 import pytest
 
-from airflow_mysql_cdc.engine.apply_config import ApplyConfig
 from airflow_mysql_cdc.engine.apply_loop import run_apply
 from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.engine.gtid import GtidSet
-from tests.support.lake import ConcurrentWriter, assert_lake_equals_source, binlog_entries, changelog_entries
-from tests.support.mysql import execute, scalar
+from tests.integration.test_binlog_reader import gtid_executed
+from tests.support.lake import (
+    ConcurrentWriter,
+    assert_lake_equals_source,
+    binlog_entries,
+    changelog_entries,
+    orders_apply_config,
+)
+from tests.support.mysql import execute
 
 pytestmark = pytest.mark.mysql
-
-
-def _executed(endpoint: MySqlEndpoint) -> GtidSet:
-    return GtidSet.parse(scalar(endpoint, "SELECT @@gtid_executed"))
-
-
-def _config(database: str, lake: Path, start: GtidSet, **overrides) -> ApplyConfig:
-    values = {
-        "pipeline_id": "p",
-        "lake_root": str(lake),
-        "tables": (f"{database}.orders",),
-        "start_gtids": str(start),
-        "batch_max_rows": 200,
-        "batch_max_seconds": 0.3,
-        "heartbeat_s": 0.5,
-        **overrides,
-    }
-    return ApplyConfig(**values)
 
 
 def test_segment_applied_while_a_writer_runs_equals_the_source(
@@ -40,19 +28,20 @@ def test_segment_applied_while_a_writer_runs_equals_the_source(
 ) -> None:
     database = mysql_database.database
     execute(mysql_database, ConcurrentWriter.DDL)
-    start = _executed(mysql_database)
+    start = gtid_executed(mysql_database)
     writer = ConcurrentWriter(mysql_database, seconds=3)
     segment_end_us = int((time.time() + 4.5) * 1_000_000)
     writer.start()
     result = run_apply(
-        _config(database, tmp_path, start, mode="segment", segment_end_us=segment_end_us), mysql_database
+        orders_apply_config(database, tmp_path, start, mode="segment", segment_end_us=segment_end_us),
+        mysql_database,
     )
     writer.join()
     assert writer.error is None
     assert writer.transactions > 20
     assert result.batches > 1
     end = GtidSet.parse(result.end_gtids)
-    assert end <= _executed(mysql_database) and start <= end
+    assert end <= gtid_executed(mysql_database) and start <= end
     assert_lake_equals_source(mysql_database, tmp_path, database, "orders")
     assert changelog_entries(tmp_path, database, "orders") == binlog_entries(
         mysql_database, f"{database}.orders", start, end
@@ -62,10 +51,10 @@ def test_segment_applied_while_a_writer_runs_equals_the_source(
 def test_rerunning_the_same_segment_applies_nothing(mysql_database: MySqlEndpoint, tmp_path: Path) -> None:
     database = mysql_database.database
     execute(mysql_database, ConcurrentWriter.DDL)
-    start = _executed(mysql_database)
+    start = gtid_executed(mysql_database)
     writer = ConcurrentWriter(mysql_database, seconds=1)
     writer.run()
-    config = _config(database, tmp_path, start, mode="until_caught_up")
+    config = orders_apply_config(database, tmp_path, start, mode="until_caught_up")
     first = run_apply(config, mysql_database)
     again = run_apply(config, mysql_database)
     assert again.resumed_from == first.end_gtids == again.end_gtids
@@ -78,11 +67,12 @@ def test_segment_on_an_idle_server_ends_at_the_boundary(
 ) -> None:
     database = mysql_database.database
     execute(mysql_database, ConcurrentWriter.DDL, "INSERT INTO orders VALUES (1, 'a', 1, 'new', NULL, NULL)")
-    start = _executed(mysql_database)
+    start = gtid_executed(mysql_database)
     boundary_us = int((time.time() + 1.5) * 1_000_000)
     started = time.monotonic()
     result = run_apply(
-        _config(database, tmp_path, start, mode="segment", segment_end_us=boundary_us), mysql_database
+        orders_apply_config(database, tmp_path, start, mode="segment", segment_end_us=boundary_us),
+        mysql_database,
     )
     assert time.monotonic() - started < 15
     assert time.time() * 1_000_000 >= boundary_us

@@ -20,29 +20,17 @@ from airflow_mysql_cdc.engine.gtid import GtidSet
 from airflow_mysql_cdc.engine.parallel_catchup import run_parallel_catchup
 from airflow_mysql_cdc.engine.range_reader import RangeRunner, run_ranges_in_threads, spark_range_runner
 from airflow_mysql_cdc.engine.sinks.delta_layout import GTID_COLUMN, SEQUENCE_COLUMN, LakeLayout
-from tests.support.lake import ConcurrentWriter, assert_lake_equals_source
-from tests.support.mysql import ServerPool, execute, scalar
+from tests.integration.test_binlog_reader import gtid_executed
+from tests.support.lake import ConcurrentWriter, assert_lake_equals_source, orders_apply_config
+from tests.support.mysql import ServerPool, execute
 
 pytestmark = pytest.mark.mysql
 
 
-def _executed(endpoint: MySqlEndpoint) -> GtidSet:
-    return GtidSet.parse(scalar(endpoint, "SELECT @@gtid_executed"))
-
-
 def _config(database: str, lake: Path, start: GtidSet, **overrides) -> ApplyConfig:
-    values = {
-        "pipeline_id": "p",
-        "lake_root": str(lake),
-        "tables": (f"{database}.orders",),
-        "start_gtids": str(start),
-        "mode": "until_caught_up",
-        "batch_max_rows": 150,
-        "batch_max_seconds": 0.3,
-        "heartbeat_s": 0.5,
-        **overrides,
-    }
-    return ApplyConfig(**values)
+    return orders_apply_config(
+        database, lake, start, **{"mode": "until_caught_up", "batch_max_rows": 150, **overrides}
+    )
 
 
 def _rows(path: Path, order: list[str]) -> list[dict]:
@@ -64,7 +52,7 @@ def _assert_same_lake(single: Path, parallel: Path, database: str) -> None:
 
 def _write_history(endpoint: MySqlEndpoint, seconds: float) -> GtidSet:
     execute(endpoint, ConcurrentWriter.DDL)
-    start = _executed(endpoint)
+    start = gtid_executed(endpoint)
     writer = ConcurrentWriter(endpoint, seconds=seconds)
     writer.run()
     assert writer.error is None and writer.transactions > 30
@@ -119,7 +107,7 @@ def test_parallel_catchup_in_spark_local_2_tasks_gives_the_same_lake_as_the_sing
 ) -> None:
     database = mysql_database.database
     start = _write_history(mysql_database, seconds=1.0)
-    target = _executed(mysql_database)
+    target = gtid_executed(mysql_database)
     config = _config(database, tmp_path / "single", start, mode="until_gtid_set", target_gtids=str(target))
     single, parallel = _both(
         mysql_database, tmp_path, config, spark_range_runner(spark_local_2), parallelism=2
@@ -133,7 +121,7 @@ def test_parallel_segment_catchup_cuts_at_the_same_commit_timestamp_as_the_singl
 ) -> None:
     database = mysql_database.database
     execute(mysql_database, ConcurrentWriter.DDL)
-    start = _executed(mysql_database)
+    start = gtid_executed(mysql_database)
     ConcurrentWriter(mysql_database, seconds=1.0, seed=1).run()
     boundary_us = int(time.time() * 1_000_000)
     ConcurrentWriter(mysql_database, seconds=1.0, seed=2).run()
@@ -143,7 +131,7 @@ def test_parallel_segment_catchup_cuts_at_the_same_commit_timestamp_as_the_singl
         mysql_database, tmp_path, config, run_ranges_in_threads, parallelism=2, wave_transactions=300
     )
     end = GtidSet.parse(single.end_gtids)
-    executed = _executed(mysql_database)
+    executed = gtid_executed(mysql_database)
     # The cut fell inside the written history.
     assert start.issubset(end) and end.issubset(executed) and start != end != executed
     assert parallel.end_gtids == single.end_gtids
@@ -160,7 +148,7 @@ def test_gtids_numbered_out_of_binlog_order_fall_back_to_the_single_reader(
     execute(server.endpoint, f"CREATE DATABASE {database}")
     endpoint = server.endpoint.with_database(database)
     execute(endpoint, ConcurrentWriter.DDL)
-    start = _executed(endpoint)
+    start = gtid_executed(endpoint)
     fake = str(uuid.uuid4())
     for number, key in ((2, 10), (1, 11), (3, 12)):  # binlog order 2, 1, 3
         execute(

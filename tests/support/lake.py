@@ -9,12 +9,28 @@ from pathlib import Path
 
 from deltalake import DeltaTable
 
+from airflow_mysql_cdc.engine.apply_config import ApplyConfig
 from airflow_mysql_cdc.engine.binlog_reader import BinlogReader
 from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.engine.gtid import GtidSet
 from airflow_mysql_cdc.engine.sinks.delta_layout import GTID_COLUMN, OP_COLUMN, SEQUENCE_COLUMN, LakeLayout
 from airflow_mysql_cdc.engine.stop_rules import UntilGtidSet
 from airflow_mysql_cdc.engine.verify import compare_table
+
+
+def orders_apply_config(database: str, lake: Path, start: GtidSet, **overrides) -> ApplyConfig:
+    """An application of ``ConcurrentWriter``'s ``orders`` table, with small, fast batches."""
+    values = {
+        "pipeline_id": "p",
+        "lake_root": str(lake),
+        "tables": (f"{database}.orders",),
+        "start_gtids": str(start),
+        "batch_max_rows": 200,
+        "batch_max_seconds": 0.3,
+        "heartbeat_s": 0.5,
+        **overrides,
+    }
+    return ApplyConfig(**values)
 
 
 def assert_lake_equals_source(endpoint: MySqlEndpoint, lake_root: Path, schema: str, table: str) -> None:

@@ -62,7 +62,6 @@ from airflow_mysql_cdc.engine.sinks.pipeline_state import (
 )
 
 log = logging.getLogger(__name__)
-_ACTION = ACTION_COLUMN
 _HISTORY_SCAN_LIMIT = 200
 
 
@@ -326,7 +325,7 @@ class DeltaSink:
         upsert |= {DELETED_COLUMN: "false", DELETED_AT_COLUMN: "null"}
         merger = table.merge(
             source, key_match, source_alias="s", target_alias="t", commit_properties=properties
-        ).when_matched_update(upsert, predicate=f"s.{_ACTION} = 'upsert'")
+        ).when_matched_update(upsert, predicate=f"s.{ACTION_COLUMN} = 'upsert'")
         if self.soft_deletes:
             deleted = {
                 GTID_COLUMN: f"s.{GTID_COLUMN}",
@@ -334,10 +333,10 @@ class DeltaSink:
                 DELETED_COLUMN: "true",
                 DELETED_AT_COLUMN: f"s.{COMMIT_TS_COLUMN}",
             }
-            merger = merger.when_matched_update(deleted, predicate=f"s.{_ACTION} = 'delete'")
+            merger = merger.when_matched_update(deleted, predicate=f"s.{ACTION_COLUMN} = 'delete'")
         else:
-            merger = merger.when_matched_delete(predicate=f"s.{_ACTION} = 'delete'")
-        merger = merger.when_not_matched_insert(upsert, predicate=f"s.{_ACTION} = 'upsert'")
+            merger = merger.when_matched_delete(predicate=f"s.{ACTION_COLUMN} = 'delete'")
+        merger = merger.when_not_matched_insert(upsert, predicate=f"s.{ACTION_COLUMN} = 'upsert'")
         try:
             merger.execute()
         except CommitFailedError as error:
