@@ -73,15 +73,23 @@ class ApplyConfig:
     def start(self) -> GtidSet:
         return GtidSet.parse(self.start_gtids)
 
-    def stop_rule(self) -> StopRule:
+    def stop_rule(self, consistent_point: GtidSet | None = None) -> StopRule:
+        """The rule ending this run's read; it never ends before ``consistent_point`` is contained.
+
+        ``consistent_point`` is where every member table is exact (the union of their snapshot
+        chunks' high watermarks, see :func:`..apply_loop.consistent_point`): a segment or a target
+        that ends before it is extended to it. ``within_target`` reads (a joining table's catch-up)
+        must not leave their target and take none.
+        """
+        consistent = consistent_point or GtidSet()
         if self.mode == "segment":
             assert self.segment_end_us is not None
-            return UntilCommitTimestamp(self.segment_end_us)
+            return UntilCommitTimestamp(self.segment_end_us, consistent_point=consistent)
         if self.mode == "until_gtid_set":
             target = GtidSet.parse(self.target_gtids)
-            return WithinGtidSet(target) if self.within_target else UntilGtidSet(target)
+            return WithinGtidSet(target) if self.within_target else UntilGtidSet(target | consistent)
         if self.mode == "until_caught_up":
-            return UntilCaughtUp()
+            return UntilCaughtUp(at_least=consistent)
         return Live()
 
     def to_json(self) -> str:

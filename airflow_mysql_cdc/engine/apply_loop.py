@@ -33,7 +33,13 @@ from airflow_mysql_cdc.engine.sinks.delta_sink import DeltaSink
 from airflow_mysql_cdc.engine.sinks.interface import Sink
 from airflow_mysql_cdc.engine.snapshot.delta_snapshot import SnapshotProgress
 from airflow_mysql_cdc.engine.snapshot.streaming import load_snapshot_filter
-from airflow_mysql_cdc.engine.table_admission import admit_tables, join_state
+from airflow_mysql_cdc.engine.stop_rules import StopRule
+from airflow_mysql_cdc.engine.table_admission import (
+    admit_tables,
+    consistent_point,
+    join_state,
+    read_snapshots,
+)
 from airflow_mysql_cdc.engine.table_metadata import TableRef
 
 log = logging.getLogger("airflow_mysql_cdc.apply")
@@ -57,6 +63,9 @@ class ApplyResult:
     sink_epoch: int = 0
     caught_up: dict[str, str] = field(default_factory=dict)
     """Tables that joined the pipeline after a catch-up, with the GTID set it ended at."""
+    consistent_point: str = ""
+    """The smallest end at which every table is exact (their snapshots' high watermarks): the run
+    did not end before it, even when its interval ended earlier (``table_admission.consistent_point``)."""
     already_applied: bool = False
     """The lake held the whole segment before the run (a retried or cleared run): nothing applied."""
 
@@ -64,7 +73,13 @@ class ApplyResult:
         return asdict(self)
 
     @classmethod
-    def starting(cls, config: ApplyConfig, resume_from: GtidSet, sink: Sink | None = None) -> ApplyResult:
+    def starting(
+        cls,
+        config: ApplyConfig,
+        resume_from: GtidSet,
+        sink: Sink | None = None,
+        consistent: GtidSet | None = None,
+    ) -> ApplyResult:
         """The result of a run that has applied nothing yet, resuming from ``resume_from``."""
         return cls(
             pipeline_id=config.pipeline_id,
@@ -72,21 +87,22 @@ class ApplyResult:
             resumed_from=str(resume_from),
             end_gtids=str(resume_from),
             sink_epoch=getattr(sink, "epoch", 0),
+            consistent_point=str(consistent or GtidSet()),
         )
 
 
 class _ReaderThread(threading.Thread):
-    def __init__(self, reader: BinlogReader, start: GtidSet, config: ApplyConfig) -> None:
+    def __init__(self, reader: BinlogReader, start: GtidSet, stop_rule: StopRule) -> None:
         super().__init__(name="binlog-reader", daemon=True)
         self.reader = reader
         self.start_position = start
-        self.config = config
+        self.stop_rule = stop_rule
         self.queue: queue.Queue[Any] = queue.Queue(maxsize=_QUEUE_TRANSACTIONS)
         self.stopping = threading.Event()
 
     def run(self) -> None:
         try:
-            for transaction in self.reader.read(self.start_position, self.config.stop_rule()):
+            for transaction in self.reader.read(self.start_position, self.stop_rule):
                 while not self.stopping.is_set():
                     try:
                         self.queue.put(transaction, timeout=0.5)
@@ -126,9 +142,11 @@ def run_apply(
     opened = open_pipeline(config, endpoint, sink=sink, stop_requested=stop_requested)
     if opened.done is not None:
         return opened.done
+    rule = config.stop_rule(opened.consistent_point)
     result = _stream(
-        config, endpoint, opened.sink, opened.resume_from, on_batch, stop_requested, started, opened.snapshots
-    )
+        config, endpoint, opened.sink, opened.resume_from, rule, on_batch, stop_requested, started,
+        opened.snapshots, opened.consistent_point,
+    )  # fmt: skip
     result.caught_up = opened.caught_up
     return result
 
@@ -140,6 +158,8 @@ class OpenedPipeline:
     caught_up: dict[str, str]
     snapshots: dict[str, SnapshotProgress | None] = field(default_factory=dict)
     """Snapshot progress read while admitting tables (see ``load_snapshot_filter``)."""
+    consistent_point: GtidSet = field(default_factory=GtidSet)
+    """The run may not end before this (``table_admission.consistent_point``)."""
     done: ApplyResult | None = None
     """Set when the lake already holds the whole segment: nothing is to be read (sink released)."""
 
@@ -153,7 +173,9 @@ def open_pipeline(
 ) -> OpenedPipeline:
     """Claim the pipeline, settle where to resume, and admit new tables: every applier starts here.
 
-    On any failure the sink is released, so the next attempt need not wait out the lease.
+    Also settles the run's consistent point (every configured table's snapshot high watermarks,
+    read from the lake before anything is applied, so a retry finds the same one). On any failure
+    the sink is released, so the next attempt need not wait out the lease.
     """
     sink = sink or _delta_sink(config)
     resume_from = sink.open(config.start, rebase=True) if config.rebase else sink.open(config.start)
@@ -161,20 +183,28 @@ def open_pipeline(
         log.info("the lake is ahead of the requested start; resuming from the lake: %s", resume_from)
     caught_up: dict[str, str] = {}
     try:
+        snapshots = read_snapshots(config.tables, config.lake_root, config.storage_options or None)
+        consistent = consistent_point(snapshots)
+        if not consistent.issubset(resume_from):
+            log.info(
+                "every table is exact only from %s on (its snapshot's high watermarks): this run does not "
+                "end before it, even if its interval ends earlier",
+                consistent,
+            )
         if config.mode == "segment" and resume_from != config.start:
-            done = _segment_already_applied(config, endpoint, resume_from)
+            done = _segment_already_applied(config, endpoint, resume_from, consistent)
             if done is not None:
                 _release(sink)
-                return OpenedPipeline(sink, resume_from, caught_up, done=done)
-        snapshots = _admit(config, endpoint, sink, resume_from, stop_requested, caught_up)
+                return OpenedPipeline(sink, resume_from, caught_up, consistent_point=consistent, done=done)
+        snapshots = _admit(config, endpoint, sink, resume_from, stop_requested, caught_up, snapshots)
     except BaseException:
         _release(sink)
         raise
-    return OpenedPipeline(sink, resume_from, caught_up, snapshots)
+    return OpenedPipeline(sink, resume_from, caught_up, snapshots, consistent)
 
 
 def _segment_already_applied(
-    config: ApplyConfig, endpoint: MySqlEndpoint, lake_position: GtidSet
+    config: ApplyConfig, endpoint: MySqlEndpoint, lake_position: GtidSet, consistent: GtidSet
 ) -> ApplyResult | None:
     """The result of a segment the lake already holds entirely (a retried or cleared run), or None.
 
@@ -184,7 +214,7 @@ def _segment_already_applied(
     original run. If the lake contains it, nothing is applied and the sink is not moved backwards.
     """
     reader = BinlogReader(endpoint, tables=config.tables, server_id=config.server_id)
-    for _ in reader.read(config.start, config.stop_rule()):
+    for _ in reader.read(config.start, config.stop_rule(consistent)):
         pass
     end = reader.position
     if not end.issubset(lake_position):
@@ -194,7 +224,7 @@ def _segment_already_applied(
         end or "(empty)",
         lake_position,
     )
-    result = ApplyResult.starting(config, lake_position)
+    result = ApplyResult.starting(config, lake_position, consistent=consistent)
     result.end_gtids, result.already_applied = str(end), True
     return result
 
@@ -223,10 +253,11 @@ def _admit(
     position: GtidSet,
     stop_requested: threading.Event | None,
     caught_up: dict[str, str],
+    snapshots: dict[str, SnapshotProgress | None],
 ) -> dict[str, SnapshotProgress | None]:
     """Admit the configured tables to the pipeline (sinks without membership admit everything).
 
-    Returns the snapshot progress it read, for the stream's filter.
+    Returns the snapshot progress it used, for the stream's filter.
     """
     if not isinstance(sink, DeltaSink):
         return {}
@@ -249,7 +280,8 @@ def _admit(
         start = join_sink.open(reflected)
         known = {str(ref): progress}
         began = time.monotonic()
-        result = _stream(join_config, endpoint, join_sink, start, None, stop_requested, began, known)
+        rule = join_config.stop_rule()
+        result = _stream(join_config, endpoint, join_sink, start, rule, None, stop_requested, began, known)
         caught_up[str(ref)] = result.end_gtids
         return GtidSet.parse(result.end_gtids)
 
@@ -262,6 +294,7 @@ def _admit(
         first_run=sink.is_new,
         catch_up=catch_up,
         storage_options=config.storage_options or None,
+        snapshots=snapshots,
     )
     if admission.members != sink.members:
         sink.record_members(admission.members)
@@ -273,13 +306,15 @@ def _stream(
     endpoint: MySqlEndpoint,
     sink: Sink,
     resume_from: GtidSet,
+    stop_rule: StopRule,
     on_batch: Callable[[int, GtidSet], None] | None,
     stop_requested: threading.Event | None,
     started: float,
     snapshots: dict[str, SnapshotProgress | None] | None = None,
+    consistent: GtidSet | None = None,
 ) -> ApplyResult:
-    """Read from ``resume_from`` and apply to the opened sink until the stop rule; then release it."""
-    result = ApplyResult.starting(config, resume_from, sink)
+    """Read from ``resume_from`` and apply to the opened sink until ``stop_rule``; then release it."""
+    result = ApplyResult.starting(config, resume_from, sink, consistent)
     reader = BinlogReader(
         endpoint,
         tables=config.tables,
@@ -290,7 +325,7 @@ def _stream(
     snapshot_filter = load_snapshot_filter(
         endpoint, config.lake_root, config.tables, resume_from, config.storage_options or None, snapshots
     )
-    thread = _ReaderThread(reader, resume_from, config)
+    thread = _ReaderThread(reader, resume_from, stop_rule)
     collector = BatchCollector()
     tracker = PositionTracker(resume_from)
     pending: list[Transaction] = []

@@ -20,7 +20,9 @@ It holds because
 4. **the commit-timestamp cut is exact**: in ``segment`` mode a range reader stops *before* its first
    transaction committed at or after the boundary and reports its GTID; the earliest such GTID over
    all ranges is the first one in binlog order, i.e. where the single reader stops (prefix
-   semantics), and every transaction from it on is dropped;
+   semantics), and every transaction from it on is dropped. Transactions of the run's consistent
+   point are never a cut (the single reader does not stop before it either); the driver checks that
+   the position contains it at the end;
 5. **any doubt falls back**: a violation or a failed range reader makes the run continue with the
    single reader from what the lake holds (which then raises the typed reader error, if any).
 
@@ -107,6 +109,10 @@ class _Fallback(Exception):
     """A wave cannot be applied as read; the run continues with the single reader."""
 
 
+def _stopped(stop_requested: threading.Event | None) -> bool:
+    return stop_requested is not None and stop_requested.is_set()
+
+
 @dataclass
 class _Wave:
     tasks: list[RangeTask]
@@ -140,7 +146,7 @@ def run_parallel_catchup(
     if opened.done is not None:
         return opened.done
     sink, resume_from = opened.sink, opened.resume_from
-    result = ApplyResult.starting(config, resume_from, sink)
+    result = ApplyResult.starting(config, resume_from, sink, opened.consistent_point)
     result.caught_up = opened.caught_up
     end = segment.end | resume_from
     segment_count = (end - resume_from).count()
@@ -164,11 +170,18 @@ def run_parallel_catchup(
     try:
         _apply_waves(
             plan,
-            _waves(plan, config, endpoint, segment.boundary_us, parallelism, columnar),
+            _waves(
+                plan, config, endpoint, segment.boundary_us, parallelism, columnar, opened.consistent_point
+            ),
             run_ranges,
             applier,
             stop_requested,
         )
+        if not opened.consistent_point.issubset(applier.tracker.value) and not _stopped(stop_requested):
+            raise _Fallback(
+                f"the ranges ended at {applier.tracker.value}, before the consistent point "
+                f"{opened.consistent_point}"
+            )
     except _Fallback as reason:
         log.warning("parallel catch-up: %s; continuing with the single reader from the lake", reason)
         release = getattr(sink, "release", None)
@@ -189,6 +202,7 @@ def _waves(
     boundary_us: int | None,
     parallelism: int,
     columnar: bool,
+    consistent_point: GtidSet,
 ) -> list[_Wave]:
     server_ids: set[int] = set()
     while len(server_ids) < len(plan.ranges):
@@ -205,6 +219,7 @@ def _waves(
             heartbeat_s=config.heartbeat_s,
             max_buffered_bytes=config.max_buffered_bytes,
             columnar=columnar,
+            consistent_point=str(consistent_point),
         )
         for (index, range_gtids), server_id in zip(enumerate(plan.ranges), sorted(server_ids), strict=True)
     ]
@@ -253,7 +268,7 @@ def _apply_waves(
             )
             if all(r.change_tables is not None for r in results):
                 applier.feed_change_tables(results)
-                fed = not (stop_requested is not None and stop_requested.is_set())
+                fed = not _stopped(stop_requested)
             else:
                 fed = applier.feed([t for r in results for t in r.transactions], stop_requested)
             collector.after_batch()
@@ -300,10 +315,10 @@ class _Applier:
             if pending_rows >= self.config.batch_max_rows:
                 self._flush(pending)
                 pending, pending_rows = [], 0
-                if stop_requested is not None and stop_requested.is_set():
+                if _stopped(stop_requested):
                     return False
         self._flush(pending)
-        return not (stop_requested is not None and stop_requested.is_set())
+        return not _stopped(stop_requested)
 
     def feed_change_tables(self, results: list[RangeResult]) -> None:
         """Apply a wave the range readers shipped as change tables, as one micro-batch."""

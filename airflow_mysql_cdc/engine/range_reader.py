@@ -9,8 +9,11 @@ first GTID: numbers are not binlog order; a GTID outside the segment end: the en
 the binlog), or comes with a smaller number than one already seen (GTIDs assigned out of order by
 hand), stops the read with a problem, because concatenating ranges in number order would then not
 be binlog order. With a commit-timestamp boundary it stops *before* its first transaction committed
-at or after it and reports that GTID as its ``cut``. Failures are returned as text: a Spark task
-must not die on them; the driver falls back to the single reader instead.
+at or after it and reports that GTID as its ``cut``, unless that transaction belongs to the run's
+consistent point (the single reader consumes it too: it does not end before every table is exact;
+since the ranges are binlog order, "in the consistent point" is "before it is contained"). Failures
+are returned as text: a Spark task must not die on them; the driver falls back to the single reader
+instead.
 """
 
 from __future__ import annotations
@@ -37,9 +40,12 @@ log = logging.getLogger("airflow_mysql_cdc.apply")
 class _RangeStop(StopRule):
     """Consume exactly one range; stop before a foreign or out-of-order GTID, or at the boundary."""
 
-    def __init__(self, range_gtids: GtidSet, boundary_us: int | None) -> None:
+    def __init__(
+        self, range_gtids: GtidSet, boundary_us: int | None, consistent_point: GtidSet | None = None
+    ) -> None:
         self.range_gtids = range_gtids
         self.boundary_us = boundary_us
+        self.consistent_point = consistent_point or GtidSet()
         self.remaining = range_gtids.count()
         self.cut: Gtid | None = None
         self.violation: str | None = None
@@ -55,7 +61,11 @@ class _RangeStop(StopRule):
             )
             return True
         self._last_number[gtid.uuid] = gtid.number
-        if self.boundary_us is not None and commit_timestamp_us >= self.boundary_us:
+        if (
+            self.boundary_us is not None
+            and commit_timestamp_us >= self.boundary_us
+            and gtid not in self.consistent_point
+        ):
             self.cut = gtid
             return True
         return False
@@ -85,11 +95,15 @@ class RangeTask:
     columnar: bool = False
     """Ship the changes as Arrow change tables (built here, beside the other readers) and the
     transactions as (GTID, commit timestamp) pairs, instead of pickled transactions."""
+    consistent_point: str = ""
+    """Transactions of this set are never a boundary cut (see the module docstring)."""
 
     def run(self) -> RangeResult:
         """Read the range; failures come back as text (a Spark task must not die on them)."""
         started = time.perf_counter()
-        stop = _RangeStop(GtidSet.parse(self.range_gtids), self.boundary_us)
+        stop = _RangeStop(
+            GtidSet.parse(self.range_gtids), self.boundary_us, GtidSet.parse(self.consistent_point)
+        )
         reader = BinlogReader(
             self.endpoint,
             tables=self.tables,

@@ -18,6 +18,15 @@ always a prefix of the binlog order: ``start | {the transactions before the stop
   GTID entering ``gtid_executed``; guarded by
   ``test_timestamp_boundary_terminates_on_an_idle_server`` and
   ``test_timestamp_boundary_gives_the_same_end_set_every_time``.
+
+  It may also be given a *consistent point*: a set the position must contain before the read may
+  end, whatever the boundary says. A snapshot's chunks each reflect the source at their own high
+  watermark, so a table is exact only at a position containing every chunk's high watermark; a
+  segment that starts at a snapshot therefore ends at ``max(boundary cut, consistent point)``: the
+  first transaction committed at or after the boundary that comes after every transaction of the
+  consistent point. Still a pure function of the binlog and the (recorded) consistent point, so a
+  retry cuts at the same place. Guarded by
+  ``test_a_first_run_whose_interval_ended_before_its_snapshot_ends_where_every_table_is_exact``.
 - :class:`Live` never stops; the consumer closes the generator.
 """
 
@@ -111,42 +120,53 @@ class WithinGtidSet(UntilGtidSet):
 
 
 class UntilCaughtUp(UntilGtidSet):
-    """Stop once everything the server had executed when the read started has been read."""
+    """Stop once everything the server had executed when the read started (and ``at_least``) has
+    been read."""
 
-    def __init__(self) -> None:
+    def __init__(self, at_least: GtidSet | None = None) -> None:
         super().__init__(GtidSet())
+        self.at_least = at_least or GtidSet()
 
     def __repr__(self) -> str:
-        return "UntilCaughtUp()"
+        return "UntilCaughtUp()" if self.at_least.is_empty() else f"UntilCaughtUp(at_least={self.at_least!r})"
 
     def begin(self, probe: ServerProbe, start: GtidSet) -> None:
-        self.target = probe.gtid_executed()
-        self._await(self.target - start)  # executed by definition: no need to check it
+        self.target = probe.gtid_executed() | self.at_least
+        self._await(self.target - start)  # executed (or to be waited for, like a consistent point)
 
 
 class UntilCommitTimestamp(StopRule):
-    """Consume transactions committed before ``boundary_us``; stop at the first at or after it."""
+    """Consume transactions committed before ``boundary_us``; stop at the first at or after it that
+    comes once the position contains ``consistent_point`` (empty: no such condition)."""
 
-    def __init__(self, boundary_us: int, *, settle_s: float = 1.0) -> None:
+    def __init__(self, boundary_us: int, *, settle_s: float = 1.0, consistent_point: GtidSet | None = None):
         self.boundary_us = boundary_us
         self.settle_us = int(settle_s * 1_000_000)
+        self.consistent_point = consistent_point or GtidSet()
         self._caught_up: UntilGtidSet | None = None
+        self._consistent = UntilGtidSet(self.consistent_point)
 
     def __repr__(self) -> str:
-        return f"UntilCommitTimestamp({self.boundary_us})"
+        if self.consistent_point.is_empty():
+            return f"UntilCommitTimestamp({self.boundary_us})"
+        return f"UntilCommitTimestamp({self.boundary_us}, consistent_point={self.consistent_point!r})"
 
     def begin(self, probe: ServerProbe, start: GtidSet) -> None:
         self._caught_up = None
+        # Not UntilGtidSet.begin: a consistent point the server lacks (a failover to a replica that
+        # has not applied it yet) is waited for, not refused.
+        self._consistent._await(self.consistent_point - start)
 
     def stop_before(self, gtid: Gtid, commit_timestamp_us: int) -> bool:
-        return commit_timestamp_us >= self.boundary_us
+        return commit_timestamp_us >= self.boundary_us and self._consistent.satisfied()
 
     def consumed(self, gtid: Gtid) -> None:
+        self._consistent.consumed(gtid)
         if self._caught_up is not None:
             self._caught_up.consumed(gtid)
 
     def satisfied(self) -> bool:
-        return self._caught_up is not None and self._caught_up.satisfied()
+        return self._caught_up is not None and self._caught_up.satisfied() and self._consistent.satisfied()
 
     def on_idle(self, probe: ServerProbe, position: GtidSet) -> None:
         if self._caught_up is not None or probe.now_us() < self.boundary_us + self.settle_us:

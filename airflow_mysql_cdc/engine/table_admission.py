@@ -24,7 +24,7 @@ a snapshot, or its older rows would silently be missing.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -93,6 +93,30 @@ CatchUp = Callable[[TableRef, SnapshotProgress, GtidSet, GtidSet], GtidSet]
 """(table, its snapshot, what it reflects, the pipeline position) -> what it reflects afterwards."""
 
 
+def read_snapshots(
+    tables: Sequence[str], lake_root: str, storage_options: dict[str, str] | None = None
+) -> dict[str, SnapshotProgress | None]:
+    """Each table's latest snapshot progress (None: never snapshotted), read once per run."""
+    return {
+        str(ref): read_snapshot_progress(lake_root, ref, storage_options)
+        for ref in (TableRef.parse(name) for name in tables)
+    }
+
+
+def consistent_point(snapshots: Mapping[str, SnapshotProgress | None]) -> GtidSet:
+    """The smallest position at which every one of these tables is exact (empty: any position).
+
+    A run may end only at a position containing it: before, some snapshot chunk still reflects a
+    later state of the source than the position (the first run of a pipeline, a table that joins).
+    It is recorded with the snapshots, so every retry of a run computes the same one.
+    """
+    point = GtidSet()
+    for progress in snapshots.values():
+        if progress is not None:
+            point |= progress.consistent_point
+    return point
+
+
 def admit_tables(
     tables: Sequence[str],
     *,
@@ -103,17 +127,23 @@ def admit_tables(
     first_run: bool,
     catch_up: CatchUp,
     storage_options: dict[str, str] | None = None,
+    snapshots: Mapping[str, SnapshotProgress | None] | None = None,
 ) -> Admission:
     """The pipeline's members for a run of ``tables`` from ``position``, catching tables up as needed.
 
     ``members`` is what the pipeline's state records (None: a state from before membership was
-    recorded, whose tables are all taken as members).
+    recorded, whose tables are all taken as members). ``snapshots`` holds progress already read
+    (:func:`read_snapshots`); tables missing from it are read here.
     """
     admitted: dict[str, str] = {}
-    snapshots: dict[str, SnapshotProgress | None] = {}
+    known = snapshots or {}
+    read: dict[str, SnapshotProgress | None] = {}
     for name in tables:
         ref = TableRef.parse(name)
-        progress = snapshots[str(ref)] = read_snapshot_progress(lake_root, ref, storage_options)
+        progress = (
+            known[str(ref)] if str(ref) in known else read_snapshot_progress(lake_root, ref, storage_options)
+        )
+        read[str(ref)] = progress
         snapshot_id = progress.snapshot_id if progress is not None else ""
         if members is None or members.get(str(ref)) == snapshot_id:
             admitted[str(ref)] = snapshot_id
@@ -132,7 +162,7 @@ def admit_tables(
         progress.require_complete(ref)
         admitted[str(ref)] = snapshot_id
         _join(ref, progress, position, lake_root, pipeline_id, catch_up, storage_options)
-    return Admission(admitted, snapshots)
+    return Admission(admitted, read)
 
 
 def _join(

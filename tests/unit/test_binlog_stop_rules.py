@@ -97,3 +97,45 @@ def test_live_never_stops():
     rule.begin(FakeProbe("1"), GtidSet())
     rule.on_idle(FakeProbe("1", now_us=10**18), gtids("1"))
     assert not rule.stop_before(Gtid(UUID, 1), 10**18) and not rule.satisfied()
+
+
+def test_timestamp_boundary_does_not_stop_before_the_consistent_point_is_contained():
+    # A snapshot's last chunk saw the source at 1-4: the segment may not end before 4, even though
+    # transactions 2.. committed after the boundary. It then stops at the next one after the boundary.
+    rule = UntilCommitTimestamp(1_000, consistent_point=gtids("1-4"))
+    rule.begin(FakeProbe("1-9"), gtids("1"))
+    for number in (2, 3, 4):
+        assert not rule.stop_before(Gtid(UUID, number), 5_000)
+        rule.consumed(Gtid(UUID, number))
+    assert rule.stop_before(Gtid(UUID, 5), 5_000)
+
+
+def test_timestamp_boundary_after_the_consistent_point_cuts_where_the_boundary_says():
+    rule = UntilCommitTimestamp(1_000, consistent_point=gtids("1-2"))
+    rule.begin(FakeProbe("1-9"), gtids("1"))
+    assert not rule.stop_before(Gtid(UUID, 2), 10)
+    rule.consumed(Gtid(UUID, 2))
+    assert not rule.stop_before(Gtid(UUID, 3), 999)
+    rule.consumed(Gtid(UUID, 3))
+    assert rule.stop_before(Gtid(UUID, 4), 1_000)
+
+
+def test_timestamp_boundary_on_an_idle_server_is_not_satisfied_without_the_consistent_point():
+    # A failover to a replica that has not applied the snapshot's watermarks yet: wait for them.
+    rule = UntilCommitTimestamp(1_000_000, settle_s=0.5, consistent_point=gtids("1-6"))
+    probe = FakeProbe("1-4", now_us=2_000_000)
+    rule.begin(probe, gtids("1-4"))
+    rule.on_idle(probe, gtids("1-4"))
+    assert not rule.satisfied()
+    for number in (5, 6):
+        rule.consumed(Gtid(UUID, number))
+    assert rule.satisfied()
+
+
+def test_until_caught_up_waits_for_a_consistent_point_beyond_gtid_executed():
+    rule = UntilCaughtUp(at_least=gtids("1-5"))
+    rule.begin(FakeProbe("1-3"), gtids("1-3"))
+    assert not rule.satisfied()
+    rule.consumed(Gtid(UUID, 4))
+    rule.consumed(Gtid(UUID, 5))
+    assert rule.satisfied()

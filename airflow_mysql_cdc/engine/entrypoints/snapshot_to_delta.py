@@ -136,7 +136,14 @@ def run(config: SnapshotConfig, endpoint: MySqlEndpoint, runner: WindowRunner) -
     stream_start = starts[0]
     for start in starts[1:]:
         stream_start &= start
-    return {"tables": [r.to_dict() for r in results], "stream_start": str(stream_start)}
+    consistent = GtidSet()
+    for result in results:
+        consistent |= GtidSet.parse(result.consistent_point)
+    return {
+        "tables": [r.to_dict() for r in results],
+        "stream_start": str(stream_start),
+        "consistent_point": str(consistent),
+    }
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -91,6 +91,19 @@ class SnapshotProgress:
             start &= low
         return start
 
+    @property
+    def consistent_point(self) -> GtidSet:
+        """The smallest position at which the table is exact: the union of its chunks' high watermarks.
+
+        Each chunk reflects the source as of its own high watermark ``H_i``; a stream from the low
+        watermarks makes chunk ``i`` exact once it passed ``H_i``, so the whole table is exact at any
+        position containing every ``H_i``, and at none before (a chunk would still be ahead).
+        """
+        point = GtidSet()
+        for done in self.done.values():
+            point |= done.high_watermark
+        return point
+
     def snapshotted_chunks(self) -> list[SnapshottedChunk]:
         return [SnapshottedChunk(done.chunk, done.high_watermark) for done in self.done.values()]
 

@@ -110,6 +110,8 @@ class SnapshotResult:
     rows: int
     stream_start: str
     """The GTID set streaming must start from for this table (the earliest low watermark)."""
+    consistent_point: str
+    """The table is exact at positions containing this set (its chunks' high watermarks), not before."""
     duration_s: float
 
     def to_dict(self) -> dict[str, Any]:
@@ -173,6 +175,7 @@ def snapshot_table(
         chunks_run=len(pending),
         rows=rows,
         stream_start=str(progress.stream_start),
+        consistent_point=str(progress.consistent_point),
         duration_s=round(time.monotonic() - started, 3),
     )
 
