@@ -145,6 +145,14 @@ def publish_checkpoint(
             f"the binlog application reported {end} applied, but the lake's pipeline state is at "
             f"{state.applied_gtids if state else '(none)'}: not publishing a checkpoint the lake lacks"
         )
+    consistent = GtidSet.parse(applied.get("consistent_point") or "")
+    if not consistent.issubset(end):
+        raise AirflowFailException(
+            f"the binlog application ended at {end}, before the point where every table is exact "
+            f"({consistent}: its snapshots' high watermarks lack {consistent - end} there). Publishing "
+            "this end set would promise tables the lake does not hold. Clear apply_segment: it goes on "
+            "from the lake to that point."
+        )
     hook = MySqlCdcHook(mysql_cdc_conn_id)
     endpoint = hook.get_endpoint()
     server = hook.get_server_state()

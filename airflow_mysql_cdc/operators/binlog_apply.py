@@ -150,6 +150,18 @@ class MySqlCdcBinlogApplyOperator(SparkApplicationOperator):
             )
         for table, end in result.get("caught_up", {}).items():
             self.log.info("%s was caught up to %s and joined the pipeline", table, end)
+        last_commit_us = result.get("last_commit_timestamp_us")
+        if (
+            config.segment_end_us is not None
+            and last_commit_us is not None
+            and last_commit_us >= config.segment_end_us
+        ):
+            self.log.info(
+                "This segment extends past the interval end: a snapshot's chunks are exact only from "
+                "their consistent point %s on, so the run applied up to the first transaction after it "
+                "committed at or after the interval end (docs/pipeline-dag.md)",
+                result.get("consistent_point") or "(empty)",
+            )
         rows = ", ".join(f"{table}: {count} rows" for table, count in result["rows_by_table"].items())
         self.log.info(
             "Applied %d transaction(s) (%s) in %d batch(es); end position %s; lag %ss",

@@ -64,7 +64,7 @@ class MySqlCdcSnapshotOperator(SparkApplicationOperator):
         tables = tuple(str(ref) for ref in parse_table_list(self.tables)) if self.tables else ()
         if not tables:
             self.log.info("No table needs a snapshot in this run")
-            return {"tables": [], "stream_start": ""}
+            return {"tables": [], "stream_start": "", "consistent_point": ""}
         endpoint = MySqlCdcHook(self.mysql_cdc_conn_id).get_endpoint()
         base_id = self.base_server_id
         if base_id is None and endpoint.replication_server_id:
@@ -86,8 +86,15 @@ class MySqlCdcSnapshotOperator(SparkApplicationOperator):
         )
         for table in result["tables"]:
             self.log.info(
-                "%s: %d rows in %d chunk(s) (%d run now%s); stream from %s",
+                "%s: %d rows in %d chunk(s) (%d run now%s); stream from %s; exact from %s on",
                 table["table"], table["rows"], table["chunks_total"], table["chunks_run"],
                 ", resumed" if table["resumed"] else "", table["stream_start"] or "(empty)",
+                table["consistent_point"] or "(empty)",
             )  # fmt: skip
+        self.log.info(
+            "The binlog application streams from %s and does not end before %s (the snapshot's "
+            "consistent point), even if the run's interval ends earlier",
+            result["stream_start"] or "(empty)",
+            result["consistent_point"] or "(empty)",
+        )
         return result
