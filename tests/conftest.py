@@ -10,6 +10,7 @@ import pytest
 
 from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
 from tests.support.airflow import migrate_airflow_db
+from tests.support.frozen_replica import FrozenReplica
 from tests.support.mysql import ServerPool, database_name_for, execute, shared_server_endpoint
 
 # Airflow reads AIRFLOW_HOME at import time: point it at a throwaway folder before any test
@@ -33,6 +34,12 @@ def mysql_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerPo
 def mysql_server(mysql_servers: ServerPool) -> Iterator[MySqlEndpoint]:
     """The one MySQL server of the whole run, logged in with rights to create databases."""
     yield from shared_server_endpoint(mysql_servers.base_dir, mysql_servers)
+
+
+@pytest.fixture(scope="session")
+def frozen_replica(mysql_servers: ServerPool, mysql_server: MySqlEndpoint) -> FrozenReplica:
+    """A replica of the shared server that stands still until frozen at a published end set."""
+    return FrozenReplica.start(mysql_servers, mysql_server)
 
 
 @pytest.fixture

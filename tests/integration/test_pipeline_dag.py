@@ -20,11 +20,13 @@ import pytest
 from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.engine.gtid import GtidSet
 from tests.support.airflow import load_dag, task_states, xcom_value
+from tests.support.frozen_replica import FrozenReplica
 from tests.support.mysql import create_user
 from tests.support.pipeline import (
     ALL_TASKS,
     Pipeline,
     assert_exact,
+    assert_exact_at,
     checkpoint,
     finish,
     now,
@@ -37,6 +39,7 @@ pytestmark = [pytest.mark.mysql, pytest.mark.usefixtures("airflow_db")]
 
 def test_daily_runs_with_a_concurrent_writer_keep_the_lake_equal_to_the_source(
     mysql_database: MySqlEndpoint,
+    frozen_replica: FrozenReplica,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     capfd: pytest.CaptureFixture,
@@ -52,17 +55,18 @@ def test_daily_runs_with_a_concurrent_writer_keep_the_lake_equal_to_the_source(
     pipeline = Pipeline(monkeypatch, tmp_path, user, [f"{database}.orders", f"{database}.payments"])
     previous_end = None
     for number in range(3):
-        # The writer stops before the interval ends; the run tails the binlog until the end passes.
-        writers = writing(mysql_database, 5, 10 * number, "orders", "payments")
+        # The writers go on past the interval end: the run tails the binlog until the end passes,
+        # and the lake is compared with the source as of the published end set while they write.
+        writers = writing(mysql_database, 9, 10 * number, "orders", "payments")
         dag_run = pipeline.run(now() + datetime.timedelta(seconds=6))
-        finish(writers)
         assert task_states(dag_run) == dict.fromkeys(ALL_TASKS, "success")
         record = checkpoint(dag_run)
         if previous_end is not None:
             assert record["start_gtids"] == previous_end  # the chain: this run starts where the last ended
         assert GtidSet.parse(record["end_gtids"]) == pipeline.lake_position()  # the second witness agrees
         assert record["already_applied"] is False
-        assert_exact(mysql_database, pipeline.lake, database, "orders", "payments")
+        assert_exact_at(frozen_replica, record, pipeline.lake, database, "orders", "payments")
+        finish(writers)
         previous_end = record["end_gtids"]
     assert xcom_value(dag_run, "snapshot")["tables"] == []  # only the first run snapshots
     output = capfd.readouterr()
@@ -94,13 +98,18 @@ def _kill_application_after_a_batch(pipeline: Pipeline, before: GtidSet) -> thre
 
 
 def test_failed_retried_cleared_and_caught_up_runs_apply_everything_once(
-    mysql_database: MySqlEndpoint, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    mysql_database: MySqlEndpoint,
+    frozen_replica: FrozenReplica,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     database = mysql_database.database
     seed(mysql_database, "orders", 120)
     pipeline = Pipeline(monkeypatch, tmp_path, mysql_database.with_database(None), [f"{database}.orders"])
     first_end = now() + datetime.timedelta(seconds=2)
-    assert task_states(pipeline.run(first_end))["publish_checkpoint"] == "success"
+    first = pipeline.run(first_end)
+    assert task_states(first)["publish_checkpoint"] == "success"
+    assert_exact_at(frozen_replica, checkpoint(first), pipeline.lake, database, "orders")
 
     # Run 2 dies in the middle of its segment (kill -9 of the application after a committed batch),
     # while it tails the binlog live towards an interval end well in the future.
@@ -117,7 +126,7 @@ def test_failed_retried_cleared_and_caught_up_runs_apply_everything_once(
     assert task_states(retried) == dict.fromkeys(ALL_TASKS, "success")
     second = checkpoint(retried)
     assert second["already_applied"] is False
-    assert_exact(mysql_database, pipeline.lake, database, "orders")
+    assert_exact_at(frozen_replica, second, pipeline.lake, database, "orders")
 
     # The DAG is "paused" for two intervals while writes go on; two catch-up runs then follow in
     # date order, each cutting the binlog at its own interval end.
@@ -131,12 +140,13 @@ def test_failed_retried_cleared_and_caught_up_runs_apply_everything_once(
         dag_run = pipeline.run(end)
         assert task_states(dag_run) == dict.fromkeys(ALL_TASKS, "success")
         records.append(checkpoint(dag_run))
+        assert_exact_at(frozen_replica, records[-1], pipeline.lake, database, "orders")
     chain = [second, *records]
     for earlier, later in zip(chain, chain[1:], strict=False):
         assert later["start_gtids"] == earlier["end_gtids"]
         earlier_end, later_end = GtidSet.parse(earlier["end_gtids"]), GtidSet.parse(later["end_gtids"])
         assert earlier_end.issubset(later_end) and earlier_end != later_end
-    assert_exact(mysql_database, pipeline.lake, database, "orders")
+    assert_exact(mysql_database, pipeline.lake, database, "orders")  # and equal now: nothing after it
 
     # Clearing the old run 2 now reproduces its end set and applies nothing: the lake stays put.
     lake_before = pipeline.lake_position()
@@ -146,7 +156,8 @@ def test_failed_retried_cleared_and_caught_up_runs_apply_everything_once(
     assert (again["start_gtids"], again["end_gtids"]) == (second["start_gtids"], second["end_gtids"])
     assert again["already_applied"] is True
     assert pipeline.lake_position() == lake_before
-    assert_exact(mysql_database, pipeline.lake, database, "orders")
+    # The lake stayed at the latest run's end set, and still equals the source there.
+    assert_exact_at(frozen_replica, records[-1], pipeline.lake, database, "orders")
 
 
 def test_a_manual_run_without_a_logical_date_is_refused_with_an_explanation(

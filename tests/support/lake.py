@@ -77,15 +77,20 @@ class ConcurrentWriter(threading.Thread):
     )
 
     def __init__(
-        self, endpoint: MySqlEndpoint, *, seconds: float, seed: int = 7, table: str = "orders"
+        self, endpoint: MySqlEndpoint, *, seconds: float | None, seed: int = 7, table: str = "orders"
     ) -> None:
+        """Writes for ``seconds``, or until :meth:`stop` when None."""
         super().__init__(name="concurrent-writer", daemon=True)
         self.endpoint = endpoint
         self.seconds = seconds
+        self.stopped = threading.Event()
         self.rng = random.Random(seed)
         self.table = table
         self.transactions = 0
         self.error: BaseException | None = None
+
+    def stop(self) -> None:
+        self.stopped.set()
 
     def run(self) -> None:
         try:
@@ -95,9 +100,9 @@ class ConcurrentWriter(threading.Thread):
 
     def _write(self) -> None:
         rng, table = self.rng, self.table
-        deadline = time.monotonic() + self.seconds
+        deadline = time.monotonic() + (self.seconds if self.seconds is not None else float("inf"))
         with self.endpoint.connect(autocommit=False) as connection, connection.cursor() as cursor:
-            while time.monotonic() < deadline:
+            while time.monotonic() < deadline and not self.stopped.is_set():
                 for _ in range(rng.randint(1, 4)):
                     choice = rng.random()
                     key = rng.randint(1, 300)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import json
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +17,7 @@ from airflow_mysql_cdc.engine.gtid import GtidSet
 from airflow_mysql_cdc.engine.sinks.delta_layout import LakeLayout
 from airflow_mysql_cdc.engine.sinks.pipeline_state import PipelineStateStore
 from tests.support.airflow import connection_env, run_dag, xcom_value
+from tests.support.frozen_replica import FrozenReplica
 from tests.support.lake import ConcurrentWriter, assert_lake_equals_source, changelog_entries
 from tests.support.mysql import execute
 
@@ -80,7 +83,10 @@ def seed(endpoint: MySqlEndpoint, table: str, rows: int) -> None:
     execute(endpoint, f"INSERT INTO {table} VALUES {values}")
 
 
-def writing(endpoint: MySqlEndpoint, seconds: float, first_seed: int, *tables: str) -> list[ConcurrentWriter]:
+def writing(
+    endpoint: MySqlEndpoint, seconds: float | None, first_seed: int, *tables: str
+) -> list[ConcurrentWriter]:
+    """Writers on ``tables`` for ``seconds`` (None: until :func:`stop_writing`)."""
     writers = [
         ConcurrentWriter(endpoint, seconds=seconds, seed=first_seed + number, table=table)
         for number, table in enumerate(tables)
@@ -96,6 +102,20 @@ def finish(writers: list[ConcurrentWriter]) -> None:
         assert writer.error is None
 
 
+@contextlib.contextmanager
+def writers_running(
+    endpoint: MySqlEndpoint, first_seed: int, *tables: str
+) -> Iterator[list[ConcurrentWriter]]:
+    """Writers on ``tables`` for as long as the block runs (however slow the machine is)."""
+    writers = writing(endpoint, None, first_seed, *tables)
+    try:
+        yield writers
+    finally:
+        for writer in writers:
+            writer.stop()
+    finish(writers)
+
+
 def checkpoint(dag_run) -> dict[str, Any]:
     record = xcom_value(dag_run, "publish_checkpoint")
     assert record["format"] == "airflow-mysql-cdc/checkpoint" and record["version"] == 1
@@ -103,8 +123,22 @@ def checkpoint(dag_run) -> dict[str, Any]:
 
 
 def assert_exact(endpoint: MySqlEndpoint, lake: Path, database: str, *tables: str) -> None:
+    """The lake equals the source *now* (writers stopped) and no change reached a changelog twice."""
     for table in tables:
         assert_lake_equals_source(endpoint, lake, database, table)
+    assert_changelogs_hold_each_change_once(lake, database, *tables)
+
+
+def assert_exact_at(
+    replica: FrozenReplica, record: dict[str, Any], lake: Path, database: str, *tables: str
+) -> None:
+    """The lake equals the source as of the run's published end set (writers may still run)."""
+    replica.assert_lake_equals(record["end_gtids"], lake, database, tables)
+    assert_changelogs_hold_each_change_once(lake, database, *tables)
+
+
+def assert_changelogs_hold_each_change_once(lake: Path, database: str, *tables: str) -> None:
+    for table in tables:
         if not LakeLayout(lake).changelog(database, table).exists():
             continue  # no change reached the table since its snapshot
         entries = [entry[:2] for entry in changelog_entries(lake, database, table)]

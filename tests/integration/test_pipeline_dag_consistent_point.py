@@ -1,0 +1,99 @@
+"""A run that snapshots (or admits) tables ends only where every table is exact: at its consistent point.
+
+Each snapshot chunk reflects the source at its own high watermark, so a run whose interval ended
+before the chunks were read must stream on until its position contains every chunk's high watermark.
+Here the interval end is already past when the run starts (the usual first run, and a table added to
+a running pipeline), writers run throughout, and the lake is compared with a replica frozen at
+exactly the published end set.
+"""
+
+from __future__ import annotations
+
+import datetime
+from pathlib import Path
+
+import pytest
+
+from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
+from airflow_mysql_cdc.engine.gtid import GtidSet
+from tests.support.airflow import task_states, xcom_value
+from tests.support.frozen_replica import FrozenReplica
+from tests.support.pipeline import (
+    ALL_TASKS,
+    Pipeline,
+    assert_exact_at,
+    checkpoint,
+    now,
+    seed,
+    writers_running,
+)
+
+pytestmark = [pytest.mark.mysql, pytest.mark.usefixtures("airflow_db")]
+
+
+def _ends_at_the_consistent_point(dag_run) -> None:
+    """The run's end set contains its snapshot's consistent point, past its interval end."""
+    assert task_states(dag_run) == dict.fromkeys(ALL_TASKS, "success")
+    record = checkpoint(dag_run)
+    snapshot, applied = xcom_value(dag_run, "snapshot"), xcom_value(dag_run, "apply_segment")
+    consistent = GtidSet.parse(snapshot["consistent_point"])
+    assert not consistent.is_empty()
+    assert consistent.issubset(GtidSet.parse(record["end_gtids"]))
+    assert applied["consistent_point"] and GtidSet.parse(applied["consistent_point"]).issuperset(consistent)
+    # The interval ended before the snapshot: the run went on past it, to the consistent point.
+    segment_end_us = int(datetime.datetime.fromisoformat(record["segment_end"]).timestamp() * 1_000_000)
+    assert applied["transactions"] > 0 and applied["last_commit_timestamp_us"] >= segment_end_us
+
+
+def test_a_first_run_whose_interval_ended_before_its_snapshot_ends_where_every_table_is_exact(
+    mysql_database: MySqlEndpoint,
+    frozen_replica: FrozenReplica,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    database = mysql_database.database
+    seed(mysql_database, "orders", 400)
+    seed(mysql_database, "payments", 300)
+    pipeline = Pipeline(monkeypatch, tmp_path, mysql_database.with_database(None),
+                        [f"{database}.orders", f"{database}.payments"], chunk_size=40)  # fmt: skip
+    with writers_running(mysql_database, 31, "orders", "payments"):
+        interval_end = now()  # already past when the snapshot starts: its segment alone would be empty
+        first_run = pipeline.run(interval_end)
+        first = checkpoint(first_run)
+        assert first["segment_end"] == interval_end.isoformat()
+        assert_exact_at(frozen_replica, first, pipeline.lake, database, "orders", "payments")
+        _ends_at_the_consistent_point(first_run)
+
+        # The next run continues from there.
+        second_run = pipeline.run(now() + datetime.timedelta(seconds=4))
+        assert task_states(second_run) == dict.fromkeys(ALL_TASKS, "success")
+        second = checkpoint(second_run)
+        assert second["start_gtids"] == first["end_gtids"]
+        assert_exact_at(frozen_replica, second, pipeline.lake, database, "orders", "payments")
+
+
+def test_a_table_joining_a_running_pipeline_ends_the_run_where_it_is_exact(
+    mysql_database: MySqlEndpoint,
+    frozen_replica: FrozenReplica,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    database = mysql_database.database
+    seed(mysql_database, "orders", 150)
+    seed(mysql_database, "payments", 400)
+    pipeline = Pipeline(monkeypatch, tmp_path, mysql_database.with_database(None), [f"{database}.orders"],
+                        chunk_size=40)  # fmt: skip
+    with writers_running(mysql_database, 41, "orders", "payments"):
+        first = pipeline.run(now() + datetime.timedelta(seconds=2))
+        assert task_states(first) == dict.fromkeys(ALL_TASKS, "success")
+        assert_exact_at(frozen_replica, checkpoint(first), pipeline.lake, database, "orders")
+
+        # payments joins in a run whose interval ended before its snapshot started.
+        pipeline.configure(tables=[f"{database}.orders", f"{database}.payments"])
+        joined_run = pipeline.run(now())
+        joined = checkpoint(joined_run)
+        assert_exact_at(frozen_replica, joined, pipeline.lake, database, "orders", "payments")
+        _ends_at_the_consistent_point(joined_run)
+        snapshotted = [table["table"] for table in xcom_value(joined_run, "snapshot")["tables"]]
+        assert snapshotted == [f"{database}.payments"]
+        assert joined["start_gtids"] == checkpoint(first)["end_gtids"]
