@@ -7,9 +7,12 @@
    consecutive intervals, configured by a JSON file (an interval of ``--interval-s`` seconds instead
    of a day): the first run checks the prerequisites, snapshots the tables on Spark and applies the
    binlog up to its interval end; every later run starts from the previous run's checkpoint.
-4. Stops the workload before the last interval ends, then compares every table with its Delta copy
-   (row count and checksum) and prints the checkpoint chain, where the lake is and how to open the
-   same DAG in the Airflow UI.
+4. After every run, while the workload goes on, compares every table with its Delta copy as of
+   the run's published end GTID set: a second MySQL server replicates the sandbox with its applier
+   stopped, and is advanced to exactly that set (``START REPLICA SQL_THREAD UNTIL
+   SQL_AFTER_GTIDS=...``) before the comparison (row count and checksum per table).
+5. Stops the workload before the last interval ends, compares once more with MySQL itself, and
+   prints the checkpoint chain, where the lake is and how to open the same DAG in the Airflow UI.
 """
 
 from __future__ import annotations
@@ -31,7 +34,9 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 
 from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint  # noqa: E402
-from airflow_mysql_cdc.engine.verify import compare_table  # noqa: E402
+from airflow_mysql_cdc.engine.verify import TableComparison, compare_table  # noqa: E402
+from tests.support.frozen_replica import REPLICA_FLAGS, FrozenReplica  # noqa: E402
+from tests.support.mysql import load_sandbox_module  # noqa: E402
 
 DAG_ID = "mysql_cdc_demo"
 TABLES = ("demo_shop.customers", "demo_shop.products", "demo_shop.orders")
@@ -228,20 +233,28 @@ def run_interval(
     return record
 
 
-def print_comparison(endpoint: MySqlEndpoint, lake: Path) -> bool:
+def print_comparison(comparisons: list[TableComparison], indent: str = "") -> bool:
     header = ("table", "MySQL rows", "lake rows", "MySQL checksum", "lake checksum")
-    print(f"{header[0]:22} {header[1]:>10} {header[2]:>10} {header[3]:>17} {header[4]:>17}  match")
-    all_equal = True
-    for table in TABLES:
-        schema, name = table.split(".")
-        c = compare_table(endpoint, lake, schema, name)
-        all_equal &= c.equal
-        match = "yes" if c.equal else "NO"
+    print(f"{indent}{header[0]:22} {header[1]:>10} {header[2]:>10} {header[3]:>17} {header[4]:>17}  match")
+    for c in comparisons:
         print(
-            f"{table:22} {c.source_rows:>10} {c.lake_rows:>10} {c.source_checksum:>17} "
-            f"{c.lake_checksum:>17}  {match}"
+            f"{indent}{c.table:22} {c.source_rows:>10} {c.lake_rows:>10} {c.source_checksum:>17} "
+            f"{c.lake_checksum:>17}  {'yes' if c.equal else 'NO'}"
         )
-    return all_equal
+    return all(c.equal for c in comparisons)
+
+
+def start_frozen_replica(source: MySqlEndpoint, workdir: Path) -> tuple[FrozenReplica, Path]:
+    """A fresh second server that receives the sandbox's binlog and applies it only when asked."""
+    sandbox = load_sandbox_module()
+    datadir = workdir / "replica"
+    sandbox.stop(datadir=datadir, log=lambda _: None)
+    shutil.rmtree(datadir, ignore_errors=True)
+    port = sandbox.free_port()
+    sandbox.start(
+        port=port, datadir=datadir, server_id=2, extra_flags=list(REPLICA_FLAGS), log=lambda _: None
+    )
+    return FrozenReplica.attach(MySqlEndpoint("127.0.0.1", port, "root"), source), datadir
 
 
 def print_where_to_look(lake: Path, workdir: Path, config_file: Path, endpoint: MySqlEndpoint) -> None:
@@ -282,6 +295,8 @@ def main() -> None:
     logs.mkdir(parents=True)
     fill(endpoint, random.Random(7))
     print(f"demo_shop created on {endpoint} with {', '.join(TABLES)}")
+    replica, replica_datadir = start_frozen_replica(endpoint, workdir)
+    print(f"a replica at {replica.endpoint} receives its binlog, to be stopped at each run's end set")
     environment = airflow_environment(workdir, endpoint, config_file)
     print("preparing Airflow's database (airflow db migrate) ...", flush=True)
     airflow = str(Path(sys.executable).with_name("airflow"))
@@ -295,6 +310,7 @@ def main() -> None:
     writer = threading.Thread(target=lambda: written.append(workload(endpoint, stop, random.Random(11))))
     writer.start()
     records = []
+    all_equal = True
     try:
         for number in range(1, args.runs + 1):
             interval_end = first_end + datetime.timedelta(seconds=(number - 1) * args.interval_s)
@@ -303,19 +319,23 @@ def main() -> None:
                 interval_end = max(interval_end, utc_now() + datetime.timedelta(seconds=8))
                 threading.Timer((interval_end - utc_now()).total_seconds() - 3, stop.set).start()
             records.append(run_interval(number, interval_end, environment, logs))
+            print(f"   the lake vs MySQL as of {records[-1]['end_gtids']} (the replica stopped there):")
+            all_equal &= print_comparison(replica.compare(records[-1]["end_gtids"], lake, TABLES), "   ")
     finally:
         stop.set()
         writer.join()
+        load_sandbox_module().stop(datadir=replica_datadir, log=lambda _: None)
 
     print()
-    all_equal = print_comparison(endpoint, lake)
+    print("after the workload stopped, the lake vs MySQL itself:")
+    all_equal &= print_comparison([compare_table(endpoint, lake, *table.split(".")) for table in TABLES])
     print()
     print(f"transactions written     {written[0] if written else 0} during {len(records)} runs")
     print(f"end GTID set             {records[-1]['end_gtids']}")
     print_where_to_look(lake, workdir, config_file, endpoint)
     if not all_equal:
         raise SystemExit("MISMATCH between MySQL and the lake")
-    print("\nThe lake equals MySQL as of the end GTID set.")
+    print("\nThe lake equalled MySQL as of every run's published end GTID set.")
 
 
 if __name__ == "__main__":
