@@ -141,7 +141,6 @@ def _exact_floats(rows: Iterable[dict[str, Any]]) -> dict[int, tuple[int, int, i
     }
 
 
-@pytest.mark.xfail(strict=True, reason="the snapshot reads FLOAT as MySQL's 6-digit text")
 def test_float_heavy_table_snapshot_then_streamed_changes_equal_the_source_bit_for_bit(
     mysql_database: MySqlEndpoint, tmp_path: Path
 ) -> None:
