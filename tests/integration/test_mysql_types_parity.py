@@ -200,6 +200,8 @@ EXACT_COLUMNS = """
 """
 EXACT_DECIMALS = {"dec_wide": (65, 30), "dec_int": (65, 0), "dec_frac": (30, 30), "dec_narrow": (38, 10)}
 EXACT_ROWS = 1500
+EXACT_NAMES = ("id", "f", "d", "f_scaled", "d_scaled", "d_wide", *EXACT_DECIMALS)
+UNSCALED_NAMES = ("id", "f", "d", *EXACT_DECIMALS)
 
 
 def _exact_rows(rng: random.Random) -> list[dict[str, Any]]:
@@ -224,6 +226,11 @@ def _exact_rows(rng: random.Random) -> list[dict[str, Any]]:
     return rows
 
 
+def _parameter(value: Any) -> Any:
+    # str(Decimal) switches to exponent notation (1.5E-7), which MySQL reads as a double literal
+    return f"{value:f}" if isinstance(value, decimal.Decimal) else value
+
+
 def write_exact_table(endpoint: MySqlEndpoint) -> tuple[GtidSet, list[dict[str, Any]]]:
     """Table ``exact`` written in one transaction after the returned position; the rows as inserted.
 
@@ -242,15 +249,6 @@ def write_exact_table(endpoint: MySqlEndpoint) -> tuple[GtidSet, list[dict[str, 
         )
         connection.commit()
     return start, rows
-
-
-def _parameter(value: Any) -> Any:
-    # str(Decimal) switches to exponent notation (1.5E-7), which MySQL reads as a double literal
-    return f"{value:f}" if isinstance(value, decimal.Decimal) else value
-
-
-EXACT_NAMES = ("id", "f", "d", "f_scaled", "d_scaled", "d_wide", *EXACT_DECIMALS)
-UNSCALED_NAMES = ("id", "f", "d", *EXACT_DECIMALS)
 
 
 def exact_view(row: dict[str, Any], names: tuple[str, ...] = EXACT_NAMES) -> tuple[Any, ...]:
@@ -303,16 +301,11 @@ def test_snapshot_comparison_and_binlog_read_floats_doubles_decimals_bit_for_bit
     from_comparison = [exact_view(row) for row in sorted(compared, key=lambda r: r["id"])]
 
     # the binlog holds the stored values; columns without a scale store exactly what was inserted
-    assert (
-        _mismatches(
-            [exact_view(row, UNSCALED_NAMES) for row in inserted],
-            [exact_view(row, UNSCALED_NAMES) for row in binlog_rows],
-        )
-        == []
-    )
+    as_inserted = [exact_view(row, UNSCALED_NAMES) for row in inserted]
+    assert _mismatches(as_inserted, [exact_view(row, UNSCALED_NAMES) for row in binlog_rows]) == []
     assert _mismatches(from_binlog, from_snapshot) == []
     assert _mismatches(from_binlog, from_comparison) == []
-    negative_zero = next(row for row in from_snapshot if row[0] == 2)  # MySQL keeps -0.0
+    negative_zero = next(row for row in from_snapshot if row[0] == 2)  # the second edges; MySQL keeps -0.0
     assert (negative_zero[1], negative_zero[2]) == (0x8000_0000, 0x8000_0000_0000_0000)
 
 
@@ -325,7 +318,7 @@ def test_mysql_text_rounds_float_and_scaled_double_but_not_double_or_decimal(
     test above reads bit for bit). A FLOAT(M,D) happens to round-trip here; it is cast all the same."""
     start, _ = write_exact_table(mysql_database)
     stored = _binlog_rows(mysql_database, start, "exact")
-    names = ["f", "d", "f_scaled", "d_scaled", "d_wide", *EXACT_DECIMALS]
+    names = EXACT_NAMES[1:]
     with mysql_database.connect(conv=TEXT_RESULT_CONVERSIONS) as connection, connection.cursor() as cursor:
         cursor.execute(f"SELECT {', '.join(names)} FROM exact ORDER BY id")
         texts = cursor.fetchall()
