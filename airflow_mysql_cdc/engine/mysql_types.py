@@ -13,7 +13,8 @@ The two sources disagree in these places, each fixed here (found by that parity 
 MySQL type      mysql-replication gives      PyMySQL SELECT gives         canonical value / Arrow
 ==============  ===========================  ===========================  =========================
 BIGINT UNSIGNED int                          int                          int / decimal128(20, 0)
-FLOAT           float of the 4-byte value    float of the printed text    float rounded to float32
+FLOAT           float of the 4-byte value    text of 6 digits (see below) float32 value / float32
+DOUBLE(M,D)     float of the 8-byte value    text of D decimals (below)   float / float64
 TIMESTAMP(fsp)  naive UTC datetime           naive, session tz (UTC)      naive UTC / timestamp[us, UTC]
 zero dates      None (DATETIME, DATE),       the string '0000-00-00...'  None (null) -- documented
                 1970-01-01 (TIMESTAMP)
@@ -26,6 +27,18 @@ BIT(n)          '0101' text                  big-endian bytes             int / 
 TIME(fsp) < 0   -(s + (1 - fraction))        exact timedelta              timedelta / duration[us]
 GEOMETRY        4-byte SRID + WKB            4-byte SRID + WKB            WKB (SRID dropped) / binary
 ==============  ===========================  ===========================  =========================
+
+FLOAT and DOUBLE columns are therefore read as ``CAST(x AS DOUBLE)`` by every SELECT of table rows,
+whose select list :func:`select_list` builds (the one rule). MySQL prints a FLOAT with 6 significant
+digits (568054.875 arrives as ``568055``) and a DOUBLE(M,D) with D decimals, neither always the
+stored value, so a snapshot wrote another value than the binlog path for the same row. A DOUBLE
+expression prints as the shortest text that reads back as the same double, and every float32 is a
+double, so the cast's text is exact, -0.0 included: the snapshot, the comparison side and the
+binlog agree bit for bit on random bit patterns, subnormals and the extremes
+(``test_snapshot_comparison_and_binlog_read_floats_doubles_decimals_bit_for_bit``). A plain
+DOUBLE's text and a DECIMAL's are exact by themselves
+(``test_mysql_text_rounds_float_and_scaled_double_but_not_double_or_decimal``).
+``CAST(... AS DOUBLE)`` needs MySQL 8.0.17 or later.
 
 TIMESTAMP values stay *naive* datetimes meaning UTC (the Arrow type carries the zone): attaching
 ``tzinfo`` to every value cost about 0.5 µs per value on the hot path, 1% of the reader's budget.
@@ -49,6 +62,8 @@ from typing import Any
 
 import pyarrow as pa
 from pymysqlreplication.constants import FIELD_TYPE
+
+from airflow_mysql_cdc.engine.table_metadata import quote_identifier
 
 SNAPSHOT_SESSION_STATEMENTS = ("SET time_zone = '+00:00'",)
 """Run these on a snapshot (SELECT) connection so TIMESTAMP values arrive in UTC."""
@@ -394,6 +409,24 @@ def select_normaliser(column: ColumnType) -> Normaliser | None:
     if kind == "geometry":
         return lambda value: value[4:]
     return None
+
+
+_READ_AS_DOUBLE = frozenset(("float", "double"))
+
+
+def select_list(columns: Sequence[ColumnType]) -> str:
+    """The select list reading ``columns`` exactly, in order, each under its own name.
+
+    Every SELECT of table rows for the lake or for a comparison uses it: FLOAT and DOUBLE columns
+    as ``CAST(x AS DOUBLE)`` (see the module docstring for why that text is exact), the others as
+    they are. Both conversion paths then hold: PyMySQL decodes the cast as a double, which
+    :func:`select_normaliser` leaves as it is, and :mod:`.select_arrow` parses it as a float64.
+    """
+    expressions = []
+    for column in columns:
+        name = quote_identifier(column.name)
+        expressions.append(f"CAST({name} AS DOUBLE) AS {name}" if column.kind in _READ_AS_DOUBLE else name)
+    return ", ".join(expressions)
 
 
 def normalise_select_row(columns: Sequence[ColumnType], row: Sequence[Any]) -> dict[str, Any]:

@@ -14,8 +14,10 @@ hands over the text MySQL sent (``str``; ``bytes`` for binary columns), fetching
 with them (236,000 vs 135,000 rows/s, 10 mixed columns), and Arrow's casts parse a whole column in C:
 
 - integers, YEAR, DECIMAL and BIGINT UNSIGNED (as ``decimal128(20, 0)``): cast from the text;
-- DOUBLE: cast to float64; FLOAT: to float64 then float32, the row path's rounding (the text is
-  rounded to a double first, then to a float; a direct cast would round once and could differ);
+- DOUBLE: cast to float64; FLOAT: to float64 then float32, as the row path does. Both arrive as
+  ``CAST(x AS DOUBLE)`` (:func:`.mysql_types.select_list`), whose text is the shortest that reads
+  back as the stored double, and a stored FLOAT is a float32 value, so both casts are exact (the
+  plain text of a FLOAT has 6 significant digits, which no parsing can undo);
 - DATE, DATETIME, TIMESTAMP: cast from the text (MySQL always prints ``YYYY-MM-DD[ hh:mm:ss[.f]]``);
   Arrow refuses the zero and invalid dates PyMySQL leaves as text (which the row path makes null),
   but accepts year 0, which Python's ``date`` cannot hold. A column with either is converted

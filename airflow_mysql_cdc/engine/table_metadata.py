@@ -16,6 +16,11 @@ import pymysql
 KeyKind = Literal["primary", "unique_not_null"]
 
 
+def quote_identifier(name: str) -> str:
+    """A schema, table or column name as a MySQL identifier (backticks, inner backticks doubled)."""
+    return "`" + name.replace("`", "``") + "`"
+
+
 @dataclass(frozen=True, order=True)
 class TableRef:
     schema: str
@@ -34,7 +39,7 @@ class TableRef:
 
     @property
     def quoted(self) -> str:
-        return f"`{self.schema.replace('`', '``')}`.`{self.table.replace('`', '``')}`"
+        return f"{quote_identifier(self.schema)}.{quote_identifier(self.table)}"
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,10 @@
 
 Invariant: both sides go through the same conversions the pipeline uses (the shared type mapping,
 then Delta's storage types), so a table that was replicated exactly compares equal value for
-value, and any lost, duplicated or stale row shows up as a missing or extra row.
+value, and any lost, duplicated or stale row shows up as a missing or extra row. The source is read
+with the pipeline's select list (:func:`.mysql_types.select_list`), so it sees the stored FLOAT and
+DOUBLE values, not MySQL's rounded text of them: a comparison through that text hid a lake that
+held rounded values and reported exact ones as different.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from airflow_mysql_cdc.engine.mysql_types import (
     SNAPSHOT_SESSION_STATEMENTS,
     normalise_select_row,
     read_table_column_types,
+    select_list,
     to_arrow_table,
 )
 from airflow_mysql_cdc.engine.sinks.delta_layout import (
@@ -29,6 +33,7 @@ from airflow_mysql_cdc.engine.sinks.delta_layout import (
     LakeLayout,
     to_delta_array,
 )
+from airflow_mysql_cdc.engine.table_metadata import TableRef
 
 
 def source_table(endpoint: MySqlEndpoint, schema: str, table: str) -> pa.Table:
@@ -37,7 +42,7 @@ def source_table(endpoint: MySqlEndpoint, schema: str, table: str) -> pa.Table:
         for statement in SNAPSHOT_SESSION_STATEMENTS:
             cursor.execute(statement)
         columns = read_table_column_types(cursor, schema, table)
-        cursor.execute(f"SELECT * FROM `{schema}`.`{table}`")
+        cursor.execute(f"SELECT {select_list(columns)} FROM {TableRef(schema, table).quoted}")
         rows = [normalise_select_row(columns, row) for row in cursor.fetchall()]
     canonical = to_arrow_table(columns, rows)
     return pa.table(

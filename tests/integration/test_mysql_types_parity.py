@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import datetime
+import decimal
+import random
+import struct
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -13,10 +17,26 @@ from airflow_mysql_cdc.engine.mysql_types import (
     SNAPSHOT_SESSION_STATEMENTS,
     normalise_select_row,
     read_table_column_types,
+    select_list,
     to_arrow_table,
 )
 from airflow_mysql_cdc.engine.select_arrow import TEXT_RESULT_CONVERSIONS, text_rows_to_arrow
+from airflow_mysql_cdc.engine.snapshot.chunks import Chunk
+from airflow_mysql_cdc.engine.snapshot.key_order import read_key_columns
+from airflow_mysql_cdc.engine.snapshot.window import read_window
+from airflow_mysql_cdc.engine.table_metadata import TableRef
+from airflow_mysql_cdc.engine.verify import source_table
 from tests.integration.test_binlog_reader import gtid_executed, read_all, table_name
+from tests.support.exact_numbers import (
+    FLOAT32_EDGES,
+    FLOAT64_EDGES,
+    decimal_edges,
+    float32_bits,
+    float64_bits,
+    random_decimal,
+    random_float32,
+    random_float64,
+)
 from tests.support.mysql import execute
 
 pytestmark = pytest.mark.mysql
@@ -57,15 +77,15 @@ ROWS = [
 ]
 
 
-def _select_both_ways(endpoint: MySqlEndpoint, query: str) -> tuple[pa.Table, pa.Table]:
-    """The rows through the row mapping (PyMySQL's converters) and through the columnar path."""
+def _select_both_ways(endpoint: MySqlEndpoint, where: str = "TRUE") -> tuple[pa.Table, pa.Table]:
+    """Rows of ``t`` through the row mapping (PyMySQL's converters) and through the columnar path."""
     tables = []
     for conversions in ({}, {"conv": TEXT_RESULT_CONVERSIONS}):
         with endpoint.connect(**conversions) as connection, connection.cursor() as cursor:
             for statement in SNAPSHOT_SESSION_STATEMENTS:
                 cursor.execute(statement)
             columns = read_table_column_types(cursor, endpoint.database, "t")
-            cursor.execute(query)
+            cursor.execute(f"SELECT {select_list(columns)} FROM t WHERE {where} ORDER BY id")
             rows = cursor.fetchall()
         if conversions:
             tables.append(text_rows_to_arrow(columns, rows))
@@ -103,7 +123,7 @@ def test_every_type_maps_to_identical_arrow_values_from_select_and_binlog(mysql_
         for statement in SNAPSHOT_SESSION_STATEMENTS:
             cursor.execute(statement)
         select_columns = read_table_column_types(cursor, mysql_database.database, "t")
-        cursor.execute("SELECT * FROM t ORDER BY id")
+        cursor.execute(f"SELECT {select_list(select_columns)} FROM t ORDER BY id")
         selected = [normalise_select_row(select_columns, row) for row in cursor.fetchall()]
 
     transactions, _ = read_all(mysql_database, start, tables=[table_name(mysql_database, "t")])
@@ -118,7 +138,7 @@ def test_every_type_maps_to_identical_arrow_values_from_select_and_binlog(mysql_
     binlog_table = to_arrow_table(binlog_columns, from_binlog)
     assert select_table.schema == binlog_table.schema
     assert select_table.equals(binlog_table)
-    row_path, columnar = _select_both_ways(mysql_database, "SELECT * FROM t ORDER BY id")
+    row_path, columnar = _select_both_ways(mysql_database)
     assert row_path.equals(select_table)
     assert columnar.schema == binlog_table.schema
     assert columnar.equals(binlog_table)
@@ -162,11 +182,161 @@ def test_columnar_select_nulls_the_dates_python_cannot_hold_like_the_row_path(my
         " (2, '2024-02-30', '2024-02-30 00:00:00', '2024-02-29 01:02:03.004', 0, 0),"
         " (3, '0001-01-01', '0001-01-01 00:00:00', '1970-01-01 00:00:01', NULL, NULL)",
     )
-    row_path, columnar = _select_both_ways(mysql_database, "SELECT * FROM t ORDER BY id")
+    row_path, columnar = _select_both_ways(mysql_database)
     assert columnar.equals(row_path)
     assert columnar.column("d").to_pylist()[:2] == [None, None]
     assert columnar.column("z").to_pylist() == [7, 0, None]
     # the first day Python holds goes through Arrow's parser
-    row_path, columnar = _select_both_ways(mysql_database, "SELECT * FROM t WHERE id = 3")
+    row_path, columnar = _select_both_ways(mysql_database, "id = 3")
     assert columnar.equals(row_path)
     assert columnar.column("d").to_pylist() == [datetime.date(1, 1, 1)]
+
+
+# --- FLOAT, DOUBLE and DECIMAL: every path reads the stored value, bit for bit ---------------------
+
+EXACT_COLUMNS = """
+    id INT PRIMARY KEY, f FLOAT, d DOUBLE, f_scaled FLOAT(7,4), d_scaled DOUBLE(12,2), d_wide DOUBLE(255,30),
+    dec_wide DECIMAL(65,30), dec_int DECIMAL(65,0), dec_frac DECIMAL(30,30), dec_narrow DECIMAL(38,10)
+"""
+EXACT_DECIMALS = {"dec_wide": (65, 30), "dec_int": (65, 0), "dec_frac": (30, 30), "dec_narrow": (38, 10)}
+EXACT_ROWS = 1500
+EXACT_NAMES = ("id", "f", "d", "f_scaled", "d_scaled", "d_wide", *EXACT_DECIMALS)
+UNSCALED_NAMES = ("id", "f", "d", *EXACT_DECIMALS)
+
+
+def _exact_rows(rng: random.Random) -> list[dict[str, Any]]:
+    """Edges first, then random bit patterns and full-precision decimals; the last row is all NULL."""
+    rows = []
+    for row_id in range(1, EXACT_ROWS + 1):
+        index = row_id - 1
+        row: dict[str, Any] = {
+            "id": row_id,
+            "f": FLOAT32_EDGES[index] if index < len(FLOAT32_EDGES) else random_float32(rng),
+            "d": FLOAT64_EDGES[index] if index < len(FLOAT64_EDGES) else random_float64(rng),
+            # MySQL rounds these to their scale on insert: their stored value is what the binlog holds
+            "f_scaled": rng.uniform(-999.9999, 999.9999),
+            "d_scaled": rng.uniform(-1, 1) * 10.0 ** rng.randint(-2, 9),
+            "d_wide": rng.uniform(-1, 1) * 10.0 ** rng.randint(-40, 20),
+        }
+        for name, (precision, scale) in EXACT_DECIMALS.items():
+            edges = decimal_edges(precision, scale)
+            row[name] = edges[index] if index < len(edges) else random_decimal(rng, precision, scale)
+        rows.append(row)
+    rows.append({"id": EXACT_ROWS + 1} | {name: None for name in rows[0] if name != "id"})
+    return rows
+
+
+def _parameter(value: Any) -> Any:
+    # str(Decimal) switches to exponent notation (1.5E-7), which MySQL reads as a double literal
+    return f"{value:f}" if isinstance(value, decimal.Decimal) else value
+
+
+def write_exact_table(endpoint: MySqlEndpoint) -> tuple[GtidSet, list[dict[str, Any]]]:
+    """Table ``exact`` written in one transaction after the returned position; the rows as inserted.
+
+    A float parameter is sent as its shortest round-trip text (PyMySQL's ``repr``) and a Decimal as
+    a string of its digits, so the server parses exactly the value given (a FLOAT stores the
+    float32 given).
+    """
+    execute(endpoint, f"CREATE TABLE exact ({EXACT_COLUMNS})")
+    rows = _exact_rows(random.Random(13))
+    names = list(rows[0])
+    start = gtid_executed(endpoint)
+    with endpoint.connect(autocommit=False) as connection, connection.cursor() as cursor:
+        cursor.executemany(
+            f"INSERT INTO exact ({', '.join(names)}) VALUES ({', '.join(['%s'] * len(names))})",
+            [tuple(_parameter(row[name]) for name in names) for row in rows],
+        )
+        connection.commit()
+    return start, rows
+
+
+def exact_view(row: dict[str, Any], names: tuple[str, ...] = EXACT_NAMES) -> tuple[Any, ...]:
+    """A row by bit pattern (floats) and by exact value (decimals, which the lake may keep as text)."""
+    float32_column = {"f", "f_scaled"}
+
+    def exact(name: str, value: Any) -> Any:
+        if value is None:
+            return None
+        if name in EXACT_DECIMALS:
+            return decimal.Decimal(value)
+        if name == "id":
+            return value
+        return float32_bits(value) if name in float32_column else float64_bits(value)
+
+    return tuple(exact(name, row[name]) for name in names)
+
+
+def _binlog_rows(endpoint: MySqlEndpoint, start: GtidSet, table: str) -> list[dict[str, Any]]:
+    transactions, _ = read_all(endpoint, start, tables=[table_name(endpoint, table)])
+    return sorted((dict(change.after) for t in transactions for change in t.changes), key=lambda r: r["id"])
+
+
+def _snapshot_window_rows(endpoint: MySqlEndpoint, table: str) -> list[dict[str, Any]]:
+    """The whole table read as one snapshot window, exactly as a snapshot reads a chunk."""
+    ref = TableRef(endpoint.database, table)
+    with endpoint.connect() as connection, connection.cursor() as cursor:
+        columns = read_table_column_types(cursor, ref.schema, ref.table)
+        key_columns = read_key_columns(cursor, ref, ("id",))
+    window = read_window(endpoint, ref, columns, ("id",), key_columns, Chunk(0, None, None))
+    return window.rows.to_pylist()
+
+
+def _mismatches(expected: list[tuple[Any, ...]], actual: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    assert len(actual) == len(expected)
+    return [(want, got) for want, got in zip(expected, actual, strict=True) if want != got][:5]
+
+
+def test_snapshot_comparison_and_binlog_read_floats_doubles_decimals_bit_for_bit(
+    mysql_database: MySqlEndpoint,
+):
+    """A FLOAT 568054.875 was read by the snapshot as 568055 (MySQL's 6-digit text) while the binlog
+    path stored the exact value: the lake's value depended on which path wrote the row last."""
+    start, inserted = write_exact_table(mysql_database)
+
+    binlog_rows = _binlog_rows(mysql_database, start, "exact")
+    from_binlog = [exact_view(row) for row in binlog_rows]
+    from_snapshot = [exact_view(row) for row in _snapshot_window_rows(mysql_database, "exact")]
+    compared = source_table(mysql_database, mysql_database.database, "exact").to_pylist()
+    from_comparison = [exact_view(row) for row in sorted(compared, key=lambda r: r["id"])]
+
+    # the binlog holds the stored values; columns without a scale store exactly what was inserted
+    as_inserted = [exact_view(row, UNSCALED_NAMES) for row in inserted]
+    assert _mismatches(as_inserted, [exact_view(row, UNSCALED_NAMES) for row in binlog_rows]) == []
+    assert _mismatches(from_binlog, from_snapshot) == []
+    assert _mismatches(from_binlog, from_comparison) == []
+    negative_zero = next(row for row in from_snapshot if row[0] == 2)  # the second edges; MySQL keeps -0.0
+    assert (negative_zero[1], negative_zero[2]) == (0x8000_0000, 0x8000_0000_0000_0000)
+
+
+def test_mysql_text_rounds_float_and_scaled_double_but_not_double_or_decimal(
+    mysql_database: MySqlEndpoint,
+):
+    """Why the snapshot reads FLOAT and DOUBLE through ``CAST(... AS DOUBLE)``: the plain text of a
+    FLOAT has 6 significant digits and a DOUBLE(M,D) prints D decimals, which is not always the
+    stored double, while a plain DOUBLE's text and a DECIMAL's are exact (and the CAST's, which the
+    test above reads bit for bit). A FLOAT(M,D) happens to round-trip here; it is cast all the same."""
+    start, _ = write_exact_table(mysql_database)
+    stored = _binlog_rows(mysql_database, start, "exact")
+    names = EXACT_NAMES[1:]
+    with mysql_database.connect(conv=TEXT_RESULT_CONVERSIONS) as connection, connection.cursor() as cursor:
+        cursor.execute(f"SELECT {', '.join(names)} FROM exact ORDER BY id")
+        texts = cursor.fetchall()
+
+    def parsed(name: str, text: str) -> Any:
+        if name in EXACT_DECIMALS:
+            return decimal.Decimal(text)
+        return struct.unpack("<f", struct.pack("<f", float(text)))[0] if name.startswith("f") else float(text)
+
+    inexact = {
+        name: sum(
+            exact_view({**row, name: parsed(name, text)}) != exact_view(row)
+            for row, text in zip(stored, (cells[index] for cells in texts), strict=True)
+            if text is not None
+        )
+        for index, name in enumerate(names)
+    }
+    assert inexact["f"] > EXACT_ROWS // 2
+    assert min(inexact["d_scaled"], inexact["d_wide"]) > 0
+    exact_text = ("d", *EXACT_DECIMALS)
+    assert {name: inexact[name] for name in exact_text} == dict.fromkeys(exact_text, 0)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import random
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from deltalake import DeltaTable
@@ -14,6 +17,14 @@ from airflow_mysql_cdc.engine.gtid import GtidSet
 from airflow_mysql_cdc.engine.sinks.delta_layout import LakeLayout
 from airflow_mysql_cdc.engine.snapshot.delta_snapshot import SnapshotIncompleteError
 from airflow_mysql_cdc.engine.snapshot.runner import run_sequentially, snapshot_table
+from airflow_mysql_cdc.engine.verify import lake_table
+from tests.support.exact_numbers import (
+    float32_bits,
+    float64_bits,
+    random_decimal,
+    random_float32,
+    random_float64,
+)
 from tests.support.lake import ConcurrentWriter, assert_lake_equals_source
 from tests.support.mysql import execute
 
@@ -104,3 +115,74 @@ def test_resnapshot_replaces_the_table_contents(mysql_database: MySqlEndpoint, t
     replaced = snapshot_table(mysql_database, tmp_path, table, chunk_size=50, restart=True)
     assert replaced.chunks_run == replaced.chunks_total
     assert_lake_equals_source(mysql_database, tmp_path, database, "orders")
+
+
+MEASUREMENTS_DDL = (
+    "CREATE TABLE measurements (id INT PRIMARY KEY, f1 FLOAT, f2 FLOAT NOT NULL, f_scaled FLOAT(9,3),"
+    " d DOUBLE, d_scaled DOUBLE(12,2), amount DECIMAL(65,30))"
+)
+MEASUREMENTS_INSERT = "INSERT INTO measurements VALUES (%s, %s, %s, %s, %s, %s, %s)"
+
+
+def _measurement(rng: random.Random, row_id: int) -> dict[str, Any]:
+    """A row of random bit patterns (floats) and random digits (the decimal, as text: exact)."""
+    return {
+        "id": row_id, "f1": random_float32(rng), "f2": random_float32(rng),
+        "f_scaled": rng.uniform(-1e5, 1e5), "d": random_float64(rng),
+        "d_scaled": rng.uniform(-1, 1) * 10.0 ** rng.randint(-2, 9),
+        "amount": f"{random_decimal(rng, 65, 30):f}",
+    }  # fmt: skip
+
+
+def _exact_floats(rows: Iterable[dict[str, Any]]) -> dict[int, tuple[int, int, int]]:
+    """The unscaled FLOAT and DOUBLE columns by id, as bit patterns (scaled ones MySQL rounds)."""
+    return {
+        row["id"]: (float32_bits(row["f1"]), float32_bits(row["f2"]), float64_bits(row["d"])) for row in rows
+    }
+
+
+def test_float_heavy_table_snapshot_then_streamed_changes_equal_the_source_bit_for_bit(
+    mysql_database: MySqlEndpoint, tmp_path: Path
+) -> None:
+    """The snapshot read FLOATs as MySQL's 6-digit text while the binlog path wrote exact values, so
+    a row's lake value depended on which path wrote it last (a third of a FLOAT-heavy table)."""
+    database = mysql_database.database
+    rng = random.Random(5)
+    execute(mysql_database, MEASUREMENTS_DDL)
+    inserted = [_measurement(rng, row_id) for row_id in range(1, 601)]
+    with mysql_database.connect() as connection, connection.cursor() as cursor:
+        cursor.executemany(MEASUREMENTS_INSERT, [tuple(row.values()) for row in inserted])
+    expected = _exact_floats(inserted)
+    table = f"{database}.measurements"
+
+    result = snapshot_table(mysql_database, tmp_path, table, chunk_size=100, run_windows=run_sequentially)
+
+    assert result.chunks_total > 5
+    # checked against the values inserted, not only against another SELECT of the source
+    assert _exact_floats(lake_table(tmp_path, database, "measurements").to_pylist()) == expected
+
+    with mysql_database.connect(autocommit=False) as connection, connection.cursor() as cursor:
+        for row_id in range(1, 601, 3):  # new values, written by the binlog path
+            changed = {
+                "id": row_id,
+                "f1": random_float32(rng),
+                "f2": random_float32(rng),
+                "d": random_float64(rng),
+            }
+            cursor.execute(
+                "UPDATE measurements SET f1 = %(f1)s, f2 = %(f2)s, d = %(d)s WHERE id = %(id)s", changed
+            )
+            expected |= _exact_floats([changed])
+        # other columns changed: the binlog rewrites the whole row, FLOATs included
+        cursor.execute("UPDATE measurements SET amount = amount / 3 WHERE id % 3 = 2")
+        connection.commit()
+        cursor.execute("DELETE FROM measurements WHERE id % 30 = 0")
+        expected = {row_id: bits for row_id, bits in expected.items() if row_id % 30}
+        added = [_measurement(rng, row_id) for row_id in range(601, 701)]
+        cursor.executemany(MEASUREMENTS_INSERT, [tuple(row.values()) for row in added])
+        expected |= _exact_floats(added)
+        connection.commit()
+    _stream(mysql_database, tmp_path, (table,), result.stream_start)
+
+    assert_lake_equals_source(mysql_database, tmp_path, database, "measurements")
+    assert _exact_floats(lake_table(tmp_path, database, "measurements").to_pylist()) == expected

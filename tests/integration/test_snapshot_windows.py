@@ -11,7 +11,7 @@ from airflow_mysql_cdc.engine.binlog_reader import BinlogReader
 from airflow_mysql_cdc.engine.changes import Op
 from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.engine.gtid import GtidSet
-from airflow_mysql_cdc.engine.mysql_types import normalise_select_row, read_table_column_types
+from airflow_mysql_cdc.engine.mysql_types import normalise_select_row, read_table_column_types, select_list
 from airflow_mysql_cdc.engine.snapshot import runner as runner_module
 from airflow_mysql_cdc.engine.snapshot import window as window_module
 from airflow_mysql_cdc.engine.snapshot.change_filter import (
@@ -53,7 +53,7 @@ def _source_rows(endpoint: MySqlEndpoint, ref: TableRef) -> dict[tuple, dict[str
     with endpoint.connect() as connection, connection.cursor() as cursor:
         cursor.execute("SET time_zone = '+00:00'")
         columns = read_table_column_types(cursor, ref.schema, ref.table)
-        cursor.execute(f"SELECT * FROM {ref.quoted}")
+        cursor.execute(f"SELECT {select_list(columns)} FROM {ref.quoted}")
         rows = [normalise_select_row(columns, row) for row in cursor.fetchall()]
     return {(row["region"].lower(), row["n"]): row for row in rows}
 

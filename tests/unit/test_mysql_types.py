@@ -17,6 +17,7 @@ from airflow_mysql_cdc.engine.mysql_types import (
     UnsupportedColumnTypeError,
     binlog_normaliser,
     canonical_json,
+    select_list,
     select_normaliser,
     to_arrow_array,
 )
@@ -85,6 +86,18 @@ def test_select_quirks_are_fixed():
     assert select_normaliser(ColumnType("t", "timestamp"))(naive_utc) == naive_utc
     assert select_normaliser(ColumnType("t", "timestamp"))("0000-00-00 00:00:00") is None
     assert select_normaliser(ColumnType("j", "json"))('{"b": 1, "a": "ü"}') == '{"a":"ü","b":1}'
+
+
+def test_select_list_reads_float_and_double_through_a_cast_under_their_own_names():
+    columns = (
+        ColumnType("id", "int", bits=32),
+        ColumnType("f", "float"),
+        ColumnType("odd`name", "double"),
+        ColumnType("price", "decimal", precision=12, scale=2),
+    )
+    assert select_list(columns) == (
+        "`id`, CAST(`f` AS DOUBLE) AS `f`, CAST(`odd``name` AS DOUBLE) AS `odd``name`, `price`"
+    )
 
 
 def test_canonical_json_is_one_text_per_document():

@@ -16,7 +16,7 @@ from typing import Any
 
 import pymysql
 
-from airflow_mysql_cdc.engine.table_metadata import TableMetadata, TableRef
+from airflow_mysql_cdc.engine.table_metadata import TableMetadata, TableRef, quote_identifier
 
 
 class NoRowKeyError(ValueError):
@@ -30,10 +30,6 @@ class Chunk:
     """Exclusive lower bound; None for the first chunk."""
     upper: tuple[Any, ...] | None
     """Inclusive upper bound; None for the last chunk."""
-
-
-def quote_identifier(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
 
 
 def key_columns_sql(key: Sequence[str]) -> str:

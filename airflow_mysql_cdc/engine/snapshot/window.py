@@ -29,6 +29,11 @@ a plain ``SELECT *`` fetched with PyMySQL's default converters. Reconciliation w
 ``H - L`` touched only: the last change to each such key decides its row (or its absence), so the
 chunk's rows with those keys are dropped and the changed rows appended, and no other row is ever
 turned back into Python values.
+
+The select list is :func:`.mysql_types.select_list`, which reads FLOAT and DOUBLE as
+``CAST(x AS DOUBLE)``: their plain text is rounded (a FLOAT to 6 digits), the cast's is the stored
+value, as the binlog path has it, so a row's lake value does not depend on which path wrote it
+(``test_float_heavy_table_snapshot_then_streamed_changes_equal_the_source_bit_for_bit``).
 """
 
 from __future__ import annotations
@@ -51,13 +56,14 @@ from airflow_mysql_cdc.engine.gtid import GtidSet
 from airflow_mysql_cdc.engine.mysql_types import (
     SNAPSHOT_SESSION_STATEMENTS,
     ColumnType,
+    select_list,
     to_arrow_array,
 )
 from airflow_mysql_cdc.engine.select_arrow import TEXT_RESULT_CONVERSIONS, text_rows_to_arrow
-from airflow_mysql_cdc.engine.snapshot.chunks import Chunk, key_columns_sql, quote_identifier, range_predicate
+from airflow_mysql_cdc.engine.snapshot.chunks import Chunk, range_predicate
 from airflow_mysql_cdc.engine.snapshot.key_order import KeyColumn, KeyOrder
 from airflow_mysql_cdc.engine.stop_rules import UntilGtidSet
-from airflow_mysql_cdc.engine.table_metadata import TableRef
+from airflow_mysql_cdc.engine.table_metadata import TableRef, quote_identifier
 
 log = logging.getLogger(__name__)
 
@@ -152,10 +158,10 @@ def read_window(
             )  # fmt: skip
     started = time.monotonic()
     where, params = range_predicate(key, chunk)
-    select = (
-        f"SELECT {', '.join(quote_identifier(c.name) for c in columns)} FROM {table.quoted}"
-        f" WHERE {where} ORDER BY {key_columns_sql(key)}"
-    )
+    # Qualified: a bare name in ORDER BY means the select list's alias, and a FLOAT or DOUBLE key's
+    # alias is its CAST, which MySQL sorts instead of walking the key's index.
+    order_by = ", ".join(f"{table.quoted}.{quote_identifier(name)}" for name in key)
+    select = f"SELECT {select_list(columns)} FROM {table.quoted} WHERE {where} ORDER BY {order_by}"
     with connection.cursor() as cursor, _cyclic_collector_paused():
         attempts = 0
         while True:
