@@ -244,15 +244,23 @@ class MySqlCdcSparkSubmitHook(SparkSubmitHook):
             )
         command = self.build_command(application)
         self._returncode = None
-        self._submit_sp = subprocess.Popen(
-            command,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            bufsize=-1,
-            text=True,
-            env=self._process_environment(),
-            start_new_session=True,
-        )
+        environment = self._process_environment()
+        try:
+            self._submit_sp = subprocess.Popen(
+                command,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                bufsize=-1,
+                text=True,
+                env=environment,
+                start_new_session=True,
+            )
+        except FileNotFoundError:
+            raise SparkSubmitRefused(
+                f"{command[0]} was not found on PATH ({environment.get('PATH', '')}). Install pyspark "
+                "next to Airflow, or put a Spark distribution's bin folder on the worker's PATH, or "
+                "set the Spark connection's spark-binary extra to the name your distribution uses."
+            ) from None
         try:
             self._process_spark_submit_log(iter(self._submit_sp.stdout))  # type: ignore[arg-type]
             self._returncode = self._submit_sp.wait()

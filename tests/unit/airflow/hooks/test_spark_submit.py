@@ -18,6 +18,7 @@ from airflow_mysql_cdc.hooks.spark_submit import (
     ClusterDeployModeRefused,
     MySqlCdcSparkSubmitHook,
     SecretInArgumentsRefused,
+    SparkSubmitRefused,
 )
 from airflow_mysql_cdc.operators.binlog_apply import MySqlCdcBinlogApplyOperator
 from tests.support.airflow import connection_env
@@ -169,6 +170,14 @@ def test_secrets_are_registered_with_the_airflow_secrets_masker(monkeypatch: pyt
     )
     assert redact(f"log line with {PASSWORD}") == "log line with ***"
     assert redact(endpoint_json) == "***"
+
+
+def test_a_missing_spark_binary_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    _use_spark_connection(monkeypatch, "local[2]")
+    hook = MySqlCdcSparkSubmitHook(conn_id="spark_under_test", spark_binary="spark3-submit")
+    with pytest.raises(SparkSubmitRefused, match="spark3-submit was not found on PATH") as refusal:
+        hook.submit("app.py")
+    assert "Install pyspark next to Airflow" in str(refusal.value)
 
 
 def test_env_vars_are_refused_since_the_provider_puts_them_on_the_command_line() -> None:
