@@ -12,6 +12,7 @@ from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
 from tests.support.airflow import migrate_airflow_db
 from tests.support.frozen_replica import FrozenReplica
 from tests.support.mysql import ServerPool, database_name_for, execute, shared_server_endpoint
+from tests.support.spark_cluster import SparkStandaloneCluster
 
 # Airflow reads AIRFLOW_HOME at import time: point it at a throwaway folder before any test
 # imports Airflow, so tests never touch the developer's real Airflow installation.
@@ -55,3 +56,11 @@ def mysql_database(mysql_server: MySqlEndpoint, request: pytest.FixtureRequest) 
 def airflow_db() -> None:
     """An Airflow metadata database (SQLite in the test AIRFLOW_HOME), for dag.test() runs."""
     migrate_airflow_db()
+
+
+@pytest.fixture(scope="session")
+def spark_standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkStandaloneCluster]:
+    """A Spark standalone master and worker on loopback (2 cores, 1 GiB), stopped after the run."""
+    cluster = SparkStandaloneCluster(tmp_path_factory.mktemp("spark-standalone")).start()
+    yield cluster
+    cluster.stop()

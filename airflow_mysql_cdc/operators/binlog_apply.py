@@ -138,8 +138,9 @@ class MySqlCdcBinlogApplyOperator(SparkApplicationOperator):
         result = self.run_application(
             self.application,
             name=f"mysql-cdc-apply-{config.pipeline_id}",
-            endpoint=endpoint,
             config_json=config.to_json(),
+            secret_environment=endpoint.to_environment(),
+            secret_values=(endpoint.password,),
             extra_args=self._parallelism_args(),
         )
         if result.get("already_applied"):

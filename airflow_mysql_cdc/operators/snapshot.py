@@ -80,8 +80,9 @@ class MySqlCdcSnapshotOperator(SparkApplicationOperator):
         result = self.run_application(
             self.application,
             name="mysql-cdc-snapshot",
-            endpoint=endpoint,
             config_json=config.to_json(),
+            secret_environment=endpoint.to_environment(),
+            secret_values=(endpoint.password,),
             extra_args=() if self.use_spark else ("--no-spark",),
         )
         for table in result["tables"]:

@@ -5,20 +5,17 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
-import subprocess
 import sys
 import tempfile
-import time
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
-from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 from airflow.sdk import BaseOperator
-from airflow.sdk.exceptions import AirflowException, AirflowFailException
+from airflow.sdk.exceptions import AirflowFailException
 
-from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.engine.entrypoints import common
+from airflow_mysql_cdc.hooks.spark_submit import MySqlCdcSparkSubmitHook, SparkSubmitFailed
 
 # Exit codes of the applications that no retry can fix (see the entry points' docstrings).
 FINAL_EXIT_CODES = {
@@ -28,36 +25,28 @@ FINAL_EXIT_CODES = {
 }
 
 
-def kill_process_group(process: subprocess.Popen, *, grace_s: float = 10.0) -> None:
-    """SIGTERM the whole group started for spark-submit (JVM and Python driver), SIGKILL stragglers.
+def driver_environment() -> dict[str, str]:
+    """What the local driver and its Python workers need besides the secrets: this interpreter.
 
-    The Spark provider's ``on_kill`` kills only the spark-submit JVM; in local and client mode the
-    Python driver is the JVM's child and would go on writing until it next writes to its closed
-    output pipe. We start spark-submit in a new session, so its process group holds the driver
-    too. SIGTERM first lets the driver commit its pending batch and exit cleanly.
+    ``PATH`` ends with this interpreter's folder, where pip puts pyspark's ``spark-submit``: a
+    Spark distribution already on ``PATH`` (the cluster's client, ``$SPARK_HOME/bin``) wins.
     """
-    group = process.pid  # start_new_session: the group id is spark-submit's pid
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(group, sig)
-        except ProcessLookupError:
-            return
-        deadline = time.monotonic() + grace_s
-        while time.monotonic() < deadline:
-            process.poll()  # reap spark-submit itself, or it stays in the group as a zombie
-            try:
-                os.killpg(group, 0)
-            except ProcessLookupError:
-                return
-            time.sleep(0.1)
+    return {
+        "PYSPARK_PYTHON": sys.executable,
+        "PYSPARK_DRIVER_PYTHON": sys.executable,
+        "PYTHONUNBUFFERED": "1",
+        "PATH": os.environ.get("PATH", "") + os.pathsep + str(Path(sys.executable).parent),
+    }
 
 
 class SparkApplicationOperator(BaseOperator):
     """Writes a config file, runs an application under spark-submit, returns its result file.
 
-    The MySQL endpoint (with its password) goes to the application in the environment; argv and
-    the config file hold nothing secret. spark-submit runs in its own process group, which is
-    killed as a whole on ``on_kill``, on a task timeout and on any failure.
+    Secrets (the MySQL endpoint with its password) go to the application in the spark-submit
+    process environment through :class:`MySqlCdcSparkSubmitHook`, which runs client mode only and
+    refuses a command line holding a secret; argv and the config file hold nothing secret.
+    spark-submit runs in its own process group, which is killed as a whole on ``on_kill``, on a
+    task timeout and on any failure.
     """
 
     def __init__(
@@ -72,31 +61,29 @@ class SparkApplicationOperator(BaseOperator):
         self.spark_conn_id = spark_conn_id
         self.spark_conf = spark_conf
         self.py_files = py_files
-        self._hook: SparkSubmitHook | None = None
+        self._hook: MySqlCdcSparkSubmitHook | None = None
 
     def run_application(
         self,
         application: str,
         *,
         name: str,
-        endpoint: MySqlEndpoint,
         config_json: str,
+        secret_environment: Mapping[str, str],
+        secret_values: Collection[str] = (),
         extra_args: tuple[str, ...] = (),
     ) -> dict[str, Any]:
-        environment = {
-            **endpoint.to_environment(),
-            "PYSPARK_PYTHON": sys.executable,
-            "PYSPARK_DRIVER_PYTHON": sys.executable,
-            "PYTHONUNBUFFERED": "1",
-            # spark-submit is found next to this interpreter when it was pip-installed with pyspark.
-            "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""),
-        }
+        """Run ``application`` and return its result file.
+
+        :param secret_environment: variables holding secrets, for the driver's environment only.
+        :param secret_values: secrets inside those values (a password inside a JSON value).
+        """
         safe_name = re.sub(r"[^A-Za-z0-9_.-]", "_", name)
         with tempfile.TemporaryDirectory(prefix=f"{safe_name}-") as workdir:
             config_file = Path(workdir) / "config.json"
             result_file = Path(workdir) / "result.json"
             config_file.write_text(config_json)
-            self._hook = SparkSubmitHook(
+            self._hook = MySqlCdcSparkSubmitHook(
                 conn_id=self.spark_conn_id,
                 name=safe_name,
                 conf=self.spark_conf,
@@ -108,29 +95,25 @@ class SparkApplicationOperator(BaseOperator):
                     str(result_file),
                     *extra_args,
                 ],
-                env_vars=environment,
+                environment=driver_environment(),
+                secret_environment=secret_environment,
+                secret_values=secret_values,
             )
             try:
-                self._hook.submit(application, start_new_session=True)
-            except AirflowException as error:
+                self._hook.submit(application)
+            except SparkSubmitFailed as error:
                 raise self._failure(error) from error
             finally:
-                self._kill_tree()
+                self._hook.kill_process_group()
             return json.loads(result_file.read_text())
 
-    def _failure(self, error: AirflowException) -> Exception:
-        code = self._hook._submit_sp.returncode if self._hook and self._hook._submit_sp else None
-        if code in FINAL_EXIT_CODES:
-            return AirflowFailException(f"{self.task_id} failed: {FINAL_EXIT_CODES[code]}. {error}")
+    def _failure(self, error: SparkSubmitFailed) -> Exception:
+        if error.returncode in FINAL_EXIT_CODES:
+            return AirflowFailException(
+                f"{self.task_id} failed: {FINAL_EXIT_CODES[error.returncode]}. {error}"
+            )
         return error
 
-    def _kill_tree(self) -> None:
-        process = self._hook._submit_sp if self._hook else None
-        if process is None:
-            return
-        if process.poll() is None:
-            self.log.warning("Stopping spark-submit (pid %d) and its children", process.pid)
-        kill_process_group(process)
-
     def on_kill(self) -> None:
-        self._kill_tree()
+        if self._hook is not None:
+            self._hook.kill_process_group()

@@ -110,10 +110,10 @@ def _start_live_operator(
     deadline = time.monotonic() + 90
     while driver is None and time.monotonic() < deadline:
         time.sleep(0.5)
-        process = operator._hook._submit_sp if operator._hook else None
-        if process is None:
+        pid = operator._hook.pid if operator._hook else None
+        if pid is None:
             continue
-        children = psutil.Process(process.pid).children(recursive=True)
+        children = psutil.Process(pid).children(recursive=True)
         driver = next((c for c in children if "binlog_to_delta" in _command_line(c)), None)
     assert driver is not None, "the Python driver never started"
     return operator, thread, failure, driver
@@ -130,7 +130,7 @@ def test_on_kill_stops_spark_submit_and_the_python_driver(
     mysql_database: MySqlEndpoint, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     operator, thread, failure, driver = _start_live_operator(mysql_database, tmp_path, monkeypatch, 6102)
-    spark_submit = psutil.Process(operator._hook._submit_sp.pid)
+    spark_submit = psutil.Process(operator._hook.pid)
     operator.on_kill()
     thread.join(timeout=60)
     assert not thread.is_alive()

@@ -1,0 +1,202 @@
+"""MySqlCdcSparkSubmitHook: secrets reach the driver through the environment, never through argv.
+
+spark-submit is the recorder of tests/support/spark_submit.py (no YARN, Kubernetes or standalone
+cluster here); the operator runs its real submit path with real Airflow connections.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from airflow.providers.apache.spark.hooks import spark_submit as provider
+from airflow.sdk.log import redact
+
+from airflow_mysql_cdc.engine.endpoint import ENVIRONMENT_VARIABLE, MySqlEndpoint
+from airflow_mysql_cdc.hooks.spark_submit import (
+    ClusterDeployModeRefused,
+    MySqlCdcSparkSubmitHook,
+    SecretInArgumentsRefused,
+    SparkSubmitRefused,
+)
+from airflow_mysql_cdc.operators.binlog_apply import MySqlCdcBinlogApplyOperator
+from tests.support.airflow import connection_env
+from tests.support.spark_submit import SparkSubmitRecorder
+
+PASSWORD = "Recorder-Secret-91q"
+SOURCE = MySqlEndpoint(host="127.0.0.1", port=3306, user="cdc", password=PASSWORD)
+APPLY_RESULT = {"end_gtids": "", "transactions": 0, "batches": 0, "rows_by_table": {}, "lag_s": 0.0}
+MASTERS = {
+    "local[2]": {"host": "local[2]"},
+    "spark://127.0.0.1:7077": {"host": "spark://127.0.0.1", "port": 7077},
+    "yarn": {"host": "yarn"},
+    "k8s://https://127.0.0.1:6443": {"host": "k8s://https://127.0.0.1", "port": 6443},
+}
+
+
+@pytest.fixture
+def recorder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> SparkSubmitRecorder:
+    recorder = SparkSubmitRecorder(tmp_path / "spark-submit", monkeypatch)
+    recorder.behave(result=APPLY_RESULT)
+    monkeypatch.setenv("AIRFLOW_CONN_CDC_SOURCE", connection_env(SOURCE, server_id=6201))
+    return recorder
+
+
+def _use_spark_connection(monkeypatch: pytest.MonkeyPatch, master: str, **extra: str) -> None:
+    connection = {"conn_type": "spark", **MASTERS[master], "extra": extra}
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_UNDER_TEST", json.dumps(connection))
+
+
+def _apply_operator(tmp_path: Path, **kwargs) -> MySqlCdcBinlogApplyOperator:
+    return MySqlCdcBinlogApplyOperator(
+        task_id="apply",
+        mysql_cdc_conn_id="cdc_source",
+        spark_conn_id="spark_under_test",
+        tables="shop.orders",
+        lake_root=str(tmp_path / "lake"),
+        pipeline_id="recorded",
+        mode="until_caught_up",
+        **kwargs,
+    )
+
+
+@pytest.mark.parametrize("master", MASTERS)
+def test_client_mode_passes_the_password_in_the_environment_and_in_no_argument(
+    master: str, recorder: SparkSubmitRecorder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _use_spark_connection(monkeypatch, master)
+    assert _apply_operator(tmp_path).execute({}) == APPLY_RESULT
+    [call] = recorder.calls()
+    assert [argument for argument in call.argv if PASSWORD in argument] == []
+    assert call.argv[call.argv.index("--master") + 1] == master
+    assert call.argv[call.argv.index("--deploy-mode") + 1] == "client"
+    assert not any("appMasterEnv" in argument or "driverEnv" in argument for argument in call.argv)
+    assert MySqlEndpoint.from_environment(call.environment).password == PASSWORD
+    assert call.environment["PYSPARK_PYTHON"] == call.environment["PYSPARK_DRIVER_PYTHON"]
+
+
+def test_kubernetes_client_mode_needs_no_kubernetes_provider_and_keeps_the_namespace(
+    recorder: SparkSubmitRecorder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with pytest.raises(ImportError):
+        import airflow.providers.cncf.kubernetes  # noqa: F401
+    _use_spark_connection(monkeypatch, "k8s://https://127.0.0.1:6443", namespace="cdc-jobs")
+    _apply_operator(tmp_path).execute({})
+    [call] = recorder.calls()
+    assert "spark.kubernetes.namespace=cdc-jobs" in call.argv
+
+
+@pytest.mark.parametrize("master", [m for m in MASTERS if not m.startswith("local")])
+def test_cluster_deploy_mode_is_refused_before_spark_submit_runs(
+    master: str, recorder: SparkSubmitRecorder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _use_spark_connection(monkeypatch, master, **{"deploy-mode": "cluster"})
+    with pytest.raises(ClusterDeployModeRefused) as refusal:
+        _apply_operator(tmp_path).execute({})
+    message = str(refusal.value)
+    assert "Deploy mode 'cluster' (from the Spark connection's deploy-mode extra" in message
+    assert "only client mode is" in message
+    assert "every user of this host can read" in message
+    assert "Use client mode" in message
+    assert recorder.calls() == []
+
+
+def test_cluster_deploy_mode_in_spark_conf_is_refused(
+    recorder: SparkSubmitRecorder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _use_spark_connection(monkeypatch, "yarn")
+    operator = _apply_operator(tmp_path, spark_conf={"spark.submit.deployMode": "cluster"})
+    with pytest.raises(ClusterDeployModeRefused, match="from spark.submit.deployMode in spark_conf"):
+        operator.execute({})
+    assert recorder.calls() == []
+
+
+@pytest.mark.parametrize(
+    "spark_conf",
+    [
+        {"spark.hadoop.javax.jdo.option.ConnectionPassword": PASSWORD},
+        {"spark.driver.extraJavaOptions": f"-Ddb.url=mysql://cdc:{PASSWORD}@db/"},
+    ],
+    ids=["whole value", "inside a value"],
+)
+def test_a_password_in_spark_conf_is_refused_without_showing_it(
+    spark_conf: dict[str, str], recorder: SparkSubmitRecorder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _use_spark_connection(monkeypatch, "local[2]")
+    with pytest.raises(SecretInArgumentsRefused) as refusal:
+        _apply_operator(tmp_path, spark_conf=spark_conf).execute({})
+    message = str(refusal.value)
+    assert "Refusing to run spark-submit" in message
+    assert "readable by every user of this host" in message
+    assert "Remove the secret from spark_conf" in message
+    assert PASSWORD not in message
+    assert "***" in message
+    assert recorder.calls() == []
+
+
+def test_a_whole_secret_variable_value_in_an_argument_is_named_in_the_refusal(
+    recorder: SparkSubmitRecorder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _use_spark_connection(monkeypatch, "yarn")
+    secret_environment = {"AWS_SECRET_ACCESS_KEY": "abc/Secret+Key"}
+    hook = MySqlCdcSparkSubmitHook(
+        conn_id="spark_under_test",
+        conf={"spark.hadoop.fs.s3a.secret.key": "abc/Secret+Key"},
+        secret_environment=secret_environment,
+    )
+    with pytest.raises(SecretInArgumentsRefused, match="holds the value of AWS_SECRET_ACCESS_KEY"):
+        hook.submit("app.py")
+    assert recorder.calls() == []
+
+
+def test_a_short_secret_is_refused_only_as_a_whole_value(monkeypatch: pytest.MonkeyPatch) -> None:
+    _use_spark_connection(monkeypatch, "local[2]")
+    conf = {"spark.executor.memory": "1g"}
+    by_chance = MySqlCdcSparkSubmitHook(conn_id="spark_under_test", conf=conf, secret_values=["mem"])
+    assert "spark.executor.memory=1g" in by_chance.build_command("a.py")
+    hook = MySqlCdcSparkSubmitHook(conn_id="spark_under_test", conf=conf, secret_values=["1g"])
+    with pytest.raises(SecretInArgumentsRefused, match="'spark.executor.memory=\\*\\*\\*'"):
+        hook.build_command("a.py")
+
+
+def test_secrets_are_registered_with_the_airflow_secrets_masker(monkeypatch: pytest.MonkeyPatch) -> None:
+    _use_spark_connection(monkeypatch, "local[2]")
+    endpoint_json = SOURCE.to_environment()[ENVIRONMENT_VARIABLE]
+    MySqlCdcSparkSubmitHook(
+        conn_id="spark_under_test",
+        secret_environment=SOURCE.to_environment(),
+        secret_values=[PASSWORD],
+    )
+    assert redact(f"log line with {PASSWORD}") == "log line with ***"
+    assert redact(endpoint_json) == "***"
+
+
+def test_a_missing_spark_binary_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    _use_spark_connection(monkeypatch, "local[2]")
+    hook = MySqlCdcSparkSubmitHook(conn_id="spark_under_test", spark_binary="spark3-submit")
+    with pytest.raises(SparkSubmitRefused, match="spark3-submit was not found on PATH") as refusal:
+        hook.submit("app.py")
+    assert "Install pyspark next to Airflow" in str(refusal.value)
+
+
+def test_env_vars_are_refused_since_the_provider_puts_them_on_the_command_line() -> None:
+    with pytest.raises(TypeError, match="takes no env_vars"):
+        MySqlCdcSparkSubmitHook(env_vars={"A": "b"})
+
+
+def test_the_provider_members_the_hook_relies_on_exist() -> None:
+    hook_class = provider.SparkSubmitHook
+    for member in (
+        "_resolve_connection",
+        "_build_spark_common_args",
+        "_build_spark_submit_command",
+        "_process_spark_submit_log",
+        "_run_post_submit_commands",
+        "_mask_cmd",
+        "_submit_log_tail",
+    ):
+        assert hasattr(hook_class, member), member
+    source = Path(provider.__file__).read_text()
+    for assignment in ("self._is_kubernetes = ", "self._submit_sp: ", "self._connection = ", "self._conf = "):
+        assert assignment in source, assignment
