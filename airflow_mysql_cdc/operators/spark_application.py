@@ -10,6 +10,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -82,9 +83,12 @@ class SparkApplicationOperator(BaseOperator):
         endpoint: MySqlEndpoint,
         config_json: str,
         extra_args: tuple[str, ...] = (),
+        lake_secret_environment: Mapping[str, str] | None = None,
     ) -> dict[str, Any]:
         environment = {
             **endpoint.to_environment(),
+            # The lake's credentials (secret storage options), like the endpoint: environment only.
+            **(lake_secret_environment or {}),
             "PYSPARK_PYTHON": sys.executable,
             "PYSPARK_DRIVER_PYTHON": sys.executable,
             "PYTHONUNBUFFERED": "1",
