@@ -12,11 +12,13 @@ import pytest
 
 from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.engine.gtid import GtidSet
-from airflow_mysql_cdc.engine.sinks.delta_layout import LakeLayout
+from airflow_mysql_cdc.engine.lake_storage import lake_table_exists
+from airflow_mysql_cdc.engine.sinks.delta_layout import LakeLayout, LakeRoot
 from airflow_mysql_cdc.engine.sinks.pipeline_state import PipelineStateStore
 from tests.support.airflow import connection_env, run_dag, xcom_value
 from tests.support.lake import ConcurrentWriter, assert_lake_equals_source, changelog_entries
 from tests.support.mysql import execute
+from tests.support.object_store import S3Lake
 
 DAG_FILE = "pipeline_daily.py"
 ALL_TASKS = (
@@ -24,10 +26,16 @@ ALL_TASKS = (
     "apply_segment", "publish_checkpoint",
 )  # fmt: skip
 SPARK_LOCAL = json.dumps({"conn_type": "spark", "host": "local[2]"})
+LAKE_CONN_ID = "lake_s3"
 
 
 class Pipeline:
-    """One configured copy of the example DAG, with its own DAG id, lake and connection."""
+    """One configured copy of the example DAG, with its own DAG id, lake and connection.
+
+    The lake is local (``workdir/lake``), or ``s3_lake``: an object-store location whose public
+    options go into the configuration and whose credentials into an ``aws`` connection
+    (``lake_conn_id``), as a user would set it up.
+    """
 
     def __init__(
         self,
@@ -35,15 +43,23 @@ class Pipeline:
         workdir: Path,
         source: MySqlEndpoint,
         tables: list[str],
+        *,
+        s3_lake: S3Lake | None = None,
         **overrides: Any,
     ) -> None:
         self.monkeypatch = monkeypatch
         self.dag_id = f"pipeline_{uuid.uuid4().hex[:10]}"
-        self.lake = workdir / "lake"
+        self.lake: LakeRoot = s3_lake.root if s3_lake else workdir / "lake"
+        self.storage_options = s3_lake.storage_options if s3_lake else None
+        """Everything the test's own reads of the lake need, credentials included."""
         self.config_file = workdir / "pipeline.json"
+        lake_settings: dict[str, Any] = {"lake_root": str(self.lake)}
+        if s3_lake:
+            lake_settings |= {"storage_options": s3_lake.store.public_options, "lake_conn_id": LAKE_CONN_ID}
+            monkeypatch.setenv(f"AIRFLOW_CONN_{LAKE_CONN_ID.upper()}", s3_lake.store.aws_connection())
         self.config = {
             "dag_id": self.dag_id, "pipeline_id": "e2e", "mysql_cdc_conn_id": "cdc_source",
-            "spark_conn_id": "spark_local", "tables": tables, "lake_root": str(self.lake),
+            "spark_conn_id": "spark_local", "tables": tables, **lake_settings,
             "schedule": "every 6s", "start_date": "2026-01-01T00:00:00+00:00", "chunk_size": 60,
             "retries": 0, "sensor_mode": "poke", "sensor_poke_interval_s": 1,
             "resumability_timeout_s": 40, "batch_max_seconds": 0.3,
@@ -65,7 +81,7 @@ class Pipeline:
         return run_dag(DAG_FILE, self.dag_id, logical_date=interval_end)
 
     def lake_position(self) -> GtidSet:
-        state = PipelineStateStore(LakeLayout(self.lake).state, "e2e").read()
+        state = PipelineStateStore(LakeLayout(self.lake).state, "e2e", self.storage_options).read()
         assert state is not None
         return state.applied_gtids
 
@@ -102,10 +118,16 @@ def checkpoint(dag_run) -> dict[str, Any]:
     return record
 
 
-def assert_exact(endpoint: MySqlEndpoint, lake: Path, database: str, *tables: str) -> None:
+def assert_exact(
+    endpoint: MySqlEndpoint,
+    lake: LakeRoot,
+    database: str,
+    *tables: str,
+    storage_options: dict[str, str] | None = None,
+) -> None:
     for table in tables:
-        assert_lake_equals_source(endpoint, lake, database, table)
-        if not LakeLayout(lake).changelog(database, table).exists():
+        assert_lake_equals_source(endpoint, lake, database, table, storage_options)
+        if not lake_table_exists(LakeLayout(lake).changelog(database, table), storage_options):
             continue  # no change reached the table since its snapshot
-        entries = [entry[:2] for entry in changelog_entries(lake, database, table)]
+        entries = [entry[:2] for entry in changelog_entries(lake, database, table, storage_options)]
         assert len(entries) == len(set(entries)), f"{table}: a change reached the changelog twice"
