@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import json
+import threading
+import time
 import uuid
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 
 from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
@@ -84,6 +88,29 @@ class Pipeline:
         state = PipelineStateStore(LakeLayout(self.lake).state, "e2e", self.storage_options).read()
         assert state is not None
         return state.applied_gtids
+
+
+def kill_application_after_a_batch(pipeline: Pipeline, before: GtidSet) -> threading.Thread:
+    """kill -9 the binlog application once it committed a batch of the segment (a crash mid-run)."""
+
+    def kill() -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                if pipeline.lake_position() != before:
+                    break
+            except Exception:  # noqa: BLE001 - the state table may be mid-commit
+                pass
+            time.sleep(0.2)
+        # Only this test's own application: dag.test runs the task in this process, so it is a child.
+        for process in psutil.Process().children(recursive=True):
+            with contextlib.suppress(psutil.NoSuchProcess, psutil.ZombieProcess):
+                if any("binlog_to_delta" in part for part in process.cmdline()):
+                    process.kill()
+
+    killer = threading.Thread(target=kill, daemon=True)
+    killer.start()
+    return killer
 
 
 def now() -> datetime.datetime:
