@@ -220,6 +220,7 @@ def test_the_daily_dag_on_an_s3_lake_recovers_refuses_a_second_writer_and_leaks_
     output = capfd.readouterr()
     logs = output.out + output.err + holder_stderr.decode()
     assert "a second instance must not write it at the same time" in logs
+    assert "parallel catch-up of" in logs and "continuing with the single reader" not in logs  # run 3
     assert "Spark-Submit cmd" in logs and s3_lake.root in logs
     assert containing([logs], *secrets) == [], "a lake credential reached a task log"
     spark_commands = [line for line in logs.splitlines() if "Spark-Submit cmd" in line]
