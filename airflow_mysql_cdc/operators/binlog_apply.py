@@ -10,7 +10,7 @@ from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_mysql_cdc.engine.apply_config import ApplyConfig
 from airflow_mysql_cdc.engine.entrypoints import binlog_to_delta
-from airflow_mysql_cdc.engine.lake_storage import secret_storage_options_to_environment
+from airflow_mysql_cdc.engine.lake_storage import check_storage_options, secret_storage_options_to_environment
 from airflow_mysql_cdc.hooks.lake_storage import LakeStorageHook
 from airflow_mysql_cdc.hooks.mysql_cdc import MySqlCdcHook
 from airflow_mysql_cdc.operators.prerequisites import parse_table_list
@@ -89,7 +89,8 @@ class MySqlCdcBinlogApplyOperator(SparkApplicationOperator):
         super().__init__(**kwargs)
         self.tables = tables
         self.lake_root = lake_root
-        self.storage_options = storage_options or {}
+        # Refused when the DAG is parsed, before a credential reaches a config file or a log.
+        self.storage_options = check_storage_options(storage_options, where="the operator's storage_options")
         self.lake_conn_id = lake_conn_id
         self.pipeline_id = pipeline_id
         self.start_gtids = start_gtids

@@ -1,4 +1,5 @@
-"""The lake connection: an ``aws`` connection's credentials become secret, masked storage options."""
+"""The lake connection: an ``aws`` connection's credentials become secret, masked storage options;
+the operators refuse credentials among their public options."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import pytest
 from airflow.sdk.log import _secrets_masker
 
 from airflow_mysql_cdc.hooks.lake_storage import LakeStorageHook
+from airflow_mysql_cdc.operators.binlog_apply import MySqlCdcBinlogApplyOperator
+from airflow_mysql_cdc.operators.snapshot import MySqlCdcSnapshotOperator
 
 SECRET = "hook-test-secret-7f3a9c"
 
@@ -64,3 +67,17 @@ def test_a_connection_of_another_type_is_refused_with_what_to_use(monkeypatch: p
 def test_a_credential_among_the_operators_storage_options_is_refused() -> None:
     with pytest.raises(ValueError, match="holds credentials"):
         LakeStorageHook(None).get_storage_options({"AWS_SECRET_ACCESS_KEY": SECRET})
+
+
+@pytest.mark.parametrize("operator_class", [MySqlCdcSnapshotOperator, MySqlCdcBinlogApplyOperator])
+def test_an_operator_given_a_credential_in_storage_options_is_refused_when_the_dag_is_parsed(
+    operator_class,
+) -> None:
+    with pytest.raises(ValueError, match="holds credentials \\(AWS_SECRET_ACCESS_KEY\\)"):
+        operator_class(
+            task_id="lake_task",
+            tables=["shop.orders"],
+            lake_root="s3://lake/shop",
+            storage_options={"AWS_SECRET_ACCESS_KEY": SECRET},
+            **({"pipeline_id": "p"} if operator_class is MySqlCdcBinlogApplyOperator else {}),
+        )
