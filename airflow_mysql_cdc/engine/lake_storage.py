@@ -112,7 +112,6 @@ def secret_storage_options_to_environment(secret: Mapping[str, str]) -> dict[str
     """The environment a Spark application gets its secret storage options from (none: empty)."""
     if not secret:
         return {}
-    _refuse_unsafe(secret, "the lake connection")
     return {LAKE_STORAGE_OPTIONS_VARIABLE: json.dumps(dict(secret))}
 
 
