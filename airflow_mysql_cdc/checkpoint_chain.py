@@ -7,6 +7,10 @@ defined order). Runs must execute in date order for the chain to hold: the examp
 and a failed run stops later ones until it succeeds. See :mod:`airflow_mysql_cdc.engine.checkpoint`
 for the record and for how the lake, the second witness, is reconciled with it.
 
+The lake is read here, in the Airflow worker, with ``storage_options``: every option delta-rs
+needs, credentials included (:meth:`LakeStorageHook.get_delta_storage_options`). They stay in this
+process: nothing here returns them to XCom.
+
 A run without a logical date (Airflow 3 allows manual runs without one) has no place in the
 chain: it is refused with an explanation. Trigger a manual run with a logical date instead.
 """
@@ -15,7 +19,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from airflow.sdk.exceptions import AirflowFailException
@@ -39,8 +42,10 @@ log = logging.getLogger(__name__)
 PUBLISH_TASK_ID = "publish_checkpoint"
 
 
-def _lake_state(lake_root: str, pipeline_id: str) -> PipelineState | None:
-    return PipelineStateStore(LakeLayout(Path(lake_root)).state, pipeline_id).read()
+def _lake_state(
+    lake_root: str, pipeline_id: str, storage_options: dict[str, str] | None
+) -> PipelineState | None:
+    return PipelineStateStore(LakeLayout(lake_root).state, pipeline_id, storage_options).read()
 
 
 def load_checkpoint(
@@ -50,6 +55,7 @@ def load_checkpoint(
     lake_root: str,
     mysql_cdc_conn_id: str,
     publish_task_id: str = PUBLISH_TASK_ID,
+    storage_options: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """The previous successful run's checkpoint, checked against the lake; fails when they disagree."""
     ti = context["ti"]
@@ -75,7 +81,7 @@ def load_checkpoint(
         except CheckpointError as error:
             raise AirflowFailException(str(error)) from error
         log.info("previous successful run %s ended at %s", previous.run_id, record.end_gtids or "(empty)")
-    state = _lake_state(lake_root, pipeline_id)
+    state = _lake_state(lake_root, pipeline_id, storage_options)
     lake_applied = state.applied_gtids if state is not None else None
     try:
         why = agree_on_start(record.end if record else None, lake_applied, lake=lake_root)
@@ -93,8 +99,13 @@ def load_checkpoint(
     }
 
 
-def plan_segment(loaded: dict[str, Any], resumability: dict[str, Any] | None, tables: Sequence[str],
-                 lake_root: str) -> dict[str, Any]:  # fmt: skip
+def plan_segment(
+    loaded: dict[str, Any],
+    resumability: dict[str, Any] | None,
+    tables: Sequence[str],
+    lake_root: str,
+    storage_options: dict[str, str] | None = None,
+) -> dict[str, Any]:
     """Which tables this run snapshots, and where its segment starts.
 
     - first run: every table (a finished snapshot is kept, an unfinished one resumed); the segment
@@ -118,7 +129,7 @@ def plan_segment(loaded: dict[str, Any], resumability: dict[str, Any] | None, ta
     for name in names:
         if name in members:
             continue
-        progress = read_snapshot_progress(lake_root, TableRef.parse(name))
+        progress = read_snapshot_progress(lake_root, TableRef.parse(name), storage_options)
         if progress is not None and progress.complete and checkpoint.issubset(progress.stream_start):
             continue  # snapshotted after the checkpoint (an earlier attempt of this run): joins as it is
         to_snapshot.append(name)
@@ -136,9 +147,10 @@ def publish_checkpoint(
     mysql_cdc_conn_id: str,
     tables: Sequence[str],
     applied: dict[str, Any],
+    storage_options: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """This run's checkpoint record; fails if the lake does not hold what the run says it applied."""
-    state = _lake_state(lake_root, pipeline_id)
+    state = _lake_state(lake_root, pipeline_id, storage_options)
     end = GtidSet.parse(applied["end_gtids"])
     if state is None or not end.issubset(state.applied_gtids):
         raise AirflowFailException(

@@ -19,6 +19,7 @@ from typing import Any
 from airflow.sdk import DAG, task
 
 from airflow_mysql_cdc import checkpoint_chain
+from airflow_mysql_cdc.hooks.lake_storage import LakeStorageHook
 from airflow_mysql_cdc.operators.binlog_apply import MySqlCdcBinlogApplyOperator
 from airflow_mysql_cdc.operators.prerequisites import MySqlCdcPrerequisitesOperator
 from airflow_mysql_cdc.operators.snapshot import MySqlCdcSnapshotOperator
@@ -46,6 +47,11 @@ def build_pipeline_dag(config: PipelineConfig) -> DAG:
         doc_md=__doc__,
     ) as dag:
         tables = list(config.tables)
+
+        def lake_storage_options() -> dict[str, str] | None:
+            """Credentials included: for reading the lake in this worker only, never returned."""
+            return LakeStorageHook(config.lake_conn_id).get_delta_storage_options(config.storage_options)
+
         prerequisites = MySqlCdcPrerequisitesOperator(
             task_id="check_prerequisites", tables=tables, mysql_cdc_conn_id=config.mysql_cdc_conn_id
         )
@@ -57,6 +63,7 @@ def build_pipeline_dag(config: PipelineConfig) -> DAG:
                 pipeline_id=config.pipeline_id,
                 lake_root=config.lake_root,
                 mysql_cdc_conn_id=config.mysql_cdc_conn_id,
+                storage_options=lake_storage_options(),
             )
 
         loaded = load_checkpoint()
@@ -73,7 +80,9 @@ def build_pipeline_dag(config: PipelineConfig) -> DAG:
 
         @task(task_id="plan_segment")
         def plan_segment(loaded: dict[str, Any], resumable: dict[str, Any] | None) -> dict[str, Any]:
-            return checkpoint_chain.plan_segment(loaded, resumable, tables, config.lake_root)
+            return checkpoint_chain.plan_segment(
+                loaded, resumable, tables, config.lake_root, lake_storage_options()
+            )
 
         plan = plan_segment(loaded, resumability.output)
         snapshot = MySqlCdcSnapshotOperator(
@@ -83,6 +92,8 @@ def build_pipeline_dag(config: PipelineConfig) -> DAG:
             tables="{{ " + _PLAN + "['tables'] | join(',') }}",
             restart="{{ " + _PLAN + "['restart'] }}",
             lake_root=config.lake_root,
+            storage_options=config.storage_options,
+            lake_conn_id=config.lake_conn_id,
             chunk_size=config.chunk_size,
         )
         apply_segment = MySqlCdcBinlogApplyOperator(
@@ -91,6 +102,8 @@ def build_pipeline_dag(config: PipelineConfig) -> DAG:
             spark_conn_id=config.spark_conn_id,
             tables=tables,
             lake_root=config.lake_root,
+            storage_options=config.storage_options,
+            lake_conn_id=config.lake_conn_id,
             pipeline_id=config.pipeline_id,
             start_gtids="{{ " + _PLAN + "['start_gtids'] or " + _SNAPSHOT + "['stream_start'] }}",
             rebase="{{ " + _PLAN + "['rebase'] }}",
@@ -109,6 +122,7 @@ def build_pipeline_dag(config: PipelineConfig) -> DAG:
                 mysql_cdc_conn_id=config.mysql_cdc_conn_id,
                 tables=tables,
                 applied=applied,
+                storage_options=lake_storage_options(),
             )
 
         prerequisites >> loaded

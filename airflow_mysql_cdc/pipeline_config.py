@@ -1,8 +1,10 @@
 """The example DAG's configuration: a JSON file, so another server or table list needs no code change.
 
 The file is named by ``AIRFLOW_MYSQL_CDC_PIPELINE_CONFIG`` (default: ``mysql_cdc_pipeline.json``
-next to the DAG file). Every key is optional; the embedded defaults run the demo. The MySQL
-credentials are never in this file: they are the Airflow connection ``mysql_cdc_conn_id``.
+next to the DAG file). Every key is optional; the embedded defaults run the demo. Credentials are
+never in this file: MySQL's are the Airflow connection ``mysql_cdc_conn_id``, the lake's the
+connection ``lake_conn_id`` (or the Spark driver's environment or instance role); a credential
+among ``storage_options`` is refused, since this file is read, printed and passed on.
 """
 
 from __future__ import annotations
@@ -14,6 +16,9 @@ import re
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
+
+from airflow_mysql_cdc.engine.lake_storage import StorageOptionsError, check_storage_options
+from airflow_mysql_cdc.engine.sinks.delta_layout import lake_uri
 
 CONFIG_VARIABLE = "AIRFLOW_MYSQL_CDC_PIPELINE_CONFIG"
 _EVERY = re.compile(r"^every\s+(\d+)\s*(s|m|h|d)$")
@@ -33,6 +38,11 @@ class PipelineConfig:
     spark_conn_id: str = "spark_default"
     tables: tuple[str, ...] = ("demo_shop.customers", "demo_shop.orders")
     lake_root: str = str(Path.home() / "mysql-cdc-lake")
+    """A local path or a URI: ``s3://bucket/prefix``, ``gs://...``, ``abfss://...``, ``file:///...``."""
+    storage_options: dict[str, str] = field(default_factory=dict)
+    """Public delta-rs storage options of the lake, e.g. ``{"AWS_ENDPOINT_URL": ..., "AWS_REGION": ...}``."""
+    lake_conn_id: str | None = None
+    """An ``aws`` Airflow connection with the lake's credentials; unset: the Spark driver's own."""
     schedule: str = "@daily"
     """A cron expression or preset, or ``every <N>s|m|h|d`` for a fixed interval."""
     start_date: str = "2026-11-01T00:00:00+00:00"
@@ -58,6 +68,11 @@ class PipelineConfig:
             raise PipelineConfigError(f"on_purged must be 'fail' or 'resnapshot', not {self.on_purged!r}")
         if not self.tables:
             raise PipelineConfigError("tables is empty: name at least one schema.table")
+        try:
+            check_storage_options(self.storage_options, where="the pipeline configuration")
+            lake_uri(self.lake_root)
+        except (StorageOptionsError, ValueError) as error:
+            raise PipelineConfigError(str(error)) from error
         datetime.datetime.fromisoformat(self.start_date)
         self.schedule_value()
 

@@ -8,9 +8,12 @@ Configure it without touching code: put a JSON file ``mysql_cdc_pipeline.json`` 
 
     {"dag_id": "shop_cdc", "pipeline_id": "shop", "mysql_cdc_conn_id": "shop_mysql",
      "tables": ["shop.customers", "shop.orders"], "lake_root": "s3://lake/shop",
+     "storage_options": {"AWS_REGION": "eu-west-1"}, "lake_conn_id": "lake_aws",
      "schedule": "@daily", "start_date": "2026-11-01", "on_purged": "fail"}
 
-Every key and its default: docs/configuration.md. Credentials live in the Airflow connection.
+Every key and its default: docs/configuration.md. Credentials live in Airflow connections: MySQL's
+in ``mysql_cdc_conn_id``, the lake's in ``lake_conn_id`` (an ``aws`` connection; unset, the Spark
+driver's own environment or instance role). ``storage_options`` holds public settings only.
 """
 
 from __future__ import annotations

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
 from tests.support.airflow import migrate_airflow_db
 from tests.support.frozen_replica import FrozenReplica
 from tests.support.mysql import ServerPool, database_name_for, execute, shared_server_endpoint
+from tests.support.object_store import ObjectStore, S3Lake, running_object_store
 from tests.support.spark_cluster import SparkStandaloneCluster
 
 # Airflow reads AIRFLOW_HOME at import time: point it at a throwaway folder before any test
@@ -21,6 +23,8 @@ _AIRFLOW_HOME.mkdir(parents=True, exist_ok=True)
 os.environ["AIRFLOW_HOME"] = str(_AIRFLOW_HOME)
 os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"
 os.environ["AIRFLOW__CORE__DAGS_FOLDER"] = str(Path(__file__).resolve().parent / "dags")
+# delta-rs must never look for an instance role: that is a request off this machine.
+os.environ["AWS_EC2_METADATA_DISABLED"] = "true"
 
 
 @pytest.fixture(scope="session")
@@ -64,3 +68,18 @@ def spark_standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Spark
     cluster = SparkStandaloneCluster(tmp_path_factory.mktemp("spark-standalone")).start()
     yield cluster
     cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def object_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ObjectStore]:
+    """An S3-compatible server (moto) on loopback for the whole run, with fake unique credentials."""
+    with running_object_store(tmp_path_factory.mktemp("moto")) as store:
+        yield store
+
+
+@pytest.fixture
+def s3_lake(object_store: ObjectStore) -> S3Lake:
+    """A lake location ``s3://<bucket of this test>/shop`` on the object store."""
+    bucket = f"lake-{uuid.uuid4().hex[:12]}"
+    object_store.create_bucket(bucket)
+    return S3Lake(object_store, bucket)

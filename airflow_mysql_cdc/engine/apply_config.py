@@ -1,7 +1,10 @@
 """What one run of the binlog application does: a JSON document, never credentials.
 
 Invariant: everything here may be printed, logged and passed on a command line. Credentials
-travel separately, in the environment (:meth:`MySqlEndpoint.from_environment`).
+travel separately, in the environment: the MySQL endpoint (:meth:`MySqlEndpoint.from_environment`)
+and the lake's secret storage options (:func:`..lake_storage.secret_storage_options_from_environment`),
+which the entry point puts in ``secret_storage_options``, a field never written to JSON or shown
+in ``repr``. A secret key in ``storage_options`` is refused (:func:`..lake_storage.check_storage_options`).
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from airflow_mysql_cdc.engine.gtid import GtidSet
+from airflow_mysql_cdc.engine.lake_storage import check_storage_options, merged_storage_options
 from airflow_mysql_cdc.engine.stop_rules import (
     Live,
     StopRule,
@@ -52,9 +56,12 @@ class ApplyConfig:
     lease_s: float = 60.0
     """A second instance refuses to start while the running one's heartbeat is younger than this."""
     storage_options: dict[str, str] = field(default_factory=dict)
+    """Public delta-rs storage options of the lake (endpoint, region); never credentials."""
     rebase: bool = False
     """Move the pipeline to ``start_gtids`` even if the lake is behind it: only after every table was
     re-snapshotted (purged binlogs). Each table must then join again from its new snapshot."""
+    secret_storage_options: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
+    """Credentials of the lake, from the environment at the application's start: never serialised."""
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -68,6 +75,11 @@ class ApplyConfig:
         GtidSet.parse(self.start_gtids)
         if self.batch_max_rows < 1 or self.batch_max_seconds <= 0:
             raise ApplyConfigError("batch_max_rows and batch_max_seconds must be positive")
+        check_storage_options(self.storage_options, where="the binlog application's configuration")
+
+    def lake_storage_options(self) -> dict[str, str] | None:
+        """What delta-rs gets to reach the lake: public and secret options (None: its defaults)."""
+        return merged_storage_options(self.storage_options, self.secret_storage_options)
 
     @property
     def start(self) -> GtidSet:
@@ -93,7 +105,8 @@ class ApplyConfig:
         return Live()
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), indent=2)
+        public = {key: value for key, value in asdict(self).items() if key != "secret_storage_options"}
+        return json.dumps(public, indent=2)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ApplyConfig:
@@ -101,7 +114,8 @@ class ApplyConfig:
             raise ApplyConfigError(
                 "credentials do not belong in the configuration: pass the endpoint in the environment"
             )
-        unknown = sorted(set(data) - set(cls.__dataclass_fields__))
+        known = set(cls.__dataclass_fields__) - {"secret_storage_options"}  # from the environment only
+        unknown = sorted(set(data) - known)
         if unknown:
             raise ApplyConfigError(f"unknown configuration keys: {', '.join(unknown)}")
         values = dict(data)

@@ -183,7 +183,7 @@ def open_pipeline(
         log.info("the lake is ahead of the requested start; resuming from the lake: %s", resume_from)
     caught_up: dict[str, str] = {}
     try:
-        snapshots = read_snapshots(config.tables, config.lake_root, config.storage_options or None)
+        snapshots = read_snapshots(config.tables, config.lake_root, config.lake_storage_options())
         consistent = consistent_point(snapshots)
         if not consistent.issubset(resume_from):
             log.info(
@@ -234,7 +234,7 @@ def _delta_sink(config: ApplyConfig, state_path: str | None = None) -> DeltaSink
         config.lake_root,
         config.pipeline_id,
         soft_deletes=config.soft_deletes,
-        storage_options=config.storage_options or None,
+        storage_options=config.lake_storage_options(),
         lease_s=config.lease_s,
         state_path=state_path,
     )
@@ -264,7 +264,7 @@ def _admit(
 
     def catch_up(ref: TableRef, progress: SnapshotProgress, reflected: GtidSet, target: GtidSet) -> GtidSet:
         store = join_state(
-            config.lake_root, config.pipeline_id, ref, progress.snapshot_id, config.storage_options or None
+            config.lake_root, config.pipeline_id, ref, progress.snapshot_id, config.lake_storage_options()
         )
         join_config = replace(
             config,
@@ -293,7 +293,7 @@ def _admit(
         members=sink.members,
         first_run=sink.is_new,
         catch_up=catch_up,
-        storage_options=config.storage_options or None,
+        storage_options=config.lake_storage_options(),
         snapshots=snapshots,
     )
     if admission.members != sink.members:
@@ -323,7 +323,7 @@ def _stream(
         max_buffered_bytes=config.max_buffered_bytes,
     )
     snapshot_filter = load_snapshot_filter(
-        endpoint, config.lake_root, config.tables, resume_from, config.storage_options or None, snapshots
+        endpoint, config.lake_root, config.tables, resume_from, config.lake_storage_options(), snapshots
     )
     thread = _ReaderThread(reader, resume_from, stop_rule)
     collector = BatchCollector()

@@ -297,7 +297,7 @@ class _Applier:
         self.result = result
         self.tracker = PositionTracker(resume_from)
         self.snapshot_filter = load_snapshot_filter(
-            endpoint, config.lake_root, config.tables, resume_from, config.storage_options or None, snapshots
+            endpoint, config.lake_root, config.tables, resume_from, config.lake_storage_options(), snapshots
         )
 
     def feed(self, transactions: list[Transaction], stop_requested: threading.Event | None) -> bool:

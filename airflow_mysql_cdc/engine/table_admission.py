@@ -26,7 +26,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 from airflow_mysql_cdc.engine.gtid import GtidSet
 from airflow_mysql_cdc.engine.sinks.delta_layout import LakeLayout
@@ -77,7 +76,7 @@ def join_state(
     lake_root: str, pipeline_id: str, ref: TableRef, snapshot_id: str, storage_options: dict[str, str] | None
 ) -> PipelineStateStore:
     """The state of a table's catch-up: its own table, so the pipeline's lease is not involved."""
-    path = LakeLayout(Path(lake_root)).join_state(ref.schema, ref.table, snapshot_id)
+    path = LakeLayout(lake_root).join_state(ref.schema, ref.table, snapshot_id)
     return PipelineStateStore(path, join_pipeline_id(pipeline_id, ref, snapshot_id), storage_options)
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -31,6 +30,7 @@ from airflow_mysql_cdc.engine.sinks.delta_layout import (
     DELETED_COLUMN,
     METADATA_PREFIX,
     LakeLayout,
+    LakeRoot,
     to_delta_array,
 )
 from airflow_mysql_cdc.engine.table_metadata import TableRef
@@ -50,9 +50,12 @@ def source_table(endpoint: MySqlEndpoint, schema: str, table: str) -> pa.Table:
     )
 
 
-def lake_table(lake_root: Path | str, schema: str, table: str) -> pa.Table:
+def lake_table(
+    lake_root: LakeRoot, schema: str, table: str, storage_options: dict[str, str] | None = None
+) -> pa.Table:
     """The live rows of the lake copy, without the pipeline's metadata columns."""
-    data = DeltaTable(str(LakeLayout(Path(lake_root)).target(schema, table))).to_pyarrow_table()
+    uri = LakeLayout(lake_root).target(schema, table)
+    data = DeltaTable(uri, storage_options=storage_options).to_pyarrow_table()
     if DELETED_COLUMN in data.column_names:
         data = data.filter(pc.invert(pc.fill_null(data[DELETED_COLUMN], False)))
     return data.select([name for name in data.column_names if not name.startswith(METADATA_PREFIX)])
@@ -85,9 +88,15 @@ class TableComparison:
         return self.source_checksum == self.lake_checksum and not self.type_mismatches
 
 
-def compare_table(endpoint: MySqlEndpoint, lake_root: Path | str, schema: str, table: str) -> TableComparison:
+def compare_table(
+    endpoint: MySqlEndpoint,
+    lake_root: LakeRoot,
+    schema: str,
+    table: str,
+    storage_options: dict[str, str] | None = None,
+) -> TableComparison:
     source = source_table(endpoint, schema, table)
-    lake = lake_table(lake_root, schema, table)
+    lake = lake_table(lake_root, schema, table, storage_options)
     mismatches = tuple(
         f"{name}: source {source.schema.field(name).type}, lake "
         f"{lake.schema.field(name).type if name in lake.schema.names else 'missing'}"

@@ -10,9 +10,11 @@ from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_mysql_cdc.engine.apply_config import ApplyConfig
 from airflow_mysql_cdc.engine.entrypoints import binlog_to_delta
+from airflow_mysql_cdc.engine.lake_storage import check_storage_options
+from airflow_mysql_cdc.hooks.lake_storage import LakeStorageHook
 from airflow_mysql_cdc.hooks.mysql_cdc import MySqlCdcHook
 from airflow_mysql_cdc.operators.prerequisites import parse_table_list
-from airflow_mysql_cdc.operators.spark_application import SparkApplicationOperator
+from airflow_mysql_cdc.operators.spark_application import ApplicationSecrets, SparkApplicationOperator
 
 APPLICATION = str(Path(binlog_to_delta.__file__).resolve())
 
@@ -25,10 +27,16 @@ class MySqlCdcBinlogApplyOperator(SparkApplicationOperator):
     table plus an append-only changelog, and commits the applied GTID set with the data. The
     result (end GTID set, rows per table, lag) is the task's XCom return value.
 
-    Credentials go to the application in the environment, never in arguments or the config file.
+    Credentials go to the application in the environment, never in arguments or the config file:
+    MySQL's from ``mysql_cdc_conn_id``, the lake's from ``lake_conn_id``.
 
     :param tables: ``schema.table`` names (templated; list or comma-separated string).
-    :param lake_root: where the Delta tables live (templated).
+    :param lake_root: where the Delta tables live: a local path or a URI such as ``s3://bucket/prefix``
+        (templated).
+    :param storage_options: public delta-rs storage options of the lake (endpoint, region); a
+        credential here is refused.
+    :param lake_conn_id: an ``aws`` connection with the lake's credentials. Unset: the Spark driver's
+        own environment or instance role.
     :param pipeline_id: names the pipeline's state in the lake (templated).
     :param start_gtids: GTID set to start from (templated; usually the previous run's end set).
     :param mode: ``segment`` (default: stop at ``segment_end``), ``until_gtid_set``,
@@ -63,6 +71,8 @@ class MySqlCdcBinlogApplyOperator(SparkApplicationOperator):
         tables: str | Sequence[str],
         lake_root: str,
         pipeline_id: str,
+        storage_options: dict[str, str] | None = None,
+        lake_conn_id: str | None = None,
         start_gtids: str = "",
         mode: str = "segment",
         segment_end: str | None = None,
@@ -79,6 +89,9 @@ class MySqlCdcBinlogApplyOperator(SparkApplicationOperator):
         super().__init__(**kwargs)
         self.tables = tables
         self.lake_root = lake_root
+        # Refused when the DAG is parsed, before a credential reaches a config file or a log.
+        self.storage_options = check_storage_options(storage_options, where="the operator's storage_options")
+        self.lake_conn_id = lake_conn_id
         self.pipeline_id = pipeline_id
         self.start_gtids = start_gtids
         self.mode = mode
@@ -104,10 +117,14 @@ class MySqlCdcBinlogApplyOperator(SparkApplicationOperator):
             raise AirflowFailException("segment mode needs segment_end or a run with a data interval")
         return int(end.timestamp() * 1_000_000)
 
-    def build_config(self, context: Any, server_id: int | None) -> ApplyConfig:
+    def build_config(
+        self, context: Any, server_id: int | None, storage_options: dict[str, str] | None = None
+    ) -> ApplyConfig:
+        """The application's configuration; ``storage_options`` are the public ones only."""
         return ApplyConfig(
             pipeline_id=self.pipeline_id,
             lake_root=self.lake_root,
+            storage_options=storage_options if storage_options is not None else self.storage_options,
             tables=tuple(str(ref) for ref in parse_table_list(self.tables)),
             start_gtids=self.start_gtids or "",
             mode=self.mode,  # type: ignore[arg-type]
@@ -127,7 +144,10 @@ class MySqlCdcBinlogApplyOperator(SparkApplicationOperator):
 
     def execute(self, context: Any) -> dict[str, Any]:
         endpoint = MySqlCdcHook(self.mysql_cdc_conn_id).get_endpoint()
-        config = self.build_config(context, endpoint.replication_server_id)
+        public_options, secret_options = LakeStorageHook(self.lake_conn_id).get_storage_options(
+            self.storage_options
+        )
+        config = self.build_config(context, endpoint.replication_server_id, public_options)
         self.log.info(
             "Applying binlog of %s to %s: mode %s, start %s",
             endpoint,
@@ -139,8 +159,7 @@ class MySqlCdcBinlogApplyOperator(SparkApplicationOperator):
             self.application,
             name=f"mysql-cdc-apply-{config.pipeline_id}",
             config_json=config.to_json(),
-            secret_environment=endpoint.to_environment(),
-            secret_values=(endpoint.password,),
+            secrets=ApplicationSecrets.of(endpoint, secret_options),
             extra_args=self._parallelism_args(),
         )
         if result.get("already_applied"):

@@ -8,9 +8,11 @@ from typing import Any
 
 from airflow_mysql_cdc.engine.entrypoints import snapshot_to_delta
 from airflow_mysql_cdc.engine.entrypoints.snapshot_to_delta import SnapshotConfig
+from airflow_mysql_cdc.engine.lake_storage import check_storage_options
+from airflow_mysql_cdc.hooks.lake_storage import LakeStorageHook
 from airflow_mysql_cdc.hooks.mysql_cdc import MySqlCdcHook
 from airflow_mysql_cdc.operators.prerequisites import parse_table_list
-from airflow_mysql_cdc.operators.spark_application import SparkApplicationOperator
+from airflow_mysql_cdc.operators.spark_application import ApplicationSecrets, SparkApplicationOperator
 
 APPLICATION = str(Path(snapshot_to_delta.__file__).resolve())
 
@@ -25,7 +27,12 @@ class MySqlCdcSnapshotOperator(SparkApplicationOperator):
     the GTID set the binlog application must start from.
 
     :param tables: ``schema.table`` names (templated).
-    :param lake_root: where the Delta tables live (templated).
+    :param lake_root: where the Delta tables live: a local path or a URI such as ``s3://bucket/prefix``
+        (templated).
+    :param storage_options: public delta-rs storage options of the lake (endpoint, region); a
+        credential here is refused.
+    :param lake_conn_id: an ``aws`` connection with the lake's credentials; they reach the application
+        in its environment only. Unset: the Spark driver's own environment or instance role.
     :param chunk_size: rows per chunk.
     :param restart: take a new snapshot even if one finished (a re-snapshot replaces the table's
         contents); without it a finished snapshot is kept and an unfinished one resumed (templated:
@@ -42,6 +49,8 @@ class MySqlCdcSnapshotOperator(SparkApplicationOperator):
         *,
         tables: str | Sequence[str],
         lake_root: str,
+        storage_options: dict[str, str] | None = None,
+        lake_conn_id: str | None = None,
         chunk_size: int = 50_000,
         restart: bool | str = False,
         base_server_id: int | None = None,
@@ -53,6 +62,9 @@ class MySqlCdcSnapshotOperator(SparkApplicationOperator):
         super().__init__(**kwargs)
         self.tables = tables
         self.lake_root = lake_root
+        # Refused when the DAG is parsed, before a credential reaches a config file or a log.
+        self.storage_options = check_storage_options(storage_options, where="the operator's storage_options")
+        self.lake_conn_id = lake_conn_id
         self.chunk_size = chunk_size
         self.restart = restart
         self.base_server_id = base_server_id
@@ -69,8 +81,12 @@ class MySqlCdcSnapshotOperator(SparkApplicationOperator):
         base_id = self.base_server_id
         if base_id is None and endpoint.replication_server_id:
             base_id = endpoint.replication_server_id + 1000
+        public_options, secret_options = LakeStorageHook(self.lake_conn_id).get_storage_options(
+            self.storage_options
+        )
         config = SnapshotConfig(
             lake_root=self.lake_root,
+            storage_options=public_options,
             tables=tables,
             chunk_size=self.chunk_size,
             restart=str(self.restart).strip().lower() in ("true", "1", "yes"),
@@ -81,8 +97,7 @@ class MySqlCdcSnapshotOperator(SparkApplicationOperator):
             self.application,
             name="mysql-cdc-snapshot",
             config_json=config.to_json(),
-            secret_environment=endpoint.to_environment(),
-            secret_values=(endpoint.password,),
+            secrets=ApplicationSecrets.of(endpoint, secret_options),
             extra_args=() if self.use_spark else ("--no-spark",),
         )
         for table in result["tables"]:

@@ -7,14 +7,17 @@ import os
 import re
 import sys
 import tempfile
-from collections.abc import Collection, Mapping
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowFailException
 
+from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.engine.entrypoints import common
+from airflow_mysql_cdc.engine.lake_storage import secret_storage_options_to_environment
 from airflow_mysql_cdc.hooks.spark_submit import MySqlCdcSparkSubmitHook, SparkSubmitFailed
 
 # Exit codes of the applications that no retry can fix (see the entry points' docstrings).
@@ -37,6 +40,26 @@ def driver_environment() -> dict[str, str]:
         "PYTHONUNBUFFERED": "1",
         "PATH": os.environ.get("PATH", "") + os.pathsep + str(Path(sys.executable).parent),
     }
+
+
+@dataclass(frozen=True)
+class ApplicationSecrets:
+    """What an application needs that may never reach argv, a file, XCom or a log line."""
+
+    environment: dict[str, str]
+    """Variables for the driver's environment: the endpoint, the lake's secret storage options."""
+    values: tuple[str, ...]
+    """The secrets inside those variables (a password inside a JSON value), refused in argv."""
+
+    @classmethod
+    def of(cls, endpoint: MySqlEndpoint, secret_storage_options: Mapping[str, str]) -> ApplicationSecrets:
+        return cls(
+            environment={
+                **endpoint.to_environment(),
+                **secret_storage_options_to_environment(dict(secret_storage_options)),
+            },
+            values=tuple(value for value in (endpoint.password, *secret_storage_options.values()) if value),
+        )
 
 
 class SparkApplicationOperator(BaseOperator):
@@ -69,15 +92,10 @@ class SparkApplicationOperator(BaseOperator):
         *,
         name: str,
         config_json: str,
-        secret_environment: Mapping[str, str],
-        secret_values: Collection[str] = (),
+        secrets: ApplicationSecrets,
         extra_args: tuple[str, ...] = (),
     ) -> dict[str, Any]:
-        """Run ``application`` and return its result file.
-
-        :param secret_environment: variables holding secrets, for the driver's environment only.
-        :param secret_values: secrets inside those values (a password inside a JSON value).
-        """
+        """Run ``application`` and return its result file; ``secrets`` reach its driver's environment only."""
         safe_name = re.sub(r"[^A-Za-z0-9_.-]", "_", name)
         with tempfile.TemporaryDirectory(prefix=f"{safe_name}-") as workdir:
             config_file = Path(workdir) / "config.json"
@@ -96,8 +114,8 @@ class SparkApplicationOperator(BaseOperator):
                     *extra_args,
                 ],
                 environment=driver_environment(),
-                secret_environment=secret_environment,
-                secret_values=secret_values,
+                secret_environment=secrets.environment,
+                secret_values=secrets.values,
             )
             try:
                 self._hook.submit(application)

@@ -13,6 +13,8 @@ import pytest
 
 from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.engine.gtid import GtidSet
+from airflow_mysql_cdc.engine.lake_storage import lake_table_exists
+from airflow_mysql_cdc.engine.sinks.delta_layout import LakeLayout
 from airflow_mysql_cdc.operators.binlog_apply import MySqlCdcBinlogApplyOperator
 from tests.support.airflow import connection_env, run_dag, task_states, xcom_value
 from tests.support.lake import ConcurrentWriter, assert_lake_equals_source
@@ -161,7 +163,8 @@ def test_task_timeout_stops_the_whole_application(
         if "mysql-cdc-apply-timeout-" in _command_line(p) and p.create_time() >= started and not _gone(p)
     ]
     assert leftovers == []
-    assert (lake / "_cdc" / "state").exists(), "the application should have started before the timeout"
+    started_writing = lake_table_exists(LakeLayout(lake).state)
+    assert started_writing, "the application should have started before the timeout"
 
 
 def test_operator_catches_up_with_two_range_readers_to_the_same_lake(

@@ -8,13 +8,10 @@ and recreates it): every task runs again with fresh XComs, as after a clear in t
 
 from __future__ import annotations
 
-import contextlib
 import datetime
-import threading
 import time
 from pathlib import Path
 
-import psutil
 import pytest
 
 from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
@@ -29,6 +26,7 @@ from tests.support.pipeline import (
     assert_exact_at,
     checkpoint,
     finish,
+    kill_application_after_a_batch,
     now,
     seed,
     writing,
@@ -74,29 +72,6 @@ def test_daily_runs_with_a_concurrent_writer_keep_the_lake_equal_to_the_source(
     assert password not in output.out + output.err
 
 
-def _kill_application_after_a_batch(pipeline: Pipeline, before: GtidSet) -> threading.Thread:
-    """kill -9 the binlog application once it committed a batch of the segment (a crash mid-run)."""
-
-    def kill() -> None:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                if pipeline.lake_position() != before:
-                    break
-            except Exception:  # noqa: BLE001 - the state table may be mid-commit
-                pass
-            time.sleep(0.2)
-        # Only this test's own application: dag.test runs the task in this process, so it is a child.
-        for process in psutil.Process().children(recursive=True):
-            with contextlib.suppress(psutil.NoSuchProcess, psutil.ZombieProcess):
-                if any("binlog_to_delta" in part for part in process.cmdline()):
-                    process.kill()
-
-    killer = threading.Thread(target=kill, daemon=True)
-    killer.start()
-    return killer
-
-
 def test_failed_retried_cleared_and_caught_up_runs_apply_everything_once(
     mysql_database: MySqlEndpoint,
     frozen_replica: FrozenReplica,
@@ -115,7 +90,7 @@ def test_failed_retried_cleared_and_caught_up_runs_apply_everything_once(
     # while it tails the binlog live towards an interval end well in the future.
     second_end = now() + datetime.timedelta(seconds=20)
     writers = writing(mysql_database, 6, 1, "orders")
-    killer = _kill_application_after_a_batch(pipeline, pipeline.lake_position())
+    killer = kill_application_after_a_batch(pipeline, pipeline.lake_position())
     failed = pipeline.run(second_end)
     killer.join()
     finish(writers)

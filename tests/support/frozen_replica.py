@@ -21,12 +21,12 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
 
 import pymysql
 
 from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.engine.gtid import GtidSet
+from airflow_mysql_cdc.engine.sinks.delta_layout import LakeRoot
 from airflow_mysql_cdc.engine.verify import TableComparison, compare_table
 from tests.support.mysql import ServerPool, execute, scalar
 
@@ -117,21 +117,33 @@ class FrozenReplica:
             )
 
     def compare(
-        self, end: GtidSet | str, lake_root: Path | str, tables: Iterable[str]
+        self,
+        end: GtidSet | str,
+        lake_root: LakeRoot,
+        tables: Iterable[str],
+        storage_options: dict[str, str] | None = None,
     ) -> list[TableComparison]:
         """Each lake table (``schema.table``) against the source's as of exactly ``end``."""
         self.freeze_at(end)
-        return [compare_table(self.endpoint, lake_root, *name.split(".", 1)) for name in tables]
+        return [
+            compare_table(self.endpoint, lake_root, *name.split(".", 1), storage_options=storage_options)
+            for name in tables
+        ]
 
     def assert_lake_equals(
-        self, end: GtidSet | str, lake_root: Path | str, schema: str, tables: Iterable[str]
+        self,
+        end: GtidSet | str,
+        lake_root: LakeRoot,
+        schema: str,
+        tables: Iterable[str],
+        storage_options: dict[str, str] | None = None,
     ) -> None:
         """Every table of the lake equals the source's as of ``end``; names the differing rows if not."""
         problems = [
             f"{c.table}: source {c.source_rows} rows, lake {c.lake_rows}; missing from the lake "
             f"{c.missing_from_lake}, extra or stale in the lake {c.extra_in_lake}, type mismatches "
             f"{c.type_mismatches}"
-            for c in self.compare(end, lake_root, [f"{schema}.{table}" for table in tables])
+            for c in self.compare(end, lake_root, [f"{schema}.{table}" for table in tables], storage_options)
             if not c.equal
         ]
         assert not problems, f"the lake differs from the source at {end}:\n" + "\n".join(problems)

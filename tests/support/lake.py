@@ -5,7 +5,6 @@ from __future__ import annotations
 import random
 import threading
 import time
-from pathlib import Path
 
 from deltalake import DeltaTable
 
@@ -13,12 +12,18 @@ from airflow_mysql_cdc.engine.apply_config import ApplyConfig
 from airflow_mysql_cdc.engine.binlog_reader import BinlogReader
 from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.engine.gtid import GtidSet
-from airflow_mysql_cdc.engine.sinks.delta_layout import GTID_COLUMN, OP_COLUMN, SEQUENCE_COLUMN, LakeLayout
+from airflow_mysql_cdc.engine.sinks.delta_layout import (
+    GTID_COLUMN,
+    OP_COLUMN,
+    SEQUENCE_COLUMN,
+    LakeLayout,
+    LakeRoot,
+)
 from airflow_mysql_cdc.engine.stop_rules import UntilGtidSet
 from airflow_mysql_cdc.engine.verify import compare_table
 
 
-def orders_apply_config(database: str, lake: Path, start: GtidSet, **overrides) -> ApplyConfig:
+def orders_apply_config(database: str, lake: LakeRoot, start: GtidSet, **overrides) -> ApplyConfig:
     """An application of ``ConcurrentWriter``'s ``orders`` table, with small, fast batches."""
     values = {
         "pipeline_id": "p",
@@ -33,20 +38,28 @@ def orders_apply_config(database: str, lake: Path, start: GtidSet, **overrides) 
     return ApplyConfig(**values)
 
 
-def assert_lake_equals_source(endpoint: MySqlEndpoint, lake_root: Path, schema: str, table: str) -> None:
-    comparison = compare_table(endpoint, lake_root, schema, table)
+def assert_lake_equals_source(
+    endpoint: MySqlEndpoint,
+    lake_root: LakeRoot,
+    schema: str,
+    table: str,
+    storage_options: dict[str, str] | None = None,
+) -> None:
+    comparison = compare_table(endpoint, lake_root, schema, table, storage_options)
     assert comparison.type_mismatches == ()
     assert (comparison.missing_from_lake, comparison.extra_in_lake) == ((), ())
     assert comparison.lake_rows == comparison.source_rows
     assert comparison.equal
 
 
-def changelog_entries(lake_root: Path, schema: str, table: str) -> list[tuple[str, int, str]]:
+def changelog_entries(
+    lake_root: LakeRoot, schema: str, table: str, storage_options: dict[str, str] | None = None
+) -> list[tuple[str, int, str]]:
     """(gtid, position in transaction, op) of every changelog row, in binlog order."""
-    path = LakeLayout(lake_root).changelog(schema, table)
-    rows = (
-        DeltaTable(str(path)).to_pyarrow_table(columns=[GTID_COLUMN, SEQUENCE_COLUMN, OP_COLUMN]).to_pylist()
-    )
+    table_uri = LakeLayout(lake_root).changelog(schema, table)
+    columns = [GTID_COLUMN, SEQUENCE_COLUMN, OP_COLUMN]
+    changelog = DeltaTable(table_uri, storage_options=storage_options)
+    rows = changelog.to_pyarrow_table(columns=columns).to_pylist()
     entries = [(row[GTID_COLUMN], row[SEQUENCE_COLUMN], row[OP_COLUMN]) for row in rows]
     return sorted(entries, key=lambda e: (int(e[0].rsplit(":", 1)[1]), e[1]))
 

@@ -5,21 +5,26 @@ from __future__ import annotations
 import contextlib
 import datetime
 import json
+import threading
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 
 from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.engine.gtid import GtidSet
-from airflow_mysql_cdc.engine.sinks.delta_layout import LakeLayout
+from airflow_mysql_cdc.engine.lake_storage import lake_table_exists
+from airflow_mysql_cdc.engine.sinks.delta_layout import LakeLayout, LakeRoot
 from airflow_mysql_cdc.engine.sinks.pipeline_state import PipelineStateStore
 from tests.support.airflow import connection_env, run_dag, xcom_value
 from tests.support.frozen_replica import FrozenReplica
 from tests.support.lake import ConcurrentWriter, assert_lake_equals_source, changelog_entries
 from tests.support.mysql import execute
+from tests.support.object_store import S3Lake
 
 DAG_FILE = "pipeline_daily.py"
 ALL_TASKS = (
@@ -27,10 +32,16 @@ ALL_TASKS = (
     "apply_segment", "publish_checkpoint",
 )  # fmt: skip
 SPARK_LOCAL = json.dumps({"conn_type": "spark", "host": "local[2]"})
+LAKE_CONN_ID = "lake_s3"
 
 
 class Pipeline:
-    """One configured copy of the example DAG, with its own DAG id, lake and connection."""
+    """One configured copy of the example DAG, with its own DAG id, lake and connection.
+
+    The lake is local (``workdir/lake``), or ``s3_lake``: an object-store location whose public
+    options go into the configuration and whose credentials into an ``aws`` connection
+    (``lake_conn_id``), as a user would set it up.
+    """
 
     def __init__(
         self,
@@ -38,15 +49,23 @@ class Pipeline:
         workdir: Path,
         source: MySqlEndpoint,
         tables: list[str],
+        *,
+        s3_lake: S3Lake | None = None,
         **overrides: Any,
     ) -> None:
         self.monkeypatch = monkeypatch
         self.dag_id = f"pipeline_{uuid.uuid4().hex[:10]}"
-        self.lake = workdir / "lake"
+        self.lake: LakeRoot = s3_lake.root if s3_lake else workdir / "lake"
+        self.storage_options = s3_lake.storage_options if s3_lake else None
+        """Everything the test's own reads of the lake need, credentials included."""
         self.config_file = workdir / "pipeline.json"
+        lake_settings: dict[str, Any] = {"lake_root": str(self.lake)}
+        if s3_lake:
+            lake_settings |= {"storage_options": s3_lake.store.public_options, "lake_conn_id": LAKE_CONN_ID}
+            monkeypatch.setenv(f"AIRFLOW_CONN_{LAKE_CONN_ID.upper()}", s3_lake.store.aws_connection())
         self.config = {
             "dag_id": self.dag_id, "pipeline_id": "e2e", "mysql_cdc_conn_id": "cdc_source",
-            "spark_conn_id": "spark_local", "tables": tables, "lake_root": str(self.lake),
+            "spark_conn_id": "spark_local", "tables": tables, **lake_settings,
             "schedule": "every 6s", "start_date": "2026-01-01T00:00:00+00:00", "chunk_size": 60,
             "retries": 0, "sensor_mode": "poke", "sensor_poke_interval_s": 1,
             "resumability_timeout_s": 40, "batch_max_seconds": 0.3,
@@ -68,9 +87,32 @@ class Pipeline:
         return run_dag(DAG_FILE, self.dag_id, logical_date=interval_end)
 
     def lake_position(self) -> GtidSet:
-        state = PipelineStateStore(LakeLayout(self.lake).state, "e2e").read()
+        state = PipelineStateStore(LakeLayout(self.lake).state, "e2e", self.storage_options).read()
         assert state is not None
         return state.applied_gtids
+
+
+def kill_application_after_a_batch(pipeline: Pipeline, before: GtidSet) -> threading.Thread:
+    """kill -9 the binlog application once it committed a batch of the segment (a crash mid-run)."""
+
+    def kill() -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                if pipeline.lake_position() != before:
+                    break
+            except Exception:  # noqa: BLE001 - the state table may be mid-commit
+                pass
+            time.sleep(0.2)
+        # Only this test's own application: dag.test runs the task in this process, so it is a child.
+        for process in psutil.Process().children(recursive=True):
+            with contextlib.suppress(psutil.NoSuchProcess, psutil.ZombieProcess):
+                if any("binlog_to_delta" in part for part in process.cmdline()):
+                    process.kill()
+
+    killer = threading.Thread(target=kill, daemon=True)
+    killer.start()
+    return killer
 
 
 def now() -> datetime.datetime:
@@ -122,24 +164,37 @@ def checkpoint(dag_run) -> dict[str, Any]:
     return record
 
 
-def assert_exact(endpoint: MySqlEndpoint, lake: Path, database: str, *tables: str) -> None:
+def assert_exact(
+    endpoint: MySqlEndpoint,
+    lake: LakeRoot,
+    database: str,
+    *tables: str,
+    storage_options: dict[str, str] | None = None,
+) -> None:
     """The lake equals the source *now* (writers stopped) and no change reached a changelog twice."""
     for table in tables:
-        assert_lake_equals_source(endpoint, lake, database, table)
-    assert_changelogs_hold_each_change_once(lake, database, *tables)
+        assert_lake_equals_source(endpoint, lake, database, table, storage_options)
+    assert_changelogs_hold_each_change_once(lake, database, *tables, storage_options=storage_options)
 
 
 def assert_exact_at(
-    replica: FrozenReplica, record: dict[str, Any], lake: Path, database: str, *tables: str
+    replica: FrozenReplica,
+    record: dict[str, Any],
+    lake: LakeRoot,
+    database: str,
+    *tables: str,
+    storage_options: dict[str, str] | None = None,
 ) -> None:
     """The lake equals the source as of the run's published end set (writers may still run)."""
-    replica.assert_lake_equals(record["end_gtids"], lake, database, tables)
-    assert_changelogs_hold_each_change_once(lake, database, *tables)
+    replica.assert_lake_equals(record["end_gtids"], lake, database, tables, storage_options)
+    assert_changelogs_hold_each_change_once(lake, database, *tables, storage_options=storage_options)
 
 
-def assert_changelogs_hold_each_change_once(lake: Path, database: str, *tables: str) -> None:
+def assert_changelogs_hold_each_change_once(
+    lake: LakeRoot, database: str, *tables: str, storage_options: dict[str, str] | None = None
+) -> None:
     for table in tables:
-        if not LakeLayout(lake).changelog(database, table).exists():
+        if not lake_table_exists(LakeLayout(lake).changelog(database, table), storage_options):
             continue  # no change reached the table since its snapshot
-        entries = [entry[:2] for entry in changelog_entries(lake, database, table)]
+        entries = [entry[:2] for entry in changelog_entries(lake, database, table, storage_options)]
         assert len(entries) == len(set(entries)), f"{table}: a change reached the changelog twice"

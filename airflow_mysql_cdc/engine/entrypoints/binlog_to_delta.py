@@ -1,7 +1,8 @@
 """Entry point of the binlog application: ``spark-submit <this file> --config C --result-file R``.
 
 Invariant: nothing secret is ever in argv or the config file: the MySQL endpoint (with its
-password) comes from the ``AIRFLOW_MYSQL_CDC_ENDPOINT`` environment variable. The result file is
+password) comes from the ``AIRFLOW_MYSQL_CDC_ENDPOINT`` environment variable, the lake's secret
+storage options from ``AIRFLOW_MYSQL_CDC_LAKE_STORAGE_OPTIONS``. The result file is
 written atomically (temporary file, then rename) only after the last batch committed, so a
 reader never sees a result for work that did not happen.
 
@@ -28,6 +29,7 @@ import signal
 import sys
 import threading
 from collections.abc import Sequence
+from dataclasses import replace
 
 from airflow_mysql_cdc.engine.apply_config import ApplyConfig, ApplyConfigError
 from airflow_mysql_cdc.engine.apply_loop import run_apply
@@ -44,6 +46,7 @@ from airflow_mysql_cdc.engine.entrypoints.common import (
     exit_hard,
     write_result_atomically,
 )
+from airflow_mysql_cdc.engine.lake_storage import secret_storage_options_from_environment
 from airflow_mysql_cdc.engine.parallel_catchup import run_parallel_catchup
 from airflow_mysql_cdc.engine.range_reader import spark_range_runner
 from airflow_mysql_cdc.engine.sinks.interface import SinkBehindError, SinkDivergedError
@@ -64,6 +67,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     configure_logging()
     try:
         config = ApplyConfig.from_file(args.config)
+        config = replace(config, secret_storage_options=secret_storage_options_from_environment())
         endpoint = MySqlEndpoint.from_environment()
     except (ApplyConfigError, LookupError, ValueError) as error:
         print(f"{ERROR_PREFIX} configuration: {error}", file=sys.stderr)

@@ -4,7 +4,9 @@ Windows run as Spark tasks, one per chunk, each with its own MySQL connections a
 replication server_id (``base_server_id + chunk index``) for reconciliation; each task sends its
 chunk's rows back as Arrow IPC bytes and the driver commits each finished chunk to Delta as it
 arrives, while other windows run. With ``--no-spark`` (tests, tiny tables) windows run
-one after another in this process. Credentials come only from ``AIRFLOW_MYSQL_CDC_ENDPOINT``.
+one after another in this process. Credentials come only from the environment:
+``AIRFLOW_MYSQL_CDC_ENDPOINT`` (MySQL) and ``AIRFLOW_MYSQL_CDC_LAKE_STORAGE_OPTIONS`` (the lake's
+secret storage options, see :mod:`...lake_storage`); the config file holds none.
 
 Exit codes: 0 done; 2 configuration error (including a table without a usable key); 1 other.
 """
@@ -15,7 +17,7 @@ import json
 import sys
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import partial
 from itertools import islice
 from pathlib import Path
@@ -31,6 +33,11 @@ from airflow_mysql_cdc.engine.entrypoints.common import (
     write_result_atomically,
 )
 from airflow_mysql_cdc.engine.gtid import GtidSet
+from airflow_mysql_cdc.engine.lake_storage import (
+    check_storage_options,
+    merged_storage_options,
+    secret_storage_options_from_environment,
+)
 from airflow_mysql_cdc.engine.snapshot.chunks import NoRowKeyError
 from airflow_mysql_cdc.engine.snapshot.runner import (
     WindowRunner,
@@ -54,14 +61,25 @@ class SnapshotConfig:
     restart: bool = False
     base_server_id: int | None = None
     storage_options: dict[str, str] = field(default_factory=dict)
+    """Public delta-rs storage options of the lake (endpoint, region); never credentials."""
+    secret_storage_options: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
+    """Credentials of the lake, from the environment at the application's start: never serialised."""
+
+    def __post_init__(self) -> None:
+        check_storage_options(self.storage_options, where="the snapshot application's configuration")
+
+    def lake_storage_options(self) -> dict[str, str] | None:
+        """What delta-rs gets to reach the lake: public and secret options (None: its defaults)."""
+        return merged_storage_options(self.storage_options, self.secret_storage_options)
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), indent=2)
+        public = {key: value for key, value in asdict(self).items() if key != "secret_storage_options"}
+        return json.dumps(public, indent=2)
 
     @classmethod
     def from_file(cls, path: Path) -> SnapshotConfig:
         data = json.loads(path.read_text())
-        if any(key in data for key in ("password", "user", "host")):
+        if any(key in data for key in ("password", "user", "host", "secret_storage_options")):
             raise ValueError("credentials do not belong in the configuration: pass them in the environment")
         data["tables"] = tuple(data.get("tables") or ())
         if not data["tables"]:
@@ -128,7 +146,7 @@ def run(config: SnapshotConfig, endpoint: MySqlEndpoint, runner: WindowRunner) -
             run_windows=runner,
             restart=config.restart,
             base_server_id=config.base_server_id,
-            storage_options=config.storage_options or None,
+            storage_options=config.lake_storage_options(),
         )
         for table in config.tables
     ]
@@ -153,6 +171,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     configure_logging()
     try:
         config = SnapshotConfig.from_file(args.config)
+        config = replace(config, secret_storage_options=secret_storage_options_from_environment())
         endpoint = MySqlEndpoint.from_environment()
     except (LookupError, ValueError, TypeError) as error:
         print(f"{ERROR_PREFIX} configuration: {error}", file=sys.stderr)

@@ -3,6 +3,12 @@
 Invariant: the lake layout and the metadata column names are a public contract (documented in
 docs/delta-sink.md); downstream readers depend on them. Change them only with a migration.
 
+Lake locations are URIs (``s3://bucket/prefix``, ``gs://``, ``abfss://``, ``file:///``) or local
+paths, joined with ``/`` as strings. Never through :mod:`pathlib`: ``Path("s3://lake/shop")``
+collapses the ``//`` into ``s3:/lake/shop``, which delta-rs cannot recognise as a URL (every
+application and checkpoint task failed on an object-store lake that way). Guarded by
+``tests/unit/test_lake_layout.py``.
+
 Delta Lake has no unsigned integers, no TIME type and no decimals wider than 38 digits, so the
 canonical Arrow values of :mod:`airflow_mysql_cdc.engine.mysql_types` are widened on the way in:
 unsigned integers to the next signed width (BIGINT UNSIGNED and BIT to decimal(20,0)), TIME to
@@ -12,10 +18,10 @@ int64 microseconds (MySQL TIME may be negative or above 24 h), DECIMAL(p>38) to 
 from __future__ import annotations
 
 import decimal
+import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -35,26 +41,53 @@ COMMIT_METADATA_APPLIED = "airflow_mysql_cdc.applied_gtids"
 COMMIT_METADATA_BATCH = "airflow_mysql_cdc.batch_seq"
 COMMIT_METADATA_EPOCH = "airflow_mysql_cdc.epoch"
 
+LakeRoot = str | os.PathLike[str]
+"""A lake location: a URI (``s3://bucket/prefix``) or a local path (a ``Path`` is fine for tests)."""
+
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9_$-]+$")
 
 
 @dataclass(frozen=True)
 class LakeLayout:
-    root: Path
+    """The locations of one lake's tables under ``root``: a URI or a local path, as a string."""
 
-    def target(self, schema: str, table: str) -> Path:
-        return self.root / _segment(schema) / _segment(table)
+    root: str
 
-    def changelog(self, schema: str, table: str) -> Path:
-        return self.root / "_changelog" / _segment(schema) / _segment(table)
+    def __init__(self, root: LakeRoot) -> None:
+        object.__setattr__(self, "root", lake_uri(root))
+
+    def target(self, schema: str, table: str) -> str:
+        return self._join(_segment(schema), _segment(table))
+
+    def changelog(self, schema: str, table: str) -> str:
+        return self._join("_changelog", _segment(schema), _segment(table))
 
     @property
-    def state(self) -> Path:
-        return self.root / "_cdc" / "state"
+    def state(self) -> str:
+        return self._join("_cdc", "state")
 
-    def join_state(self, schema: str, table: str, snapshot_id: str) -> Path:
+    def join_state(self, schema: str, table: str, snapshot_id: str) -> str:
         """State of one table's catch-up from its snapshot to the pipeline's position."""
-        return self.root / "_cdc" / "joins" / _segment(schema) / _segment(table) / _segment(snapshot_id)
+        return self._join("_cdc", "joins", _segment(schema), _segment(table), _segment(snapshot_id))
+
+    def _join(self, *segments: str) -> str:
+        separator = "" if self.root.endswith("/") else "/"
+        return self.root + separator + "/".join(segments)
+
+
+def lake_uri(root: LakeRoot) -> str:
+    """``root`` without trailing slashes, its scheme's ``//`` kept (``file:///`` stays a root)."""
+    text = os.fspath(root).strip()
+    scheme, separator, rest = text.partition("://")
+    stripped = rest.rstrip("/")
+    if not text or (separator and not stripped and not rest.startswith("/")):
+        raise ValueError(
+            f"lake root {text!r} names no location: set lake_root to a local path or a URI such as "
+            "s3://bucket/prefix"
+        )
+    if not separator:
+        return text.rstrip("/") or "/"
+    return f"{scheme}://{stripped or '/'}"
 
 
 def _segment(name: str) -> str:

@@ -24,7 +24,6 @@ import logging
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
@@ -50,6 +49,7 @@ from airflow_mysql_cdc.engine.sinks.delta_layout import (
     DELETED_COLUMN,
     GTID_COLUMN,
     LakeLayout,
+    LakeRoot,
     changelog_schema,
     target_schema,
 )
@@ -102,17 +102,17 @@ class DeltaSink:
 
     def __init__(
         self,
-        lake_root: Path | str,
+        lake_root: LakeRoot,
         pipeline_id: str,
         *,
         soft_deletes: bool = False,
         owner: str | None = None,
         storage_options: dict[str, str] | None = None,
         lease_s: float = 60.0,
-        state_path: Path | str | None = None,
+        state_path: str | None = None,
     ) -> None:
         """``state_path`` gives a writer its own state table (a table's catch-up before it joins)."""
-        self.layout = LakeLayout(Path(lake_root))
+        self.layout = LakeLayout(lake_root)
         self.pipeline_id = pipeline_id
         self.app_id = f"airflow_mysql_cdc:{pipeline_id}"
         self.soft_deletes = soft_deletes

@@ -32,7 +32,6 @@ import socket
 import time
 import uuid
 from dataclasses import dataclass
-from pathlib import Path
 
 import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, write_deltalake
@@ -104,7 +103,7 @@ class PipelineState:
 
 
 class PipelineStateStore:
-    def __init__(self, path: Path | str, pipeline_id: str, storage_options: dict[str, str] | None = None):
+    def __init__(self, path: str, pipeline_id: str, storage_options: dict[str, str] | None = None):
         self.path = str(path)
         self.pipeline_id = pipeline_id
         self.storage_options = storage_options

@@ -18,7 +18,6 @@ import json
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -34,6 +33,7 @@ from airflow_mysql_cdc.engine.sinks.delta_layout import (
     DELETED_COLUMN,
     GTID_COLUMN,
     LakeLayout,
+    LakeRoot,
     target_schema,
     to_delta_array,
 )
@@ -117,10 +117,10 @@ def _chunk_from_json(data: dict[str, Any]) -> Chunk:
 
 
 def read_snapshot_progress(
-    lake_root: Path | str, ref: TableRef, storage_options: dict[str, str] | None = None
+    lake_root: LakeRoot, ref: TableRef, storage_options: dict[str, str] | None = None
 ) -> SnapshotProgress | None:
     """The snapshot progress of a table's lake copy; None if the table or its snapshot does not exist."""
-    path = str(LakeLayout(Path(lake_root)).target(ref.schema, ref.table))
+    path = LakeLayout(lake_root).target(ref.schema, ref.table)
     try:
         return progress_from_history(DeltaTable(path, storage_options=storage_options))
     except TableNotFoundError:
@@ -159,12 +159,12 @@ def progress_from_history(table: DeltaTable | None) -> SnapshotProgress | None:
 class DeltaSnapshotWriter:
     def __init__(
         self,
-        lake_root: Path | str,
+        lake_root: LakeRoot,
         ref: TableRef,
         columns: Sequence[ColumnType],
         storage_options: dict[str, str] | None = None,
     ) -> None:
-        self.path = str(LakeLayout(Path(lake_root)).target(ref.schema, ref.table))
+        self.path = LakeLayout(lake_root).target(ref.schema, ref.table)
         self.ref = ref
         self.columns = tuple(columns)
         self.storage_options = storage_options

@@ -13,13 +13,13 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any
 
 import pymysql
 
 from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.engine.mysql_types import ColumnType, read_table_column_types
+from airflow_mysql_cdc.engine.sinks.delta_layout import LakeRoot
 from airflow_mysql_cdc.engine.snapshot.chunks import Chunk, plan_chunks, require_row_key
 from airflow_mysql_cdc.engine.snapshot.delta_snapshot import DeltaSnapshotWriter
 from airflow_mysql_cdc.engine.snapshot.key_order import KeyColumn, read_key_columns
@@ -120,7 +120,7 @@ class SnapshotResult:
 
 def snapshot_table(
     endpoint: MySqlEndpoint,
-    lake_root: Path | str,
+    lake_root: LakeRoot,
     table: str,
     *,
     chunk_size: int = 50_000,

@@ -14,6 +14,7 @@ from airflow.providers.apache.spark.hooks import spark_submit as provider
 from airflow.sdk.log import redact
 
 from airflow_mysql_cdc.engine.endpoint import ENVIRONMENT_VARIABLE, MySqlEndpoint
+from airflow_mysql_cdc.engine.lake_storage import LAKE_STORAGE_OPTIONS_VARIABLE
 from airflow_mysql_cdc.hooks.spark_submit import (
     ClusterDeployModeRefused,
     MySqlCdcSparkSubmitHook,
@@ -74,6 +75,22 @@ def test_client_mode_passes_the_password_in_the_environment_and_in_no_argument(
     assert not any("appMasterEnv" in argument or "driverEnv" in argument for argument in call.argv)
     assert MySqlEndpoint.from_environment(call.environment).password == PASSWORD
     assert call.environment["PYSPARK_PYTHON"] == call.environment["PYSPARK_DRIVER_PYTHON"]
+
+
+@pytest.mark.parametrize("master", MASTERS)
+def test_lake_credentials_from_an_aws_connection_reach_the_environment_and_no_argument(
+    master: str, recorder: SparkSubmitRecorder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    key_id, secret = "AKIARECORDEDKEY1", "Recorded/Lake+Secret-77"
+    lake = {"conn_type": "aws", "login": key_id, "password": secret, "extra": {"region_name": "eu-west-1"}}
+    monkeypatch.setenv("AIRFLOW_CONN_LAKE_UNDER_TEST", json.dumps(lake))
+    _use_spark_connection(monkeypatch, master)
+    operator = _apply_operator(tmp_path, lake_conn_id="lake_under_test")
+    assert operator.execute({}) == APPLY_RESULT
+    [call] = recorder.calls()
+    assert [argument for argument in call.argv if secret in argument or key_id in argument] == []
+    options = json.loads(call.environment[LAKE_STORAGE_OPTIONS_VARIABLE])
+    assert options["AWS_SECRET_ACCESS_KEY"] == secret and options["AWS_ACCESS_KEY_ID"] == key_id
 
 
 def test_kubernetes_client_mode_needs_no_kubernetes_provider_and_keeps_the_namespace(

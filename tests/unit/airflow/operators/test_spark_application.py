@@ -11,7 +11,7 @@ from airflow.sdk.exceptions import AirflowFailException
 from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.engine.entrypoints import common
 from airflow_mysql_cdc.hooks.spark_submit import SparkSubmitFailed
-from airflow_mysql_cdc.operators.spark_application import SparkApplicationOperator
+from airflow_mysql_cdc.operators.spark_application import ApplicationSecrets, SparkApplicationOperator
 from tests.support.spark_submit import SparkSubmitRecorder
 
 ENDPOINT = MySqlEndpoint(host="127.0.0.1", user="cdc", password="Exit-Code-Secret-5")
@@ -28,8 +28,7 @@ def _run(operator: SparkApplicationOperator) -> dict:
         "app.py",
         name="exit codes",
         config_json="{}",
-        secret_environment=ENDPOINT.to_environment(),
-        secret_values=(ENDPOINT.password,),
+        secrets=ApplicationSecrets.of(ENDPOINT, {}),
     )
 
 
