@@ -34,9 +34,10 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 
 from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint  # noqa: E402
+from airflow_mysql_cdc.engine.gtid import GtidSet  # noqa: E402
 from airflow_mysql_cdc.engine.verify import TableComparison, compare_table  # noqa: E402
 from tests.support.frozen_replica import REPLICA_FLAGS, FrozenReplica  # noqa: E402
-from tests.support.mysql import load_sandbox_module  # noqa: E402
+from tests.support.mysql import load_sandbox_module, scalar  # noqa: E402
 
 DAG_ID = "mysql_cdc_demo"
 TABLES = ("demo_shop.customers", "demo_shop.products", "demo_shop.orders")
@@ -245,7 +246,8 @@ def print_comparison(comparisons: list[TableComparison], indent: str = "") -> bo
 
 
 def start_frozen_replica(source: MySqlEndpoint, workdir: Path) -> tuple[FrozenReplica, Path]:
-    """A fresh second server that receives the sandbox's binlog and applies it only when asked."""
+    """A fresh second server that receives the sandbox's binlog from now on and applies it only when
+    asked (the demo's schema is created after this, so the replica needs nothing older)."""
     sandbox = load_sandbox_module()
     datadir = workdir / "replica"
     sandbox.stop(datadir=datadir, log=lambda _: None)
@@ -254,7 +256,9 @@ def start_frozen_replica(source: MySqlEndpoint, workdir: Path) -> tuple[FrozenRe
     sandbox.start(
         port=port, datadir=datadir, server_id=2, extra_flags=list(REPLICA_FLAGS), log=lambda _: None
     )
-    return FrozenReplica.attach(MySqlEndpoint("127.0.0.1", port, "root"), source), datadir
+    executed = GtidSet.parse(scalar(source, "SELECT @@GLOBAL.gtid_executed"))
+    replica = FrozenReplica.attach(MySqlEndpoint("127.0.0.1", port, "root"), source, starting_after=executed)
+    return replica, datadir
 
 
 def print_where_to_look(lake: Path, workdir: Path, config_file: Path, endpoint: MySqlEndpoint) -> None:
@@ -280,23 +284,15 @@ def print_where_to_look(lake: Path, workdir: Path, config_file: Path, endpoint: 
     print("  .venv/bin/airflow standalone")
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--dsn", default="mysql://root@127.0.0.1:13306/")
-    parser.add_argument("--workdir", type=Path, default=REPO_ROOT / ".cache" / "demo")
-    parser.add_argument("--runs", type=int, default=3, help="how many consecutive intervals to run")
-    parser.add_argument("--interval-s", type=int, default=30, help="length of one interval")
-    args = parser.parse_args()
-    endpoint = MySqlEndpoint.from_url(args.dsn).with_database(None)
-    workdir: Path = args.workdir.resolve()
+def run_intervals(
+    endpoint: MySqlEndpoint, replica: FrozenReplica, args: argparse.Namespace, workdir: Path
+) -> tuple[list[dict], int, bool]:
+    """Fill the shop, then run the DAG interval after interval with the workload going; after each
+    run, compare the lake with the replica stopped at its end set. Returns the checkpoint records,
+    the transactions written, and whether every comparison matched."""
     lake, logs, config_file = workdir / "lake", workdir / "logs", workdir / "pipeline.json"
-    for path in (lake, workdir / "airflow", logs):
-        shutil.rmtree(path, ignore_errors=True)
-    logs.mkdir(parents=True)
     fill(endpoint, random.Random(7))
     print(f"demo_shop created on {endpoint} with {', '.join(TABLES)}")
-    replica, replica_datadir = start_frozen_replica(endpoint, workdir)
-    print(f"a replica at {replica.endpoint} receives its binlog, to be stopped at each run's end set")
     environment = airflow_environment(workdir, endpoint, config_file)
     print("preparing Airflow's database (airflow db migrate) ...", flush=True)
     airflow = str(Path(sys.executable).with_name("airflow"))
@@ -324,15 +320,36 @@ def main() -> None:
     finally:
         stop.set()
         writer.join()
+    return records, written[0] if written else 0, all_equal
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--dsn", default="mysql://root@127.0.0.1:13306/")
+    parser.add_argument("--workdir", type=Path, default=REPO_ROOT / ".cache" / "demo")
+    parser.add_argument("--runs", type=int, default=3, help="how many consecutive intervals to run")
+    parser.add_argument("--interval-s", type=int, default=30, help="length of one interval")
+    args = parser.parse_args()
+    endpoint = MySqlEndpoint.from_url(args.dsn).with_database(None)
+    workdir: Path = args.workdir.resolve()
+    lake = workdir / "lake"
+    for path in (lake, workdir / "airflow", workdir / "logs"):
+        shutil.rmtree(path, ignore_errors=True)
+    (workdir / "logs").mkdir(parents=True)
+    replica, replica_datadir = start_frozen_replica(endpoint, workdir)
+    print(f"a replica at {replica.endpoint} receives the binlog, to be stopped at each run's end set")
+    try:
+        records, written, all_equal = run_intervals(endpoint, replica, args, workdir)
+    finally:
         load_sandbox_module().stop(datadir=replica_datadir, log=lambda _: None)
 
     print()
     print("after the workload stopped, the lake vs MySQL itself:")
     all_equal &= print_comparison([compare_table(endpoint, lake, *table.split(".")) for table in TABLES])
     print()
-    print(f"transactions written     {written[0] if written else 0} during {len(records)} runs")
+    print(f"transactions written     {written} during {len(records)} runs")
     print(f"end GTID set             {records[-1]['end_gtids']}")
-    print_where_to_look(lake, workdir, config_file, endpoint)
+    print_where_to_look(lake, workdir, workdir / "pipeline.json", endpoint)
     if not all_equal:
         raise SystemExit("MISMATCH between MySQL and the lake")
     print("\nThe lake equalled MySQL as of every run's published end GTID set.")

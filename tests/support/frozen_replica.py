@@ -62,13 +62,23 @@ class FrozenReplica:
         return cls.attach(pool.start(REPLICA_FLAGS, name=name).endpoint, source)
 
     @classmethod
-    def attach(cls, replica: MySqlEndpoint, source: MySqlEndpoint) -> FrozenReplica:
+    def attach(
+        cls, replica: MySqlEndpoint, source: MySqlEndpoint, *, starting_after: GtidSet | None = None
+    ) -> FrozenReplica:
         """Make ``replica`` (a fresh server started with :data:`REPLICA_FLAGS`) receive ``source``'s
-        binlog without applying it."""
-        # A source that purged binlogs can still be followed from what it kept.
-        purged = scalar(source, "SELECT @@GLOBAL.gtid_purged")
-        if purged:
-            execute(replica, "RESET BINARY LOGS AND GTIDS", f"SET GLOBAL gtid_purged = '{purged}'")
+        binlog without applying it.
+
+        ``starting_after``: take the source's state up to this set as given and receive only what
+        follows (the demo: its schema is created after it). Otherwise everything the source still
+        has is received; a source that purged binlogs is followed from what it kept.
+        """
+        skipped = (
+            str(starting_after)
+            if starting_after is not None
+            else scalar(source, "SELECT @@GLOBAL.gtid_purged")
+        )
+        if skipped:
+            execute(replica, "RESET BINARY LOGS AND GTIDS", f"SET GLOBAL gtid_purged = '{skipped}'")
         execute(
             replica,
             f"CHANGE REPLICATION SOURCE TO SOURCE_HOST='{source.host}', SOURCE_PORT={source.port}, "
