@@ -10,15 +10,19 @@ import pytest
 
 from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
 from tests.support.airflow import connection_env, run_dag, task_states, xcom_value
+from tests.support.frozen_replica import FrozenReplica
 from tests.support.lake import ConcurrentWriter
 from tests.support.mysql import execute, scalar
-from tests.support.pipeline import SPARK_LOCAL, assert_exact, finish, now, writing
+from tests.support.pipeline import SPARK_LOCAL, assert_exact_at, finish, now, writing
 
 pytestmark = [pytest.mark.mysql, pytest.mark.usefixtures("airflow_db")]
 
 
 def test_the_custom_dag_example_chains_its_segments_from_a_given_start(
-    mysql_database: MySqlEndpoint, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    mysql_database: MySqlEndpoint,
+    frozen_replica: FrozenReplica,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     database = mysql_database.database
     for table in ("orders", "payments"):
@@ -41,9 +45,9 @@ def test_the_custom_dag_example_chains_its_segments_from_a_given_start(
             {"first_start": first_start},
             logical_date=now() + datetime.timedelta(seconds=4),
         )
-        finish(writers)
         assert set(task_states(dag_run).values()) == {"success"}
         record = xcom_value(dag_run, "publish")
         assert record["start_gtids"] == (ends[-1] if ends else first_start)
         ends.append(record["end_gtids"])
-        assert_exact(mysql_database, tmp_path, database, "orders", "payments")
+        assert_exact_at(frozen_replica, record, tmp_path, database, "orders", "payments")
+        finish(writers)

@@ -35,12 +35,14 @@ from airflow_mysql_cdc.engine.sinks.pipeline_state import (
 )
 from tests.support.airflow import task_states, xcom_value
 from tests.support.apply_process import launch_application
+from tests.support.frozen_replica import FrozenReplica
 from tests.support.leaks import CommandLineRecorder, as_text, containing, dag_xcom_values
 from tests.support.object_store import S3Lake
 from tests.support.pipeline import (
     ALL_TASKS,
     Pipeline,
     assert_exact,
+    assert_exact_at,
     checkpoint,
     finish,
     kill_application_after_a_batch,
@@ -150,6 +152,7 @@ def _wait_for_owner(pipeline: Pipeline, timeout_s: float = 90) -> str:
 @pytest.mark.usefixtures("airflow_db")
 def test_the_daily_dag_on_an_s3_lake_recovers_refuses_a_second_writer_and_leaks_no_credential(
     mysql_database: MySqlEndpoint,
+    frozen_replica: FrozenReplica,
     s3_lake: S3Lake,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
@@ -167,10 +170,12 @@ def test_the_daily_dag_on_an_s3_lake_recovers_refuses_a_second_writer_and_leaks_
         # Run 1: snapshot both tables into s3, then stream the open segment while a writer writes.
         writers = writing(mysql_database, 4, 1, "orders", "payments")
         first = pipeline.run(now() + datetime.timedelta(seconds=6))
-        finish(writers)
         assert task_states(first) == dict.fromkeys(ALL_TASKS, "success")
         assert len(xcom_value(first, "snapshot")["tables"]) == 2
-        assert_exact(mysql_database, pipeline.lake, database, "orders", "payments", **read)
+        assert_exact_at(
+            frozen_replica, checkpoint(first), pipeline.lake, database, "orders", "payments", **read
+        )
+        finish(writers)
 
         # Run 2: the application is kill -9'ed after a committed batch; the retry finishes the segment.
         second_end = now() + datetime.timedelta(seconds=15)
@@ -182,14 +187,18 @@ def test_the_daily_dag_on_an_s3_lake_recovers_refuses_a_second_writer_and_leaks_
         assert task_states(failed)["apply_segment"] == "failed"
         retried = pipeline.run(second_end)
         assert task_states(retried) == dict.fromkeys(ALL_TASKS, "success")
-        assert_exact(mysql_database, pipeline.lake, database, "orders", "payments", **read)
+        assert_exact_at(
+            frozen_replica, checkpoint(retried), pipeline.lake, database, "orders", "payments", **read
+        )
 
         # Run 3: a catch-up of a closed interval, read by two GTID-range readers on Spark.
         finish(writing(mysql_database, 2, 3, "orders", "payments"))
         third = pipeline.run(now())
         assert task_states(third) == dict.fromkeys(ALL_TASKS, "success")
         assert GtidSet.parse(checkpoint(third)["end_gtids"]) == pipeline.lake_position()
-        assert_exact(mysql_database, pipeline.lake, database, "orders", "payments", **read)
+        assert_exact_at(
+            frozen_replica, checkpoint(third), pipeline.lake, database, "orders", "payments", **read
+        )
 
         # Run 4 while another instance holds the pipeline: the lease refuses the second writer.
         holder_config = ApplyConfig(

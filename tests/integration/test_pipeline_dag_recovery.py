@@ -11,8 +11,20 @@ import pytest
 
 from airflow_mysql_cdc.engine.gtid import GtidSet
 from tests.support.airflow import task_states, xcom_value
+from tests.support.frozen_replica import FrozenReplica
 from tests.support.mysql import ServerPool, execute, purge_all_binlogs, scalar
-from tests.support.pipeline import ALL_TASKS, Pipeline, assert_exact, checkpoint, finish, now, seed, writing
+from tests.support.pipeline import (
+    ALL_TASKS,
+    Pipeline,
+    assert_exact,
+    assert_exact_at,
+    checkpoint,
+    finish,
+    now,
+    seed,
+    writers_running,
+    writing,
+)
 
 pytestmark = [pytest.mark.mysql, pytest.mark.usefixtures("airflow_db")]
 SHOP = "shop"
@@ -38,12 +50,16 @@ def test_purged_binlogs_fail_clearly_or_lead_to_a_resnapshot_by_policy(
     mysql_servers: ServerPool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture
 ) -> None:
     server = mysql_servers.start(name="dag_purge").endpoint
+    replica = FrozenReplica.start(mysql_servers, server, name="dag_purge_frozen_replica")
     execute(server, f"CREATE DATABASE {SHOP}")
     shop = server.with_database(SHOP)
     seed(shop, "orders", 150)
     pipeline = Pipeline(monkeypatch, tmp_path, server, [f"{SHOP}.orders"])
-    assert task_states(pipeline.run(now()))["publish_checkpoint"] == "success"
+    first = pipeline.run(now())
+    assert task_states(first)["publish_checkpoint"] == "success"
+    assert_exact_at(replica, checkpoint(first), pipeline.lake, SHOP, "orders")
     finish(writing(shop, 2, 3, "orders"))
+    replica.wait_until_received(_executed(server))
     purge_all_binlogs(server)
 
     failed = pipeline.run(now())
@@ -53,19 +69,19 @@ def test_purged_binlogs_fail_clearly_or_lead_to_a_resnapshot_by_policy(
     output = capfd.readouterr()
     assert "the server purged binlogs holding transactions that were never applied" in output.out + output.err
 
-    # The re-snapshot policy: every table is snapshotted again and the pipeline moves onto it.
+    # The re-snapshot policy: every table is snapshotted again (while the writer goes on) and the
+    # pipeline moves onto it, ending where the new snapshot is exact.
     pipeline.configure(on_purged="resnapshot")
-    recovered = pipeline.run(now())
-    assert task_states(recovered) == dict.fromkeys(ALL_TASKS, "success")
-    assert xcom_value(recovered, "plan_segment")["rebase"] is True
-    assert GtidSet.parse(checkpoint(recovered)["end_gtids"]) == pipeline.lake_position()
-    assert_exact(shop, pipeline.lake, SHOP, "orders")
-    writers = writing(shop, 3, 4, "orders")
-    next_run = pipeline.run(now() + datetime.timedelta(seconds=4))
-    finish(writers)
-    assert task_states(next_run) == dict.fromkeys(ALL_TASKS, "success")
-    assert xcom_value(next_run, "snapshot")["tables"] == []
-    assert_exact(shop, pipeline.lake, SHOP, "orders")
+    with writers_running(shop, 4, "orders"):
+        recovered = pipeline.run(now())
+        assert task_states(recovered) == dict.fromkeys(ALL_TASKS, "success")
+        assert xcom_value(recovered, "plan_segment")["rebase"] is True
+        assert GtidSet.parse(checkpoint(recovered)["end_gtids"]) == pipeline.lake_position()
+        assert_exact_at(replica, checkpoint(recovered), pipeline.lake, SHOP, "orders")
+        next_run = pipeline.run(now() + datetime.timedelta(seconds=4))
+        assert task_states(next_run) == dict.fromkeys(ALL_TASKS, "success")
+        assert xcom_value(next_run, "snapshot")["tables"] == []
+        assert_exact_at(replica, checkpoint(next_run), pipeline.lake, SHOP, "orders")
 
 
 def test_failover_to_a_lagging_replica_waits_for_it_then_continues_from_the_checkpoint(

@@ -196,6 +196,21 @@ def test_chunk_boundaries_and_key_order_follow_the_case_insensitive_collation(
     assert [c.upper for c in chunks] == [("Banana",), ("Date",), ("Fig",), None]
 
 
+def test_float_keys_that_print_alike_are_planned_into_one_chunk_each(mysql_database: MySqlEndpoint) -> None:
+    # 568055.0 .. 568055.375 all print as 568055 (6 digits): a boundary read as that text sits below
+    # the stored keys, so the next keyset query found the same key again and planning never ended.
+    keys = [568055 + step / 8 for step in range(4)]
+    execute(
+        mysql_database,
+        "CREATE TABLE readings (k FLOAT PRIMARY KEY, v INT)",
+        "INSERT INTO readings VALUES " + ", ".join(f"({key}, {n})" for n, key in enumerate(keys)),
+    )
+    ref = TableRef(mysql_database.database, "readings")
+    with mysql_database.connect() as connection, connection.cursor() as cursor:
+        chunks = plan_chunks(connection, read_table_metadata(cursor, ref), 1)
+    assert [chunk.upper for chunk in chunks] == [(key,) for key in keys] + [None]
+
+
 def test_table_without_a_usable_key_is_named(mysql_database: MySqlEndpoint) -> None:
     execute(mysql_database, "CREATE TABLE heap (a INT, b VARCHAR(3))")
     ref = TableRef(mysql_database.database, "heap")

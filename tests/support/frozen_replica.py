@@ -91,6 +91,14 @@ class FrozenReplica:
     def position(self) -> GtidSet:
         return _executed(self.endpoint)
 
+    def wait_until_received(self, gtids: GtidSet, *, timeout_s: float = 60.0) -> None:
+        """Wait until the receiver has copied ``gtids`` (before the source purges its binlogs)."""
+        deadline = time.monotonic() + timeout_s
+        while not gtids.issubset(GtidSet.parse(_applier_status(self.endpoint).get("Retrieved_Gtid_Set", ""))):
+            if time.monotonic() > deadline:
+                raise ReplicaFreezeError(f"the replica did not receive {gtids} within {timeout_s:.0f}s")
+            time.sleep(0.05)
+
     def freeze_at(self, end: GtidSet | str, *, timeout_s: float = 180.0) -> None:
         """Apply the source's transactions up to exactly ``end`` and stop there."""
         end = GtidSet.parse(end) if isinstance(end, str) else end

@@ -69,8 +69,16 @@ def plan_chunks(
     if chunk_size < 1:
         raise ValueError("chunk_size must be positive")
     key = metadata.key_columns
-    columns = key_columns_sql(key)
     table = metadata.ref.quoted
+    order_by = ", ".join(f"{table}.{quote_identifier(name)}" for name in key)
+    # The stored value of a FLOAT/DOUBLE key, not MySQL's rounded text of it: a boundary rounded
+    # below its key would select that key again, and planning could repeat one chunk forever.
+    selected = ", ".join(
+        f"CAST({table}.{quote_identifier(name)} AS DOUBLE)"
+        if metadata.column(name).data_type in ("float", "double")
+        else f"{table}.{quote_identifier(name)}"
+        for name in key
+    )
     boundaries: list[tuple[Any, ...]] = []
     with connection.cursor() as cursor:
         while True:
@@ -78,7 +86,7 @@ def plan_chunks(
             if boundaries:
                 where, params = range_predicate(key, Chunk(0, boundaries[-1], None))
             cursor.execute(
-                f"SELECT {columns} FROM {table} WHERE {where} ORDER BY {columns} LIMIT 1 OFFSET %s",
+                f"SELECT {selected} FROM {table} WHERE {where} ORDER BY {order_by} LIMIT 1 OFFSET %s",
                 [*params, chunk_size - 1],
             )
             row = cursor.fetchone()
