@@ -11,7 +11,7 @@ import pytest
 
 from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
 from tests.support.airflow import migrate_airflow_db
-from tests.support.frozen_replica import FrozenReplica
+from tests.support.frozen_replica import REPLICA_FLAGS, FrozenReplica
 from tests.support.mysql import ServerPool, database_name_for, execute, shared_server_endpoint
 from tests.support.object_store import ObjectStore, S3Lake, running_object_store
 from tests.support.spark_cluster import SparkStandaloneCluster
@@ -42,9 +42,18 @@ def mysql_server(mysql_servers: ServerPool) -> Iterator[MySqlEndpoint]:
 
 
 @pytest.fixture(scope="session")
-def frozen_replica(mysql_servers: ServerPool, mysql_server: MySqlEndpoint) -> FrozenReplica:
-    """A replica of the shared server that stands still until frozen at a published end set."""
-    return FrozenReplica.start(mysql_servers, mysql_server)
+def frozen_replica_server(mysql_servers: ServerPool) -> MySqlEndpoint:
+    """The server the ``frozen_replica`` fixture makes a replica of the shared server, test by test."""
+    return mysql_servers.start(REPLICA_FLAGS, name="frozen_replica").endpoint
+
+
+@pytest.fixture
+def frozen_replica(
+    frozen_replica_server: MySqlEndpoint, mysql_server: MySqlEndpoint, mysql_database: MySqlEndpoint
+) -> FrozenReplica:
+    """A replica of the shared server, from this test's start, that stands still until frozen at a
+    published end set (``FrozenReplica.freeze_at``)."""
+    return FrozenReplica.follow_from_now(frozen_replica_server, mysql_server, [mysql_database.database])
 
 
 @pytest.fixture

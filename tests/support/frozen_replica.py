@@ -13,7 +13,8 @@ source at that set, not at some nearby state.
 The replica only moves forward: freezing at a set older than where it stands is an error (the test
 would compare with a later state). One replica serves a whole test session (the ``frozen_replica``
 fixture): every published end set of the shared server is a prefix of the same binlog, and tests run
-one after the other.
+one after the other. Each test makes it follow the source from the test's start
+(:meth:`FrozenReplica.follow_from_now`), so it replays only that test's transactions.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import pymysql
 from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.engine.gtid import GtidSet
 from airflow_mysql_cdc.engine.sinks.delta_layout import LakeRoot
+from airflow_mysql_cdc.engine.table_metadata import quote_identifier
 from airflow_mysql_cdc.engine.verify import TableComparison, compare_table
 from tests.support.mysql import ServerPool, execute, scalar
 
@@ -87,6 +89,30 @@ class FrozenReplica:
             "START REPLICA IO_THREAD",
         )
         return cls(replica, source)
+
+    @classmethod
+    def follow_from_now(
+        cls, replica: MySqlEndpoint, source: MySqlEndpoint, databases: Iterable[str]
+    ) -> FrozenReplica:
+        """Reuse ``replica`` for a new test: forget what it followed, and follow ``source`` from its
+        current position, with ``databases`` (created on the source, still empty) created here too.
+
+        A replica that followed the shared server from its beginning had to replay every earlier
+        test's transactions before its first freeze (minutes, late in a session); this way it only
+        applies the transactions of the test at hand.
+        """
+        with replica.connect() as connection, connection.cursor() as cursor:
+            cursor.execute("SET sql_log_bin = 0")  # local housekeeping: no GTIDs of the replica's own
+            cursor.execute("STOP REPLICA")
+            cursor.execute("RESET REPLICA ALL")
+            cursor.execute(
+                "SELECT schema_name FROM information_schema.schemata WHERE schema_name LIKE 't\\_%'"
+            )
+            for (leftover,) in cursor.fetchall():
+                cursor.execute(f"DROP DATABASE {quote_identifier(leftover)}")
+            for database in databases:
+                cursor.execute(f"CREATE DATABASE {quote_identifier(database)}")
+        return cls.attach(replica, source, starting_after=_executed(source))
 
     def position(self) -> GtidSet:
         return _executed(self.endpoint)
