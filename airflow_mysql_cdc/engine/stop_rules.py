@@ -26,7 +26,7 @@ always a prefix of the binlog order: ``start | {the transactions before the stop
   first transaction committed at or after the boundary that comes after every transaction of the
   consistent point. Still a pure function of the binlog and the (recorded) consistent point, so a
   retry cuts at the same place. Guarded by
-  ``test_a_first_run_whose_interval_ended_before_its_snapshot_ends_where_every_table_is_exact``.
+  ``test_a_first_run_and_a_joining_table_with_intervals_already_past_end_where_every_table_is_exact``.
 - :class:`Live` never stops; the consumer closes the generator.
 """
 

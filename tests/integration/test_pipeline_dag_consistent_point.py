@@ -45,7 +45,7 @@ def _ends_at_the_consistent_point(dag_run) -> None:
     assert applied["transactions"] > 0 and applied["last_commit_timestamp_us"] >= segment_end_us
 
 
-def test_a_first_run_whose_interval_ended_before_its_snapshot_ends_where_every_table_is_exact(
+def test_a_first_run_and_a_joining_table_with_intervals_already_past_end_where_every_table_is_exact(
     mysql_database: MySqlEndpoint,
     frozen_replica: FrozenReplica,
     tmp_path: Path,
@@ -53,47 +53,24 @@ def test_a_first_run_whose_interval_ended_before_its_snapshot_ends_where_every_t
 ) -> None:
     database = mysql_database.database
     seed(mysql_database, "orders", 400)
-    seed(mysql_database, "payments", 300)
-    pipeline = Pipeline(monkeypatch, tmp_path, mysql_database.with_database(None),
-                        [f"{database}.orders", f"{database}.payments"], chunk_size=40)  # fmt: skip
-    with writers_running(mysql_database, 31, "orders", "payments"):
-        interval_end = now()  # already past when the snapshot starts: its segment alone would be empty
-        first_run = pipeline.run(interval_end)
-        first = checkpoint(first_run)
-        assert first["segment_end"] == interval_end.isoformat()
-        assert_exact_at(frozen_replica, first, pipeline.lake, database, "orders", "payments")
-        _ends_at_the_consistent_point(first_run)
-
-        # The next run continues from there.
-        second_run = pipeline.run(now() + datetime.timedelta(seconds=4))
-        assert task_states(second_run) == dict.fromkeys(ALL_TASKS, "success")
-        second = checkpoint(second_run)
-        assert second["start_gtids"] == first["end_gtids"]
-        assert_exact_at(frozen_replica, second, pipeline.lake, database, "orders", "payments")
-
-
-def test_a_table_joining_a_running_pipeline_ends_the_run_where_it_is_exact(
-    mysql_database: MySqlEndpoint,
-    frozen_replica: FrozenReplica,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    database = mysql_database.database
-    seed(mysql_database, "orders", 150)
     seed(mysql_database, "payments", 400)
     pipeline = Pipeline(monkeypatch, tmp_path, mysql_database.with_database(None), [f"{database}.orders"],
                         chunk_size=40)  # fmt: skip
-    with writers_running(mysql_database, 41, "orders", "payments"):
-        first = pipeline.run(now() + datetime.timedelta(seconds=2))
-        assert task_states(first) == dict.fromkeys(ALL_TASKS, "success")
-        assert_exact_at(frozen_replica, checkpoint(first), pipeline.lake, database, "orders")
+    with writers_running(mysql_database, 31, "orders", "payments"):
+        # The first run: its interval ended before the snapshot started (its segment alone is empty).
+        interval_end = now()
+        first_run = pipeline.run(interval_end)
+        first = checkpoint(first_run)
+        assert first["segment_end"] == interval_end.isoformat()
+        assert_exact_at(frozen_replica, first, pipeline.lake, database, "orders")
+        _ends_at_the_consistent_point(first_run)
 
-        # payments joins in a run whose interval ended before its snapshot started.
+        # payments joins in a run whose interval, too, ended before its snapshot started.
         pipeline.configure(tables=[f"{database}.orders", f"{database}.payments"])
         joined_run = pipeline.run(now())
         joined = checkpoint(joined_run)
+        assert joined["start_gtids"] == first["end_gtids"]
         assert_exact_at(frozen_replica, joined, pipeline.lake, database, "orders", "payments")
         _ends_at_the_consistent_point(joined_run)
         snapshotted = [table["table"] for table in xcom_value(joined_run, "snapshot")["tables"]]
         assert snapshotted == [f"{database}.payments"]
-        assert joined["start_gtids"] == checkpoint(first)["end_gtids"]
