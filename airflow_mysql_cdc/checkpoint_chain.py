@@ -1,15 +1,25 @@
-"""The DAG side of the checkpoint chain: load the previous run's record, plan the run, publish its own.
+"""The DAG side of the checkpoint chain: where a run stands, what it snapshots, the record it publishes.
 
-A run starts from the end set of the previous *successful* run (by logical date), pulled from
-XCom by that run's run_id, never with ``include_prior_dates`` (which returns values in no
-defined order). Runs must execute in date order for the chain to hold: the example DAG has
-``max_active_runs=1`` and ``depends_on_past=True``, so catch-up and backfill runs go one by one
-and a failed run stops later ones until it succeeds. See :mod:`airflow_mysql_cdc.engine.checkpoint`
-for the record and for how the lake, the second witness, is reconciled with it.
+The chain lives in the lake (:class:`~airflow_mysql_cdc.engine.sinks.checkpoint_log.CheckpointLog`):
+every published record, append-only, one per interval end. A run places itself by its interval end
+alone (:mod:`airflow_mysql_cdc.engine.run_placement`): the first run snapshots; a run after the
+chain's head continues it (covering the intervals of runs that failed in between); a run of an
+interval that has a record republishes it unchanged; a run inside the chain is covered and applies
+nothing; a run before the first interval is refused. So no run waits for another (no
+``depends_on_past``), runs may go in any order, and clearing, retrying or backfilling never rewrites
+a record. The run that publishes must be the only one doing so: the example DAG gives its
+``replicate`` task ``max_active_tis_per_dag=1``.
+
+Two witnesses are compared before anything is applied: the chain's head (what was published) and
+the lake's applied set (committed with the data, :mod:`.engine.sinks.pipeline_state`); see
+:func:`airflow_mysql_cdc.engine.checkpoint.agree_on_start`. A lake whose log is empty but whose
+previous successful run left a record in XCom (a pipeline started by an earlier version) has that
+record moved into the log first.
 
 The lake is read here, in the Airflow worker, with ``storage_options``: every option delta-rs
 needs, credentials included (:meth:`LakeStorageHook.get_delta_storage_options`). They stay in this
-process: nothing here returns them to XCom.
+process: nothing here returns them to XCom. The Delta and Arrow imports happen inside the
+functions: the DAG file is parsed for every task, and they cost half a second.
 
 A run without a logical date (Airflow 3 allows manual runs without one) has no place in the
 chain: it is refused with an explanation. Trigger a manual run with a logical date instead.
@@ -19,6 +29,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from airflow.sdk.exceptions import AirflowFailException
@@ -32,20 +43,119 @@ from airflow_mysql_cdc.engine.checkpoint import (
     judge_source,
 )
 from airflow_mysql_cdc.engine.gtid import GtidSet
-from airflow_mysql_cdc.engine.sinks.delta_layout import LakeLayout
-from airflow_mysql_cdc.engine.sinks.pipeline_state import PipelineState, PipelineStateStore
-from airflow_mysql_cdc.engine.snapshot.delta_snapshot import read_snapshot_progress
+from airflow_mysql_cdc.engine.run_placement import Placement, RunBeforeFirstIntervalError, place_run
+from airflow_mysql_cdc.engine.sinks.checkpoint_log import CheckpointLog
+from airflow_mysql_cdc.engine.sinks.lake_layout import LakeLayout
 from airflow_mysql_cdc.engine.table_metadata import TableRef
 from airflow_mysql_cdc.hooks.mysql_cdc import MySqlCdcHook
 
 log = logging.getLogger(__name__)
-PUBLISH_TASK_ID = "publish_checkpoint"
+PUBLISH_TASK_ID = "replicate"
+"""The task whose XCom holds a run's record in the example DAG (earlier versions: publish_checkpoint)."""
+LEGACY_PUBLISH_TASK_IDS = (PUBLISH_TASK_ID, "publish_checkpoint")
 
 
-def _lake_state(
-    lake_root: str, pipeline_id: str, storage_options: dict[str, str] | None
-) -> PipelineState | None:
+@dataclass(frozen=True)
+class ChainPosition:
+    """Where a run stands, and for a run that applies, where its segment starts."""
+
+    placement: Placement
+    start: GtidSet | None
+    """first/forward: the segment's start (None: a first run into an empty lake, which snapshots)."""
+    why: str
+    members: dict[str, str] = field(default_factory=dict)
+
+    def to_xcom(self) -> dict[str, Any]:
+        record = self.placement.record
+        return {
+            "placement": self.placement.kind,
+            "first_run": self.placement.applies and self.start is None,
+            "checkpoint": str(self.start) if self.start is not None else "",
+            "previous_run_id": record.run_id if self.placement.kind == "forward" and record else None,
+            "record": record.to_dict() if record is not None and not self.placement.applies else None,
+            "members": self.members,
+            "why": self.why,
+        }
+
+
+def _refuse_without_logical_date(context: Any) -> None:
+    if context.get("logical_date") is None:
+        raise AirflowFailException(
+            "this run has no logical date, so it has no place in the checkpoint chain (a segment is the "
+            "data interval of a dated run). Trigger it with a logical date (airflow dags trigger "
+            "--logical-date ..., or the date field of the UI's trigger form)."
+        )
+
+
+def _lake_state(lake_root: str, pipeline_id: str, storage_options: dict[str, str] | None):
+    from airflow_mysql_cdc.engine.sinks.pipeline_state import PipelineStateStore
+
     return PipelineStateStore(LakeLayout(lake_root).state, pipeline_id, storage_options).read()
+
+
+def _legacy_record(context: Any, pipeline_id: str, publish_task_id: str) -> CheckpointRecord | None:
+    """The previous successful run's record from XCom: a chain started before records lived in the lake."""
+    ti = context["ti"]
+    previous = ti.get_previous_dagrun(state="success")
+    if previous is None:
+        return None
+    for task_id in dict.fromkeys((publish_task_id, *LEGACY_PUBLISH_TASK_IDS)):
+        raw = ti.xcom_pull(task_ids=task_id, dag_id=ti.dag_id, run_id=previous.run_id)
+        if isinstance(raw, dict) and raw.get("segment_end"):
+            return CheckpointRecord.from_dict(raw, pipeline_id=pipeline_id)
+    return None
+
+
+def locate_run(
+    context: Any,
+    *,
+    pipeline_id: str,
+    lake_root: str,
+    mysql_cdc_conn_id: str,
+    storage_options: dict[str, str] | None = None,
+    publish_task_id: str = PUBLISH_TASK_ID,
+) -> ChainPosition:
+    """Where this run stands in the chain, checked against the lake and the source; fails when they
+    disagree, or when the run is dated before the pipeline's first interval."""
+    _refuse_without_logical_date(context)
+    interval_end = context["data_interval_end"]
+    chain = CheckpointLog(lake_root, pipeline_id, storage_options)
+    try:
+        records = chain.records()
+        if not records:
+            legacy = _legacy_record(context, pipeline_id, publish_task_id)
+            if legacy is not None:
+                log.info("moving the checkpoint of run %s from XCom into the lake's log", legacy.run_id)
+                chain.append(legacy)
+                records = [legacy]
+        placement = place_run(records, interval_end)
+    except (CheckpointError, RunBeforeFirstIntervalError) as error:
+        raise AirflowFailException(str(error)) from error
+    log.info("this run: %s", placement.describe(interval_end.isoformat()))
+    state = _lake_state(lake_root, pipeline_id, storage_options)
+    lake_applied = state.applied_gtids if state is not None else None
+    members = dict(state.members or {}) if state is not None else {}
+    record = placement.record
+    if not placement.applies:
+        assert record is not None
+        if lake_applied is None or not record.end.issubset(lake_applied):
+            raise AirflowFailException(
+                f"run {record.run_id} published {record.end_gtids or '(empty)'}, but the lake at {lake_root} "
+                f"is at {lake_applied if lake_applied is not None else '(no pipeline state)'}: the lake lost "
+                "commits (restored from a backup?). Re-snapshot the tables into a new lake."
+            )
+        return ChainPosition(placement, None, "published already; the lake holds it", members)
+    predecessor = record if placement.kind == "forward" else None
+    try:
+        if predecessor is not None:
+            server = MySqlCdcHook(mysql_cdc_conn_id).get_server_state()
+            log.info("source: %s", judge_source(predecessor, server.server_uuid, server.gtid_executed))
+        why = agree_on_start(predecessor.end if predecessor else None, lake_applied, lake=lake_root)
+    except (CheckpointError, WitnessDisagreementError) as error:
+        raise AirflowFailException(str(error)) from error
+    log.info("checkpoint: %s", why)
+    start = predecessor.end if predecessor is not None else lake_applied
+    return ChainPosition(placement, start, why, members)
 
 
 def load_checkpoint(
@@ -57,46 +167,15 @@ def load_checkpoint(
     publish_task_id: str = PUBLISH_TASK_ID,
     storage_options: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """The previous successful run's checkpoint, checked against the lake; fails when they disagree."""
-    ti = context["ti"]
-    if context.get("logical_date") is None:
-        raise AirflowFailException(
-            "this run has no logical date, so it has no place in the checkpoint chain (a segment is the "
-            "data interval of a dated run). Trigger it with a logical date (airflow dags trigger "
-            "--logical-date ..., or the date field of the UI's trigger form)."
-        )
-    previous = ti.get_previous_dagrun(state="success")
-    record: CheckpointRecord | None = None
-    if previous is not None:
-        raw = ti.xcom_pull(task_ids=publish_task_id, dag_id=ti.dag_id, run_id=previous.run_id)
-        if raw is None:
-            raise AirflowFailException(
-                f"the previous successful run {previous.run_id} has no checkpoint in XCom (task "
-                f"{publish_task_id!r}); was its XCom deleted? Clear that run so it republishes it."
-            )
-        try:
-            record = CheckpointRecord.from_dict(raw, pipeline_id=pipeline_id)
-            server = MySqlCdcHook(mysql_cdc_conn_id).get_server_state()
-            log.info("source: %s", judge_source(record, server.server_uuid, server.gtid_executed))
-        except CheckpointError as error:
-            raise AirflowFailException(str(error)) from error
-        log.info("previous successful run %s ended at %s", previous.run_id, record.end_gtids or "(empty)")
-    state = _lake_state(lake_root, pipeline_id, storage_options)
-    lake_applied = state.applied_gtids if state is not None else None
-    try:
-        why = agree_on_start(record.end if record else None, lake_applied, lake=lake_root)
-    except WitnessDisagreementError as error:
-        raise AirflowFailException(str(error)) from error
-    log.info("checkpoint: %s", why)
-    checkpoint = record.end if record else lake_applied
-    return {
-        "first_run": checkpoint is None,
-        "checkpoint": str(checkpoint) if checkpoint is not None else "",
-        "previous_run_id": previous.run_id if previous is not None else None,
-        "previous_source": record.source.__dict__ if record else None,
-        "members": dict(state.members or {}) if state is not None else {},
-        "why": why,
-    }
+    """:func:`locate_run` as an XCom value (``checkpoint``: where a run that applies starts, else "")."""
+    return locate_run(
+        context,
+        pipeline_id=pipeline_id,
+        lake_root=lake_root,
+        mysql_cdc_conn_id=mysql_cdc_conn_id,
+        storage_options=storage_options,
+        publish_task_id=publish_task_id,
+    ).to_xcom()
 
 
 def plan_segment(
@@ -116,6 +195,8 @@ def plan_segment(
       checkpoint (the binlog application then joins them, see ``table_admission``); the segment
       starts at the checkpoint.
     """
+    from airflow_mysql_cdc.engine.snapshot.delta_snapshot import read_snapshot_progress
+
     names = [str(TableRef.parse(t)) for t in tables]
     if loaded["first_run"]:
         return {"tables": names, "restart": False, "rebase": False, "start_gtids": ""}
@@ -148,8 +229,25 @@ def publish_checkpoint(
     tables: Sequence[str],
     applied: dict[str, Any],
     storage_options: dict[str, str] | None = None,
+    publish_task_id: str = PUBLISH_TASK_ID,
 ) -> dict[str, Any]:
-    """This run's checkpoint record; fails if the lake does not hold what the run says it applied."""
+    """This run's record, appended to the lake's log; fails if the lake lacks what the run applied.
+
+    The run's place is settled again here, from the log: a record published for this interval in
+    the meantime (the same run, retried after it published) is republished as it is.
+    """
+    position = locate_run(
+        context,
+        pipeline_id=pipeline_id,
+        lake_root=lake_root,
+        mysql_cdc_conn_id=mysql_cdc_conn_id,
+        storage_options=storage_options,
+        publish_task_id=publish_task_id,
+    )
+    if not position.placement.applies:
+        assert position.placement.record is not None
+        log.info("republishing the record of run %s", position.placement.record.run_id)
+        return position.placement.record.to_dict()
     state = _lake_state(lake_root, pipeline_id, storage_options)
     end = GtidSet.parse(applied["end_gtids"])
     if state is None or not end.issubset(state.applied_gtids):
@@ -162,22 +260,26 @@ def publish_checkpoint(
         raise AirflowFailException(
             f"the binlog application ended at {end}, before the point where every table is exact "
             f"({consistent}: its snapshots' high watermarks lack {consistent - end} there). Publishing "
-            "this end set would promise tables the lake does not hold. Clear apply_segment: it goes on "
-            "from the lake to that point."
+            "this end set would promise tables the lake does not hold. Clear the task that applies the "
+            "segment: it goes on from the lake to that point."
         )
     hook = MySqlCdcHook(mysql_cdc_conn_id)
     endpoint = hook.get_endpoint()
     server = hook.get_server_state()
+    predecessor = position.placement.record if position.placement.kind == "forward" else None
     interval_start = context.get("data_interval_start")
-    interval_end = context.get("data_interval_end")
+    interval_end = context["data_interval_end"]
+    segment_start = (
+        predecessor.segment_end if predecessor else (interval_start and interval_start.isoformat())
+    )
     record = CheckpointRecord(
         pipeline_id=pipeline_id,
         lake_root=lake_root,
         source=SourceIdentity(server.server_uuid, endpoint.host, endpoint.port),
         start_gtids=applied["requested_start"],
         end_gtids=str(end),
-        segment_start=interval_start.isoformat() if interval_start else None,
-        segment_end=interval_end.isoformat() if interval_end else None,
+        segment_start=segment_start,
+        segment_end=interval_end.isoformat(),
         run_id=context["run_id"],
         tables={
             str(TableRef.parse(name)): {
@@ -188,11 +290,14 @@ def publish_checkpoint(
         },
         sink={"applied_gtids": str(state.applied_gtids), "epoch": state.epoch},
         already_applied=bool(applied.get("already_applied")),
+        previous_run_id=predecessor.run_id if predecessor else None,
     )
+    CheckpointLog(lake_root, pipeline_id, storage_options).append(record)
     log.info(
-        "checkpoint: %s -> %s (%s)",
+        "checkpoint: %s -> %s (%s), continuing %s",
         record.start_gtids or "(empty)",
         record.end_gtids or "(empty)",
         "already in the lake: nothing applied" if record.already_applied else "applied by this run",
+        f"run {predecessor.run_id}" if predecessor else "nothing: the pipeline's first record",
     )
     return record.to_dict()

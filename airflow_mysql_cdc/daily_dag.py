@@ -1,11 +1,16 @@
-"""The pipeline DAG: prerequisites, checkpoint, resumability, snapshot, binlog segment, checkpoint.
+"""The pipeline DAG: prerequisites, where the run stands, resumability, then the whole chain step.
+
+    check_prerequisites >> load_checkpoint >> resumability >> replicate
 
 One run applies one *segment*: every transaction committed before its data interval end that the
-previous successful run did not apply. Runs go strictly in date order (``max_active_runs=1``,
-``depends_on_past=True``, ``catchup`` as configured), which is what the checkpoint chain needs:
-catch-up after a pause and backfills run one interval after the other, and a failed run holds
-later runs back until it is retried successfully. Retrying or clearing a run is safe: its segment
-end is deterministic and the lake never applies a transaction twice (docs/operations.md).
+chain's latest record does not hold (and, for a run that snapshots or admits tables, at least up to
+their consistent point). The chain is kept in the lake (:mod:`airflow_mysql_cdc.checkpoint_chain`),
+so runs do not wait for each other: a failed run's interval is covered by the next successful run,
+a re-run of a published interval republishes its record, a run inside the chain applies nothing,
+and a run before the first interval is refused. ``replicate`` (place, snapshot, apply, publish) has
+``max_active_tis_per_dag=1``: one run at a time is there, whatever else runs (a backfill, a manual
+run). ``max_active_runs=1`` keeps scheduled runs in date order. Retrying, clearing and backfilling
+are safe (docs/pipeline-dag.md).
 
 ``dags/mysql_cdc_daily.py`` builds this DAG from the configuration file; a custom DAG can use
 the same operators and :mod:`airflow_mysql_cdc.checkpoint_chain` (docs/custom-dags.md).
@@ -20,21 +25,16 @@ from airflow.sdk import DAG, task
 
 from airflow_mysql_cdc import checkpoint_chain
 from airflow_mysql_cdc.hooks.lake_storage import LakeStorageHook
-from airflow_mysql_cdc.operators.binlog_apply import MySqlCdcBinlogApplyOperator
 from airflow_mysql_cdc.operators.prerequisites import MySqlCdcPrerequisitesOperator
-from airflow_mysql_cdc.operators.snapshot import MySqlCdcSnapshotOperator
+from airflow_mysql_cdc.operators.replicate import MySqlCdcReplicateOperator
 from airflow_mysql_cdc.pipeline_config import PipelineConfig
 from airflow_mysql_cdc.sensors.gtid_sensors import MySqlCdcResumabilitySensor
-
-_PLAN = "ti.xcom_pull(task_ids='plan_segment')"
-_SNAPSHOT = "ti.xcom_pull(task_ids='snapshot')"
 
 
 def build_pipeline_dag(config: PipelineConfig) -> DAG:
     default_args = {
         "retries": config.retries,
         "retry_delay": datetime.timedelta(seconds=config.retry_delay_s),
-        "depends_on_past": True,
     }
     with DAG(
         config.dag_id,
@@ -47,23 +47,20 @@ def build_pipeline_dag(config: PipelineConfig) -> DAG:
         doc_md=__doc__,
     ) as dag:
         tables = list(config.tables)
-
-        def lake_storage_options() -> dict[str, str] | None:
-            """Credentials included: for reading the lake in this worker only, never returned."""
-            return LakeStorageHook(config.lake_conn_id).get_delta_storage_options(config.storage_options)
-
         prerequisites = MySqlCdcPrerequisitesOperator(
             task_id="check_prerequisites", tables=tables, mysql_cdc_conn_id=config.mysql_cdc_conn_id
         )
 
-        @task(task_id="load_checkpoint")
+        @task(task_id="load_checkpoint", multiple_outputs=False)
         def load_checkpoint(**context: Any) -> dict[str, Any]:
+            # Credentials included: for reading the lake in this worker only, never returned.
+            options = LakeStorageHook(config.lake_conn_id).get_delta_storage_options(config.storage_options)
             return checkpoint_chain.load_checkpoint(
                 context,
                 pipeline_id=config.pipeline_id,
                 lake_root=config.lake_root,
                 mysql_cdc_conn_id=config.mysql_cdc_conn_id,
-                storage_options=lake_storage_options(),
+                storage_options=options,
             )
 
         loaded = load_checkpoint()
@@ -77,56 +74,21 @@ def build_pipeline_dag(config: PipelineConfig) -> DAG:
             poke_interval=config.sensor_poke_interval_s,
             timeout=config.resumability_timeout_s,
         )
-
-        @task(task_id="plan_segment")
-        def plan_segment(loaded: dict[str, Any], resumable: dict[str, Any] | None) -> dict[str, Any]:
-            return checkpoint_chain.plan_segment(
-                loaded, resumable, tables, config.lake_root, lake_storage_options()
-            )
-
-        plan = plan_segment(loaded, resumability.output)
-        snapshot = MySqlCdcSnapshotOperator(
-            task_id="snapshot",
-            mysql_cdc_conn_id=config.mysql_cdc_conn_id,
-            spark_conn_id=config.spark_conn_id,
-            tables="{{ " + _PLAN + "['tables'] | join(',') }}",
-            restart="{{ " + _PLAN + "['restart'] }}",
-            lake_root=config.lake_root,
-            storage_options=config.storage_options,
-            lake_conn_id=config.lake_conn_id,
-            chunk_size=config.chunk_size,
-        )
-        apply_segment = MySqlCdcBinlogApplyOperator(
-            task_id="apply_segment",
-            mysql_cdc_conn_id=config.mysql_cdc_conn_id,
-            spark_conn_id=config.spark_conn_id,
+        replicate = MySqlCdcReplicateOperator(
+            task_id=checkpoint_chain.PUBLISH_TASK_ID,
+            pipeline_id=config.pipeline_id,
             tables=tables,
             lake_root=config.lake_root,
             storage_options=config.storage_options,
             lake_conn_id=config.lake_conn_id,
-            pipeline_id=config.pipeline_id,
-            start_gtids="{{ " + _PLAN + "['start_gtids'] or " + _SNAPSHOT + "['stream_start'] }}",
-            rebase="{{ " + _PLAN + "['rebase'] }}",
-            mode="segment",
+            mysql_cdc_conn_id=config.mysql_cdc_conn_id,
+            spark_conn_id=config.spark_conn_id,
+            chunk_size=config.chunk_size,
             batch_max_seconds=config.batch_max_seconds,
             soft_deletes=config.soft_deletes,
             catchup_parallelism=config.catchup_parallelism,
+            resumability_task_id="resumability",
+            max_active_tis_per_dag=1,
         )
-
-        @task(task_id=checkpoint_chain.PUBLISH_TASK_ID)
-        def publish_checkpoint(applied: dict[str, Any], **context: Any) -> dict[str, Any]:
-            return checkpoint_chain.publish_checkpoint(
-                context,
-                pipeline_id=config.pipeline_id,
-                lake_root=config.lake_root,
-                mysql_cdc_conn_id=config.mysql_cdc_conn_id,
-                tables=tables,
-                applied=applied,
-                storage_options=lake_storage_options(),
-            )
-
-        prerequisites >> loaded
-        loaded >> resumability
-        plan >> snapshot >> apply_segment
-        publish_checkpoint(apply_segment.output)
+        prerequisites >> loaded >> resumability >> replicate
     return dag

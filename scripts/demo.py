@@ -36,6 +36,7 @@ sys.path.insert(0, str(REPO_ROOT))
 from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint  # noqa: E402
 from airflow_mysql_cdc.engine.gtid import GtidSet  # noqa: E402
 from airflow_mysql_cdc.engine.verify import TableComparison, compare_table  # noqa: E402
+from airflow_mysql_cdc.operators.binlog_apply import summary_line  # noqa: E402
 from tests.support.frozen_replica import REPLICA_FLAGS, FrozenReplica  # noqa: E402
 from tests.support.mysql import load_sandbox_module, scalar  # noqa: E402
 
@@ -176,11 +177,11 @@ with create_session() as session:
     run = session.scalar(select(DagRun).where(DagRun.dag_id == {DAG_ID!r},
                          DagRun.logical_date == pendulum.parse({logical_date.isoformat()!r})))
     out = {{"state": str(run.state) if run else "missing"}}
-    for task_id in ("publish_checkpoint", "apply_segment", "snapshot"):
-        rows = session.execute(XComModel.get_many(run_id=run.run_id, key="return_value", task_ids=task_id,
+    for key in ("return_value", "applied", "snapshot"):
+        rows = session.execute(XComModel.get_many(run_id=run.run_id, key=key, task_ids="replicate",
                                                   dag_ids={DAG_ID!r})).scalars().all() if run else []
         value = XComModel.deserialize_value(rows[0]) if rows else None
-        out[task_id] = json.loads(value) if isinstance(value, str) else value
+        out[key] = json.loads(value) if isinstance(value, str) else value
 print(json.dumps(out))
 """
     completed = subprocess.run(
@@ -219,16 +220,14 @@ def run_interval(
     results = run_results(environment, interval_end)
     if code != 0 or results["state"] != "success":
         raise SystemExit(f"run {number} ended {results['state']}; its log: {log_file}")
-    record, applied = results["publish_checkpoint"], results["apply_segment"]
+    record, applied = results["return_value"], results["applied"]
     snapshot = results["snapshot"] or {"tables": []}
-    rows = ", ".join(f"{name.split('.')[1]} {count}" for name, count in applied["rows_by_table"].items())
     snapshotted = sum(table["rows"] for table in snapshot["tables"])
-    lag = "n/a" if applied["lag_s"] is None else f"{applied['lag_s']}s"
     print(
-        f"   success in {time.monotonic() - started:.0f}s: "
-        + (f"snapshot of {snapshotted} rows, " if snapshot["tables"] else "")
-        + f"{applied['transactions']} transactions applied ({rows or 'no row changes'}), "
-        f"lag {lag}\n   checkpoint {record['start_gtids']} -> {record['end_gtids']}",
+        f"   success in {time.monotonic() - started:.0f}s"
+        + (f", snapshot of {snapshotted} rows" if snapshot["tables"] else "")
+        + (f"\n   {summary_line(applied)}" if applied else "")
+        + f"\n   checkpoint {record['start_gtids']} -> {record['end_gtids']}",
         flush=True,
     )
     return record

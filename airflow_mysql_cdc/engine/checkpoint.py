@@ -24,7 +24,9 @@ from typing import Any
 from airflow_mysql_cdc.engine.gtid import GtidSet
 
 FORMAT = "airflow-mysql-cdc/checkpoint"
-VERSION = 1
+VERSION = 2
+READABLE_VERSIONS = (1, 2)
+"""Version 2 added ``previous_run_id``; a version 1 record reads as one without it."""
 
 
 class CheckpointError(ValueError):
@@ -58,6 +60,9 @@ class CheckpointRecord:
     """The lake's pipeline state after the run: ``applied_gtids``, ``epoch``."""
     already_applied: bool = False
     """True when the lake had this segment before the run started (a retry or cleared run)."""
+    previous_run_id: str | None = None
+    """The run whose record this one continues (its ``end_gtids`` is this one's ``start_gtids``);
+    None for a pipeline's first record."""
 
     @property
     def end(self) -> GtidSet:
@@ -72,10 +77,11 @@ class CheckpointRecord:
             raise CheckpointError(
                 f"the previous run's checkpoint is not an {FORMAT} record: {str(data)[:200]!r}"
             )
-        if data.get("version") != VERSION:
+        if data.get("version") not in READABLE_VERSIONS:
             raise CheckpointError(
                 f"the previous run's checkpoint has version {data.get('version')!r}; this version of "
-                f"airflow-mysql-cdc reads version {VERSION} only. Upgrade the provider on every worker."
+                f"airflow-mysql-cdc reads versions {', '.join(map(str, READABLE_VERSIONS))} only. Upgrade "
+                "the provider on every worker."
             )
         if data.get("pipeline_id") != pipeline_id:
             raise CheckpointError(

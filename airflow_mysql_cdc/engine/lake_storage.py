@@ -29,8 +29,6 @@ import json
 import os
 from collections.abc import Mapping
 
-from deltalake import DeltaTable
-
 LAKE_STORAGE_OPTIONS_VARIABLE = "AIRFLOW_MYSQL_CDC_LAKE_STORAGE_OPTIONS"
 
 SECRET_KEY_MARKERS = (
@@ -142,4 +140,6 @@ def merged_storage_options(public: Mapping[str, str], secret: Mapping[str, str])
 
 def lake_table_exists(uri: str, storage_options: Mapping[str, str] | None = None) -> bool:
     """Whether a Delta table is at ``uri``: asked of the store through delta-rs, never the filesystem."""
+    from deltalake import DeltaTable  # not at import: the operators import this module when a DAG is parsed
+
     return DeltaTable.is_deltatable(uri, dict(storage_options) if storage_options else None)

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from airflow_mysql_cdc.engine.gtid import GtidSet
-from airflow_mysql_cdc.engine.sinks.delta_layout import LakeLayout
+from airflow_mysql_cdc.engine.sinks.lake_layout import LakeLayout
 from airflow_mysql_cdc.engine.sinks.pipeline_state import PipelineStateStore
 from airflow_mysql_cdc.engine.snapshot.delta_snapshot import (
     SnapshotProgress,

@@ -2,21 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_mysql_cdc.engine.apply_config import ApplyConfig
-from airflow_mysql_cdc.engine.entrypoints import binlog_to_delta
 from airflow_mysql_cdc.engine.lake_storage import check_storage_options
 from airflow_mysql_cdc.hooks.lake_storage import LakeStorageHook
 from airflow_mysql_cdc.hooks.mysql_cdc import MySqlCdcHook
 from airflow_mysql_cdc.operators.prerequisites import parse_table_list
 from airflow_mysql_cdc.operators.spark_application import ApplicationSecrets, SparkApplicationOperator
 
-APPLICATION = str(Path(binlog_to_delta.__file__).resolve())
+APPLICATION = str(Path(__file__).resolve().parents[1] / "engine" / "entrypoints" / "binlog_to_delta.py")
+"""The binlog application's entry point, found without importing it (it imports Spark and Delta)."""
 
 
 class MySqlCdcBinlogApplyOperator(SparkApplicationOperator):
@@ -137,58 +137,104 @@ class MySqlCdcBinlogApplyOperator(SparkApplicationOperator):
             rebase=str(self.rebase).strip().lower() in ("true", "1", "yes"),
         )
 
-    def _parallelism_args(self) -> tuple[str, ...]:
-        if self.catchup_parallelism > 1:
-            return ("--catchup-parallelism", str(self.catchup_parallelism))
-        return ()
-
     def execute(self, context: Any) -> dict[str, Any]:
-        endpoint = MySqlCdcHook(self.mysql_cdc_conn_id).get_endpoint()
-        public_options, secret_options = LakeStorageHook(self.lake_conn_id).get_storage_options(
-            self.storage_options
+        return apply_binlog(
+            self,
+            lambda server_id, public_options: self.build_config(context, server_id, public_options),
+            mysql_cdc_conn_id=self.mysql_cdc_conn_id,
+            storage_options=self.storage_options,
+            lake_conn_id=self.lake_conn_id,
+            catchup_parallelism=self.catchup_parallelism,
+            application=self.application,
         )
-        config = self.build_config(context, endpoint.replication_server_id, public_options)
-        self.log.info(
-            "Applying binlog of %s to %s: mode %s, start %s",
-            endpoint,
-            config.lake_root,
-            config.mode,
-            config.start or "(empty)",
-        )
-        result = self.run_application(
-            self.application,
-            name=f"mysql-cdc-apply-{config.pipeline_id}",
-            config_json=config.to_json(),
-            secrets=ApplicationSecrets.of(endpoint, secret_options),
-            extra_args=self._parallelism_args(),
-        )
-        if result.get("already_applied"):
-            self.log.info(
-                "The lake already holds this segment (a retried or cleared run): nothing applied; "
-                "the segment ends at %s",
-                result["end_gtids"] or "(empty)",
-            )
-        for table, end in result.get("caught_up", {}).items():
-            self.log.info("%s was caught up to %s and joined the pipeline", table, end)
-        last_commit_us = result.get("last_commit_timestamp_us")
-        if (
-            config.segment_end_us is not None
-            and last_commit_us is not None
-            and last_commit_us >= config.segment_end_us
-        ):
-            self.log.info(
-                "This segment extends past the interval end: a snapshot's chunks are exact only from "
-                "their consistent point %s on, so the run applied up to the first transaction after it "
-                "committed at or after the interval end (docs/pipeline-dag.md)",
-                result.get("consistent_point") or "(empty)",
-            )
-        rows = ", ".join(f"{table}: {count} rows" for table, count in result["rows_by_table"].items())
-        self.log.info(
-            "Applied %d transaction(s) (%s) in %d batch(es); end position %s; lag %ss",
-            result["transactions"],
-            rows or "no rows",
-            result["batches"],
+
+
+ConfigBuilder = Callable[[int | None, dict[str, str]], ApplyConfig]
+"""(the connection's replication server_id, the lake's public storage options) -> the configuration."""
+
+
+def apply_binlog(
+    runner: SparkApplicationOperator,
+    build_config: ConfigBuilder,
+    *,
+    mysql_cdc_conn_id: str,
+    storage_options: dict[str, str],
+    lake_conn_id: str | None,
+    catchup_parallelism: int = 1,
+    application: str = APPLICATION,
+) -> dict[str, Any]:
+    """Run the binlog application under ``runner`` (the operator whose task this is); its result."""
+    endpoint = MySqlCdcHook(mysql_cdc_conn_id).get_endpoint()
+    public_options, secret_options = LakeStorageHook(lake_conn_id).get_storage_options(storage_options)
+    config = build_config(endpoint.replication_server_id, public_options)
+    runner.log.info(
+        "Applying binlog of %s to %s: mode %s, start %s",
+        endpoint,
+        config.lake_root,
+        config.mode,
+        config.start or "(empty)",
+    )
+    result = runner.run_application(
+        application,
+        name=f"mysql-cdc-apply-{config.pipeline_id}",
+        config_json=config.to_json(),
+        secrets=ApplicationSecrets.of(endpoint, secret_options),
+        extra_args=("--catchup-parallelism", str(catchup_parallelism)) if catchup_parallelism > 1 else (),
+    )
+    if result.get("already_applied"):
+        runner.log.info(
+            "The lake already holds this segment (a retried or cleared run): nothing applied; "
+            "the segment ends at %s",
             result["end_gtids"] or "(empty)",
-            result["lag_s"],
         )
-        return result
+    for table, end in result.get("caught_up", {}).items():
+        runner.log.info("%s was caught up to %s and joined the pipeline", table, end)
+    last_commit_us = result.get("last_commit_timestamp_us")
+    if (
+        config.segment_end_us is not None
+        and last_commit_us is not None
+        and last_commit_us >= config.segment_end_us
+    ):
+        runner.log.info(
+            "This segment extends past the interval end: a snapshot's chunks are exact only from "
+            "their consistent point %s on, so the run applied up to the first transaction after it "
+            "committed at or after the interval end (docs/pipeline-dag.md)",
+            result.get("consistent_point") or "(empty)",
+        )
+    runner.log.info("%s", summary_line(result))
+    return result
+
+
+def summary_line(result: dict[str, Any]) -> str:
+    """One readable line for a run's application: transactions, rows per second, lag or idle."""
+    rows = sum(result.get("rows_by_table", {}).values())
+    duration = result.get("duration_s") or 0.0
+    rate = f", {rows / duration:,.0f} rows/s" if duration > 0 and rows else ""
+    if result.get("already_applied"):
+        state = "already in the lake"
+    elif not result.get("transactions"):
+        state = "idle: no transaction of these tables to apply"
+    elif result.get("lag_s") is None:
+        state = "lag unknown"
+    else:
+        state = f"last applied commit {human_duration(result['lag_s'])} old"
+    return (
+        f"Summary: {result.get('transactions', 0):,} transaction(s), {rows:,} row change(s){rate} in "
+        f"{human_duration(duration)}; {state}; end set {result.get('end_gtids') or '(empty)'}"
+    )
+
+
+def human_duration(seconds: float) -> str:
+    """``0.4 s``, ``12 s``, ``3 min 5 s``, ``2 h 10 min``, ``3 d 4 h``."""
+    if seconds < 10:
+        return f"{seconds:.1f} s"
+    whole = round(seconds)
+    for unit, size, smaller, smaller_size in (
+        ("d", 86400, "h", 3600),
+        ("h", 3600, "min", 60),
+        ("min", 60, "s", 1),
+    ):
+        if whole >= size:
+            rest = (whole % size) // smaller_size
+            return f"{whole // size} {unit}" + (f" {rest} {smaller}" if rest else "")
+    return f"{whole} s"

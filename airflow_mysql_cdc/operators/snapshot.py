@@ -6,15 +6,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from airflow_mysql_cdc.engine.entrypoints import snapshot_to_delta
-from airflow_mysql_cdc.engine.entrypoints.snapshot_to_delta import SnapshotConfig
 from airflow_mysql_cdc.engine.lake_storage import check_storage_options
 from airflow_mysql_cdc.hooks.lake_storage import LakeStorageHook
 from airflow_mysql_cdc.hooks.mysql_cdc import MySqlCdcHook
 from airflow_mysql_cdc.operators.prerequisites import parse_table_list
 from airflow_mysql_cdc.operators.spark_application import ApplicationSecrets, SparkApplicationOperator
 
-APPLICATION = str(Path(snapshot_to_delta.__file__).resolve())
+APPLICATION = str(Path(__file__).resolve().parents[1] / "engine" / "entrypoints" / "snapshot_to_delta.py")
+"""The snapshot application's entry point, found without importing it (it imports Spark and Delta)."""
 
 
 class MySqlCdcSnapshotOperator(SparkApplicationOperator):
@@ -73,44 +72,73 @@ class MySqlCdcSnapshotOperator(SparkApplicationOperator):
         self.application = application
 
     def execute(self, context: Any) -> dict[str, Any]:
-        tables = tuple(str(ref) for ref in parse_table_list(self.tables)) if self.tables else ()
-        if not tables:
-            self.log.info("No table needs a snapshot in this run")
-            return {"tables": [], "stream_start": "", "consistent_point": ""}
-        endpoint = MySqlCdcHook(self.mysql_cdc_conn_id).get_endpoint()
-        base_id = self.base_server_id
-        if base_id is None and endpoint.replication_server_id:
-            base_id = endpoint.replication_server_id + 1000
-        public_options, secret_options = LakeStorageHook(self.lake_conn_id).get_storage_options(
-            self.storage_options
-        )
-        config = SnapshotConfig(
+        return snapshot_tables(
+            self,
+            tables=tuple(str(ref) for ref in parse_table_list(self.tables)) if self.tables else (),
             lake_root=self.lake_root,
-            storage_options=public_options,
-            tables=tables,
+            storage_options=self.storage_options,
+            lake_conn_id=self.lake_conn_id,
             chunk_size=self.chunk_size,
             restart=str(self.restart).strip().lower() in ("true", "1", "yes"),
-            base_server_id=base_id,
+            base_server_id=self.base_server_id,
+            mysql_cdc_conn_id=self.mysql_cdc_conn_id,
+            use_spark=self.use_spark,
+            application=self.application,
         )
-        self.log.info("Snapshotting %s from %s into %s", ", ".join(config.tables), endpoint, config.lake_root)
-        result = self.run_application(
-            self.application,
-            name="mysql-cdc-snapshot",
-            config_json=config.to_json(),
-            secrets=ApplicationSecrets.of(endpoint, secret_options),
-            extra_args=() if self.use_spark else ("--no-spark",),
-        )
-        for table in result["tables"]:
-            self.log.info(
-                "%s: %d rows in %d chunk(s) (%d run now%s); stream from %s; exact from %s on",
-                table["table"], table["rows"], table["chunks_total"], table["chunks_run"],
-                ", resumed" if table["resumed"] else "", table["stream_start"] or "(empty)",
-                table["consistent_point"] or "(empty)",
-            )  # fmt: skip
-        self.log.info(
-            "The binlog application streams from %s and does not end before %s (the snapshot's "
-            "consistent point), even if the run's interval ends earlier",
-            result["stream_start"] or "(empty)",
-            result["consistent_point"] or "(empty)",
-        )
-        return result
+
+
+def snapshot_tables(
+    runner: SparkApplicationOperator,
+    *,
+    tables: tuple[str, ...],
+    lake_root: str,
+    storage_options: dict[str, str],
+    lake_conn_id: str | None,
+    chunk_size: int,
+    restart: bool,
+    base_server_id: int | None,
+    mysql_cdc_conn_id: str,
+    use_spark: bool = True,
+    application: str = APPLICATION,
+) -> dict[str, Any]:
+    """Run the snapshot application for ``tables`` under ``runner`` (the operator whose task this is)."""
+    from airflow_mysql_cdc.engine.entrypoints.snapshot_to_delta import SnapshotConfig  # Spark, Delta: lazily
+
+    if not tables:
+        runner.log.info("No table needs a snapshot in this run")
+        return {"tables": [], "stream_start": "", "consistent_point": ""}
+    endpoint = MySqlCdcHook(mysql_cdc_conn_id).get_endpoint()
+    base_id = base_server_id
+    if base_id is None and endpoint.replication_server_id:
+        base_id = endpoint.replication_server_id + 1000
+    public_options, secret_options = LakeStorageHook(lake_conn_id).get_storage_options(storage_options)
+    config = SnapshotConfig(
+        lake_root=lake_root,
+        storage_options=public_options,
+        tables=tables,
+        chunk_size=chunk_size,
+        restart=restart,
+        base_server_id=base_id,
+    )
+    runner.log.info("Snapshotting %s from %s into %s", ", ".join(config.tables), endpoint, config.lake_root)
+    result = runner.run_application(
+        application,
+        name="mysql-cdc-snapshot",
+        config_json=config.to_json(),
+        secrets=ApplicationSecrets.of(endpoint, secret_options),
+        extra_args=() if use_spark else ("--no-spark",),
+    )
+    for table in result["tables"]:
+        runner.log.info(
+            "%s: %d rows in %d chunk(s) (%d run now%s); stream from %s; exact from %s on",
+            table["table"], table["rows"], table["chunks_total"], table["chunks_run"],
+            ", resumed" if table["resumed"] else "", table["stream_start"] or "(empty)",
+            table["consistent_point"] or "(empty)",
+        )  # fmt: skip
+    runner.log.info(
+        "The binlog application streams from %s and does not end before %s (the snapshot's "
+        "consistent point), even if the run's interval ends earlier",
+        result["stream_start"] or "(empty)",
+        result["consistent_point"] or "(empty)",
+    )
+    return result

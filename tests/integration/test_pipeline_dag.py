@@ -66,7 +66,7 @@ def test_daily_runs_with_a_concurrent_writer_keep_the_lake_equal_to_the_source(
         assert_exact_at(frozen_replica, record, pipeline.lake, database, "orders", "payments")
         finish(writers)
         previous_end = record["end_gtids"]
-    assert xcom_value(dag_run, "snapshot")["tables"] == []  # only the first run snapshots
+    assert xcom_value(dag_run, "replicate", "snapshot")["tables"] == []  # only the first run snapshots
     output = capfd.readouterr()
     assert "Spark-Submit cmd" in output.out + output.err
     assert password not in output.out + output.err
@@ -77,13 +77,14 @@ def test_failed_retried_cleared_and_caught_up_runs_apply_everything_once(
     frozen_replica: FrozenReplica,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
+    capfd: pytest.CaptureFixture,
 ) -> None:
     database = mysql_database.database
     seed(mysql_database, "orders", 120)
     pipeline = Pipeline(monkeypatch, tmp_path, mysql_database.with_database(None), [f"{database}.orders"])
     first_end = now() + datetime.timedelta(seconds=2)
     first = pipeline.run(first_end)
-    assert task_states(first)["publish_checkpoint"] == "success"
+    assert task_states(first)["replicate"] == "success"
     assert_exact_at(frozen_replica, checkpoint(first), pipeline.lake, database, "orders")
 
     # Run 2 dies in the middle of its segment (kill -9 of the application after a committed batch),
@@ -94,8 +95,7 @@ def test_failed_retried_cleared_and_caught_up_runs_apply_everything_once(
     failed = pipeline.run(second_end)
     killer.join()
     finish(writers)
-    assert task_states(failed)["apply_segment"] == "failed"
-    assert task_states(failed)["publish_checkpoint"] != "success"
+    assert task_states(failed)["replicate"] == "failed"
     # The retry (a clear in the UI) finishes the segment from where the lake stopped.
     retried = pipeline.run(second_end)
     assert task_states(retried) == dict.fromkeys(ALL_TASKS, "success")
@@ -103,36 +103,45 @@ def test_failed_retried_cleared_and_caught_up_runs_apply_everything_once(
     assert second["already_applied"] is False
     assert_exact_at(frozen_replica, second, pipeline.lake, database, "orders")
 
-    # The DAG is "paused" for two intervals while writes go on; two catch-up runs then follow in
-    # date order, each cutting the binlog at its own interval end.
+    # The DAG is "paused" for two intervals while writes go on. The later interval's run goes first
+    # (as when the earlier one failed, or a backfill runs out of order): it continues run 2 and covers
+    # the earlier interval too; the earlier run then applies nothing and names the run covering it.
     ends = []
     for _ in range(2):
         finish(writing(mysql_database, 1.5, 7, "orders"))
         ends.append(now())
         time.sleep(0.3)
-    records = []
-    for end in ends:
-        dag_run = pipeline.run(end)
-        assert task_states(dag_run) == dict.fromkeys(ALL_TASKS, "success")
-        records.append(checkpoint(dag_run))
-        assert_exact_at(frozen_replica, records[-1], pipeline.lake, database, "orders")
-    chain = [second, *records]
-    for earlier, later in zip(chain, chain[1:], strict=False):
-        assert later["start_gtids"] == earlier["end_gtids"]
-        earlier_end, later_end = GtidSet.parse(earlier["end_gtids"]), GtidSet.parse(later["end_gtids"])
-        assert earlier_end.issubset(later_end) and earlier_end != later_end
+    later_run = pipeline.run(ends[1])
+    assert task_states(later_run) == dict.fromkeys(ALL_TASKS, "success")
+    later = checkpoint(later_run)
+    assert (later["start_gtids"], later["previous_run_id"]) == (second["end_gtids"], second["run_id"])
+    assert later["segment_start"] == second["segment_end"]
+    assert_exact_at(frozen_replica, later, pipeline.lake, database, "orders")
+    lake_before = pipeline.lake_position()
+    covered = pipeline.run(ends[0])
+    assert task_states(covered) == dict.fromkeys(ALL_TASKS, "success")
+    assert checkpoint(covered) == later
+    assert pipeline.lake_position() == lake_before
     assert_exact(mysql_database, pipeline.lake, database, "orders")  # and equal now: nothing after it
 
-    # Clearing the old run 2 now reproduces its end set and applies nothing: the lake stays put.
-    lake_before = pipeline.lake_position()
+    # Clearing the old run 2 republishes its record as it was (rows applied included): no rewrite.
     cleared = pipeline.run(second_end)
     assert task_states(cleared) == dict.fromkeys(ALL_TASKS, "success")
-    again = checkpoint(cleared)
-    assert (again["start_gtids"], again["end_gtids"]) == (second["start_gtids"], second["end_gtids"])
-    assert again["already_applied"] is True
+    assert checkpoint(cleared) == second
     assert pipeline.lake_position() == lake_before
-    # The lake stayed at the latest run's end set, and still equals the source there.
-    assert_exact_at(frozen_replica, records[-1], pipeline.lake, database, "orders")
+    chain = [checkpoint(first), second, later]
+    assert [record["previous_run_id"] for record in chain] == [None, chain[0]["run_id"], second["run_id"]]
+    for earlier, next_record in zip(chain, chain[1:], strict=False):
+        assert next_record["start_gtids"] == earlier["end_gtids"]
+
+    # A run dated before the pipeline's first interval is refused, saying from where to backfill.
+    capfd.readouterr()
+    before = pipeline.run(first_end - datetime.timedelta(seconds=30))
+    assert task_states(before)["load_checkpoint"] == "failed"
+    assert pipeline.lake_position() == lake_before
+    output = capfd.readouterr()
+    assert "before the pipeline's first interval" in output.out + output.err
+    assert f"--from-date {checkpoint(first)['segment_end']}" in output.out + output.err
 
 
 def test_a_manual_run_without_a_logical_date_is_refused_with_an_explanation(
@@ -147,6 +156,6 @@ def test_a_manual_run_without_a_logical_date_is_refused_with_an_explanation(
     dag_run = load_dag("pipeline_daily.py", pipeline.dag_id).test(logical_date=None)
     states = task_states(dag_run)
     assert states["load_checkpoint"] == "failed"
-    assert states["apply_segment"] == "upstream_failed"
+    assert states["replicate"] == "upstream_failed"
     output = capfd.readouterr()
     assert "this run has no logical date, so it has no place in the checkpoint" in output.out + output.err

@@ -35,7 +35,10 @@ def _ends_at_the_consistent_point(dag_run) -> None:
     """The run's end set contains its snapshot's consistent point, past its interval end."""
     assert task_states(dag_run) == dict.fromkeys(ALL_TASKS, "success")
     record = checkpoint(dag_run)
-    snapshot, applied = xcom_value(dag_run, "snapshot"), xcom_value(dag_run, "apply_segment")
+    snapshot, applied = (
+        xcom_value(dag_run, "replicate", "snapshot"),
+        xcom_value(dag_run, "replicate", "applied"),
+    )
     consistent = GtidSet.parse(snapshot["consistent_point"])
     assert not consistent.is_empty()
     assert consistent.issubset(GtidSet.parse(record["end_gtids"]))
@@ -72,5 +75,5 @@ def test_a_first_run_and_a_joining_table_with_intervals_already_past_end_where_e
         assert joined["start_gtids"] == first["end_gtids"]
         assert_exact_at(frozen_replica, joined, pipeline.lake, database, "orders", "payments")
         _ends_at_the_consistent_point(joined_run)
-        snapshotted = [table["table"] for table in xcom_value(joined_run, "snapshot")["tables"]]
+        snapshotted = [table["table"] for table in xcom_value(joined_run, "replicate", "snapshot")["tables"]]
         assert snapshotted == [f"{database}.payments"]

@@ -56,7 +56,7 @@ def test_purged_binlogs_fail_clearly_or_lead_to_a_resnapshot_by_policy(
     seed(shop, "orders", 150)
     pipeline = Pipeline(monkeypatch, tmp_path, server, [f"{SHOP}.orders"])
     first = pipeline.run(now())
-    assert task_states(first)["publish_checkpoint"] == "success"
+    assert task_states(first)["replicate"] == "success"
     assert_exact_at(replica, checkpoint(first), pipeline.lake, SHOP, "orders")
     finish(writing(shop, 2, 3, "orders"))
     replica.wait_until_received(_executed(server))
@@ -65,7 +65,7 @@ def test_purged_binlogs_fail_clearly_or_lead_to_a_resnapshot_by_policy(
     failed = pipeline.run(now())
     states = task_states(failed)
     assert states["resumability"] == "failed"
-    assert states["apply_segment"] == "upstream_failed"
+    assert states["replicate"] == "upstream_failed"
     output = capfd.readouterr()
     assert "the server purged binlogs holding transactions that were never applied" in output.out + output.err
 
@@ -75,12 +75,12 @@ def test_purged_binlogs_fail_clearly_or_lead_to_a_resnapshot_by_policy(
     with writers_running(shop, 4, "orders"):
         recovered = pipeline.run(now())
         assert task_states(recovered) == dict.fromkeys(ALL_TASKS, "success")
-        assert xcom_value(recovered, "plan_segment")["rebase"] is True
+        assert xcom_value(recovered, "replicate", "plan")["rebase"] is True
         assert GtidSet.parse(checkpoint(recovered)["end_gtids"]) == pipeline.lake_position()
         assert_exact_at(replica, checkpoint(recovered), pipeline.lake, SHOP, "orders")
         next_run = pipeline.run(now() + datetime.timedelta(seconds=4))
         assert task_states(next_run) == dict.fromkeys(ALL_TASKS, "success")
-        assert xcom_value(next_run, "snapshot")["tables"] == []
+        assert xcom_value(next_run, "replicate", "snapshot")["tables"] == []
         assert_exact_at(replica, checkpoint(next_run), pipeline.lake, SHOP, "orders")
 
 
@@ -100,7 +100,7 @@ def test_failover_to_a_lagging_replica_waits_for_it_then_continues_from_the_chec
     seed(primary.with_database(SHOP), "orders", 150)
     pipeline = Pipeline(monkeypatch, tmp_path, primary, [f"{SHOP}.orders"])
     writers = writing(primary.with_database(SHOP), 2, 5, "orders")
-    assert task_states(pipeline.run(now()))["publish_checkpoint"] == "success"
+    assert task_states(pipeline.run(now()))["replicate"] == "success"
     finish(writers)
 
     # The replica falls behind: it receives the primary's transactions but does not apply them.

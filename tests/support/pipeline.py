@@ -28,8 +28,7 @@ from tests.support.object_store import S3Lake
 
 DAG_FILE = "pipeline_daily.py"
 ALL_TASKS = (
-    "check_prerequisites", "load_checkpoint", "resumability", "plan_segment", "snapshot",
-    "apply_segment", "publish_checkpoint",
+    "check_prerequisites", "load_checkpoint", "resumability", "replicate",
 )  # fmt: skip
 SPARK_LOCAL = json.dumps({"conn_type": "spark", "host": "local[2]"})
 LAKE_CONN_ID = "lake_s3"
@@ -159,8 +158,8 @@ def writers_running(
 
 
 def checkpoint(dag_run) -> dict[str, Any]:
-    record = xcom_value(dag_run, "publish_checkpoint")
-    assert record["format"] == "airflow-mysql-cdc/checkpoint" and record["version"] == 1
+    record = xcom_value(dag_run, "replicate")
+    assert record["format"] == "airflow-mysql-cdc/checkpoint" and record["version"] == 2
     return record
 
 

@@ -33,9 +33,17 @@ def test_a_record_round_trips_through_its_json_form() -> None:
 
 
 def test_a_record_of_an_unknown_version_is_refused_with_what_to_do() -> None:
-    data = _record().to_dict() | {"version": 2}
-    with pytest.raises(CheckpointError, match="has version 2; .* reads version 1 only. Upgrade the provider"):
+    data = _record().to_dict() | {"version": 3}
+    with pytest.raises(
+        CheckpointError, match="has version 3; .* reads versions 1, 2 only. Upgrade the provider"
+    ):
         CheckpointRecord.from_dict(data, pipeline_id="shop")
+
+
+def test_a_version_1_record_reads_as_one_without_a_predecessor() -> None:
+    data = _record().to_dict() | {"version": 1}
+    del data["previous_run_id"]
+    assert CheckpointRecord.from_dict(data, pipeline_id="shop").previous_run_id is None
 
 
 def test_a_record_of_another_pipeline_is_refused() -> None:

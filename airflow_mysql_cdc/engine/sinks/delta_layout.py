@@ -1,13 +1,8 @@
-"""Where a pipeline's Delta tables live, what their columns are called, and which types they store.
+"""What a pipeline's Delta tables' columns are called, and which types they store.
 
-Invariant: the lake layout and the metadata column names are a public contract (documented in
-docs/delta-sink.md); downstream readers depend on them. Change them only with a migration.
-
-Lake locations are URIs (``s3://bucket/prefix``, ``gs://``, ``abfss://``, ``file:///``) or local
-paths, joined with ``/`` as strings. Never through :mod:`pathlib`: ``Path("s3://lake/shop")``
-collapses the ``//`` into ``s3:/lake/shop``, which delta-rs cannot recognise as a URL (every
-application and checkpoint task failed on an object-store lake that way). Guarded by
-``tests/unit/test_lake_layout.py``.
+Invariant: the metadata column names are a public contract (documented in
+docs/binlog-application.md); downstream readers depend on them. Change them only with a migration.
+Where the tables live is :mod:`.lake_layout` (re-exported here).
 
 Delta Lake has no unsigned integers, no TIME type and no decimals wider than 38 digits, so the
 canonical Arrow values of :mod:`airflow_mysql_cdc.engine.mysql_types` are widened on the way in:
@@ -18,15 +13,15 @@ int64 microseconds (MySQL TIME may be negative or above 24 h), DECIMAL(p>38) to 
 from __future__ import annotations
 
 import decimal
-import os
-import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 
 from airflow_mysql_cdc.engine.mysql_types import ColumnType, to_arrow_array
+from airflow_mysql_cdc.engine.sinks.lake_layout import LakeLayout, LakeRoot, lake_uri
+
+__all__ = ["LakeLayout", "LakeRoot", "lake_uri"]  # where the tables live; imported from here for long
 
 GTID_COLUMN = "_cdc_gtid"
 COMMIT_TS_COLUMN = "_cdc_commit_ts"
@@ -40,60 +35,6 @@ METADATA_PREFIX = "_cdc_"
 COMMIT_METADATA_APPLIED = "airflow_mysql_cdc.applied_gtids"
 COMMIT_METADATA_BATCH = "airflow_mysql_cdc.batch_seq"
 COMMIT_METADATA_EPOCH = "airflow_mysql_cdc.epoch"
-
-LakeRoot = str | os.PathLike[str]
-"""A lake location: a URI (``s3://bucket/prefix``) or a local path (a ``Path`` is fine for tests)."""
-
-_SAFE_NAME = re.compile(r"^[A-Za-z0-9_$-]+$")
-
-
-@dataclass(frozen=True)
-class LakeLayout:
-    """The locations of one lake's tables under ``root``: a URI or a local path, as a string."""
-
-    root: str
-
-    def __init__(self, root: LakeRoot) -> None:
-        object.__setattr__(self, "root", lake_uri(root))
-
-    def target(self, schema: str, table: str) -> str:
-        return self._join(_segment(schema), _segment(table))
-
-    def changelog(self, schema: str, table: str) -> str:
-        return self._join("_changelog", _segment(schema), _segment(table))
-
-    @property
-    def state(self) -> str:
-        return self._join("_cdc", "state")
-
-    def join_state(self, schema: str, table: str, snapshot_id: str) -> str:
-        """State of one table's catch-up from its snapshot to the pipeline's position."""
-        return self._join("_cdc", "joins", _segment(schema), _segment(table), _segment(snapshot_id))
-
-    def _join(self, *segments: str) -> str:
-        separator = "" if self.root.endswith("/") else "/"
-        return self.root + separator + "/".join(segments)
-
-
-def lake_uri(root: LakeRoot) -> str:
-    """``root`` without trailing slashes, its scheme's ``//`` kept (``file:///`` stays a root)."""
-    text = os.fspath(root).strip()
-    scheme, separator, rest = text.partition("://")
-    stripped = rest.rstrip("/")
-    if not text or (separator and not stripped and not rest.startswith("/")):
-        raise ValueError(
-            f"lake root {text!r} names no location: set lake_root to a local path or a URI such as "
-            "s3://bucket/prefix"
-        )
-    if not separator:
-        return text.rstrip("/") or "/"
-    return f"{scheme}://{stripped or '/'}"
-
-
-def _segment(name: str) -> str:
-    if not _SAFE_NAME.match(name):
-        raise ValueError(f"{name!r} cannot be used as a lake path segment (letters, digits, _ $ - only)")
-    return name
 
 
 def delta_type(arrow_type: pa.DataType) -> pa.DataType:

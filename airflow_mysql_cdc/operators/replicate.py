@@ -1,0 +1,141 @@
+"""Operator: one pipeline run, whole: place it in the chain, snapshot, apply its segment, publish.
+
+Invariant: the decision where a run stands, the lake writes that follow from it and the record that
+describes them happen in one task, so a run never publishes a record decided on a chain that
+another run changed in the meantime. The example DAG gives this task ``max_active_tis_per_dag=1``:
+of all its runs (scheduled, manual, backfills), one at a time is here. Marking a run failed, or
+clearing only failed tasks, can then never leave a run green with a half-done chain step: this task
+either published (or republished) the run's record, or it did not succeed.
+
+A run that does not apply (its interval already has a record, or lies inside a later record's
+segment) returns that record at once, without starting Spark: the cheap path that lets a backlog of
+queued runs drain (docs/pipeline-dag.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from airflow_mysql_cdc import checkpoint_chain
+from airflow_mysql_cdc.engine.apply_config import ApplyConfig
+from airflow_mysql_cdc.engine.lake_storage import check_storage_options
+from airflow_mysql_cdc.hooks.lake_storage import LakeStorageHook
+from airflow_mysql_cdc.hooks.mysql_cdc import MySqlCdcHook
+from airflow_mysql_cdc.operators.binlog_apply import apply_binlog
+from airflow_mysql_cdc.operators.prerequisites import parse_table_list
+from airflow_mysql_cdc.operators.snapshot import snapshot_tables
+from airflow_mysql_cdc.operators.spark_application import SparkApplicationOperator
+
+
+class MySqlCdcReplicateOperator(SparkApplicationOperator):
+    """Replicates the run's segment into the lake and returns its checkpoint record (the XCom).
+
+    Also pushes, when the run applies, its plan (XCom key ``plan``: tables to snapshot, restart,
+    rebase), the snapshot application's result (``snapshot``) and the binlog application's
+    (``applied``).
+
+    :param pipeline_id: names the pipeline's state and checkpoint log in the lake (templated).
+    :param tables: ``schema.table`` names.
+    :param lake_root: a local path or a URI (templated).
+    :param storage_options: public delta-rs storage options; a credential here is refused.
+    :param lake_conn_id: an ``aws`` connection with the lake's credentials.
+    :param resumability_task_id: the task whose XCom says whether the binlogs were purged and every
+        table is to be snapshotted again (``resnapshot_needed``); None: never.
+    """
+
+    template_fields: Sequence[str] = ("pipeline_id", "lake_root", "mysql_cdc_conn_id", "spark_conn_id")
+    ui_color = "#dde9f7"
+
+    def __init__(
+        self,
+        *,
+        pipeline_id: str,
+        tables: Sequence[str],
+        lake_root: str,
+        storage_options: dict[str, str] | None = None,
+        lake_conn_id: str | None = None,
+        mysql_cdc_conn_id: str = MySqlCdcHook.default_conn_name,
+        chunk_size: int = 50_000,
+        batch_max_seconds: float = 1.0,
+        soft_deletes: bool = False,
+        catchup_parallelism: int = 1,
+        resumability_task_id: str | None = "resumability",
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.pipeline_id = pipeline_id
+        self.tables = tuple(str(ref) for ref in parse_table_list(tables))
+        self.lake_root = lake_root
+        self.storage_options = check_storage_options(storage_options, where="the operator's storage_options")
+        self.lake_conn_id = lake_conn_id
+        self.mysql_cdc_conn_id = mysql_cdc_conn_id
+        self.chunk_size = chunk_size
+        self.batch_max_seconds = batch_max_seconds
+        self.soft_deletes = soft_deletes
+        self.catchup_parallelism = catchup_parallelism
+        self.resumability_task_id = resumability_task_id
+
+    def execute(self, context: Any) -> dict[str, Any]:
+        lake_options = LakeStorageHook(self.lake_conn_id).get_delta_storage_options(self.storage_options)
+        chain = {
+            "pipeline_id": self.pipeline_id,
+            "lake_root": self.lake_root,
+            "mysql_cdc_conn_id": self.mysql_cdc_conn_id,
+            "storage_options": lake_options,
+            "publish_task_id": self.task_id,
+        }
+        position = checkpoint_chain.locate_run(context, **chain)
+        if not position.placement.applies:
+            record = position.placement.record
+            assert record is not None
+            self.log.info(
+                "Summary: nothing applied: %s", position.placement.describe(str(context["data_interval_end"]))
+            )
+            return record.to_dict()
+        ti = context["ti"]
+        resumable = ti.xcom_pull(task_ids=self.resumability_task_id) if self.resumability_task_id else None
+        plan = checkpoint_chain.plan_segment(
+            position.to_xcom(), resumable, self.tables, self.lake_root, lake_options
+        )
+        ti.xcom_push(key="plan", value=plan)
+        snapshot = snapshot_tables(
+            self,
+            tables=tuple(plan["tables"]),
+            lake_root=self.lake_root,
+            storage_options=self.storage_options,
+            lake_conn_id=self.lake_conn_id,
+            chunk_size=self.chunk_size,
+            restart=plan["restart"],
+            base_server_id=None,
+            mysql_cdc_conn_id=self.mysql_cdc_conn_id,
+        )
+        ti.xcom_push(key="snapshot", value=snapshot)
+        start = plan["start_gtids"] or snapshot["stream_start"]
+        segment_end_us = int(context["data_interval_end"].timestamp() * 1_000_000)
+
+        def build_config(server_id: int | None, public_options: dict[str, str]) -> ApplyConfig:
+            return ApplyConfig(
+                pipeline_id=self.pipeline_id,
+                lake_root=self.lake_root,
+                storage_options=public_options,
+                tables=self.tables,
+                start_gtids=start,
+                mode="segment",
+                segment_end_us=segment_end_us,
+                batch_max_seconds=self.batch_max_seconds,
+                soft_deletes=self.soft_deletes,
+                server_id=server_id,
+                rebase=plan["rebase"],
+            )
+
+        applied = apply_binlog(
+            self,
+            build_config,
+            mysql_cdc_conn_id=self.mysql_cdc_conn_id,
+            storage_options=self.storage_options,
+            lake_conn_id=self.lake_conn_id,
+            catchup_parallelism=self.catchup_parallelism,
+        )
+        ti.xcom_push(key="applied", value=applied)
+        return checkpoint_chain.publish_checkpoint(context, tables=self.tables, applied=applied, **chain)
