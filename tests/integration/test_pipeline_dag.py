@@ -24,6 +24,7 @@ from tests.support.pipeline import (
     Pipeline,
     assert_exact,
     assert_exact_at,
+    chain_records,
     checkpoint,
     finish,
     kill_application_after_a_batch,
@@ -129,10 +130,7 @@ def test_failed_retried_cleared_and_caught_up_runs_apply_everything_once(
     assert task_states(cleared) == dict.fromkeys(ALL_TASKS, "success")
     assert checkpoint(cleared) == second
     assert pipeline.lake_position() == lake_before
-    chain = [checkpoint(first), second, later]
-    assert [record["previous_run_id"] for record in chain] == [None, chain[0]["run_id"], second["run_id"]]
-    for earlier, next_record in zip(chain, chain[1:], strict=False):
-        assert next_record["start_gtids"] == earlier["end_gtids"]
+    assert chain_records(pipeline.lake) == [checkpoint(first), second, later]
 
     # A run dated before the pipeline's first interval is refused, saying from where to backfill.
     capfd.readouterr()

@@ -189,6 +189,23 @@ def assert_exact_at(
     assert_changelogs_hold_each_change_once(lake, database, *tables, storage_options=storage_options)
 
 
+def chain_records(lake: LakeRoot, pipeline_id: str = "e2e", storage_options=None) -> list[dict[str, Any]]:
+    """The lake's checkpoint log, after checking every record continues the one before it."""
+    from airflow_mysql_cdc.engine.sinks.checkpoint_log import CheckpointLog
+
+    records = [record.to_dict() for record in CheckpointLog(lake, pipeline_id, storage_options).records()]
+    for earlier, later in zip(records, records[1:], strict=False):
+        assert later["previous_run_id"] == earlier["run_id"], (
+            f"{later['run_id']} does not continue {earlier['run_id']}"
+        )
+        assert later["start_gtids"] == earlier["end_gtids"]
+        assert later["segment_start"] == earlier["segment_end"]
+        assert GtidSet.parse(earlier["end_gtids"]).issubset(GtidSet.parse(later["end_gtids"]))
+    if records:
+        assert records[0]["previous_run_id"] is None
+    return records
+
+
 def assert_changelogs_hold_each_change_once(
     lake: LakeRoot, database: str, *tables: str, storage_options: dict[str, str] | None = None
 ) -> None:
