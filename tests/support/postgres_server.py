@@ -164,7 +164,8 @@ class PostgresServer:
     def _run_as(self, account: pwd.struct_passwd | None, argv: list[str]) -> None:
         result = subprocess.run(argv, capture_output=True, text=True, **_as_account(account))
         if result.returncode != 0:
-            raise PostgresUnavailable(f"{' '.join(argv[:2])} failed ({result.returncode}):\n{result.stderr[-3000:]}")
+            command = " ".join(argv[:2])
+            raise PostgresUnavailable(f"{command} failed ({result.returncode}):\n{result.stderr[-3000:]}")
 
     def _wait_until_ready(self, socket_dir: Path) -> None:
         deadline = time.monotonic() + READY_TIMEOUT_S
@@ -175,14 +176,17 @@ class PostgresServer:
                     f"postgres exited with {self.process.returncode}:\n{self.log_path.read_text()[-3000:]}"
                 )
             try:
-                psycopg2.connect(host=str(socket_dir), port=self.port, user="postgres", dbname="postgres").close()
+                self._admin_connection(socket_dir).close()
                 return
             except psycopg2.OperationalError:
                 time.sleep(0.2)
         raise PostgresUnavailable(f"postgres did not accept connections within {READY_TIMEOUT_S:.0f}s")
 
+    def _admin_connection(self, socket_dir: Path):
+        return psycopg2.connect(host=str(socket_dir), port=self.port, user="postgres", dbname="postgres")
+
     def _create_user_and_database(self, socket_dir: Path) -> None:
-        admin = psycopg2.connect(host=str(socket_dir), port=self.port, user="postgres", dbname="postgres")
+        admin = self._admin_connection(socket_dir)
         admin.autocommit = True
         with admin.cursor() as cursor:
             cursor.execute(f'CREATE ROLE "{self.user}" LOGIN PASSWORD %s', (self.password,))
