@@ -111,22 +111,37 @@ class AirflowRestClient:
         return response.json()
 
     def wait_for_dag(
-        self, dag_id: str, *, parsed_after: datetime | None = None, timeout_s: float = 120
+        self,
+        dag_id: str,
+        *,
+        file_name: str | None = None,
+        parsed_after: datetime | None = None,
+        timeout_s: float = 120,
     ) -> dict:
-        """Until the dag-processor has parsed ``dag_id`` (after ``parsed_after``, for a rewritten file)."""
+        """Until the dag-processor has parsed ``dag_id`` (after ``parsed_after``, for a rewritten file).
+
+        With ``file_name`` (relative to the dags folder) an import error of that file fails at once.
+        """
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             found = self.dag(dag_id)
             parsed_at = _when(found.get("last_parsed_time")) if found else None
             if found and (parsed_after is None or (parsed_at is not None and parsed_at > parsed_after)):
                 return found
+            errors = self.import_errors()
+            if file_name is not None and any(error["filename"] == file_name for error in errors):
+                raise AssertionError(
+                    f"DAG file {file_name} failed to import.\n{_describe_import_errors(errors)}"
+                )
             time.sleep(1)
-        errors = self.request("GET", "/api/v2/importErrors", params={"limit": PAGE_SIZE})["import_errors"]
-        described = "\n".join(f"{error['filename']}:\n{error['stack_trace']}" for error in errors) or "none"
         raise AssertionError(
-            f"DAG {dag_id} was not parsed within {timeout_s:.0f}s.\nImport errors: {described}\n"
-            f"{self._component_logs()}"
+            f"DAG {dag_id} was not parsed within {timeout_s:.0f}s.\n"
+            f"Import errors: {_describe_import_errors(self.import_errors())}\n{self._component_logs()}"
         )
+
+    def import_errors(self) -> list[dict[str, Any]]:
+        """Files the dag-processor could not import: ``filename`` (in the bundle) and ``stack_trace``."""
+        return self.request("GET", "/api/v2/importErrors", params={"limit": PAGE_SIZE})["import_errors"]
 
     def reparse(self, dag_id: str) -> None:
         """Asks the dag-processor to parse the DAG's file now (the UI's "Reparse DAG" button)."""
@@ -384,10 +399,26 @@ class AirflowRestClient:
         self._http.close()
 
 
+def _describe_import_errors(errors: list[dict[str, Any]]) -> str:
+    return "\n".join(f"{error['filename']}:\n{error['stack_trace']}" for error in errors) or "none"
+
+
 def _log_line(entry: Any) -> str:
     if isinstance(entry, str):
         return entry
-    text = f"[{entry.get('timestamp', '')}] {entry.get('level', '')} {entry.get('event', '')}"
-    if entry.get("error_detail"):
-        text += "\n" + json.dumps(entry["error_detail"], indent=1)[:4000]
+    stamp = f"[{entry['timestamp']}] " if entry.get("timestamp") else ""
+    text = f"{stamp}{entry.get('level', '')} {entry.get('event', '')}".strip()
+    for error in entry.get("error_detail") or []:
+        text += "\n" + _traceback_text(error)
     return text
+
+
+def _traceback_text(error: dict[str, Any]) -> str:
+    """A structured exception of a task log (``error_detail``) as Python prints a traceback."""
+    frames = [
+        f'  File "{frame.get("filename")}", line {frame.get("lineno")}, in {frame.get("name")}'
+        for frame in error.get("frames", [])
+    ]
+    return "\n".join(
+        ["Traceback (most recent call last):", *frames, f"{error.get('exc_type')}: {error.get('exc_value')}"]
+    )
