@@ -70,7 +70,8 @@ def proof_dag(airflow_deployment: AirflowDeployment, airflow_api: AirflowRestCli
     flags = airflow_deployment.folder / "harness-proof-flags"
     flags.mkdir(exist_ok=True)
     airflow_deployment.write_dag_file(f"{DAG_ID}.py", DAG_SOURCE.format(dag_id=DAG_ID, flags=str(flags)))
-    airflow_api.wait_for_dag(DAG_ID, file_name=f"{DAG_ID}.py")
+    first_parse = airflow_api.wait_for_dag(DAG_ID, file_name=f"{DAG_ID}.py")
+    assert airflow_api.reparse(DAG_ID)["last_parsed_time"] > first_parse["last_parsed_time"]
     airflow_api.unpause(DAG_ID)
     return DAG_ID
 

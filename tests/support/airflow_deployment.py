@@ -20,7 +20,8 @@ Tests write DAG files into ``dags_folder`` (``write_dag_file`` writes atomically
 dag-processor never parses half a file). A new file is found within ``[dag_processor]
 refresh_interval`` (2 s); a rewritten file is parsed again as soon as its mtime is newer than its
 last parse; unchanged files are not re-parsed for an hour (``min_file_process_interval``), which is
-what keeps the idle dag-processor cheap.
+what keeps the idle dag-processor cheap. So after changing a file a DAG reads at parse time (a
+config next to it), call ``AirflowRestClient.reparse(dag_id)``.
 
 The deployment is shared by the whole session: tests give their DAGs unique ids and create the
 connections they need through the REST API (``AirflowRestClient.create_connection``). A deployment

@@ -143,10 +143,15 @@ class AirflowRestClient:
         """Files the dag-processor could not import: ``filename`` (in the bundle) and ``stack_trace``."""
         return self.request("GET", "/api/v2/importErrors", params={"limit": PAGE_SIZE})["import_errors"]
 
-    def reparse(self, dag_id: str) -> None:
-        """Asks the dag-processor to parse the DAG's file now (the UI's "Reparse DAG" button)."""
-        token = self.request("GET", f"/api/v2/dags/{dag_id}")["file_token"]
-        self.request("PUT", f"/api/v2/parseDagFile/{token}", expect=(201,))
+    def reparse(self, dag_id: str, *, timeout_s: float = 120) -> dict:
+        """Has the dag-processor parse the DAG's file again now (the UI's "Reparse Dag"), and waits for it.
+
+        Needed after changing a file the DAG reads at parse time (a config next to it): only a
+        newer mtime of the DAG file itself makes the dag-processor parse it again on its own.
+        """
+        before = self.request("GET", f"/api/v2/dags/{dag_id}")
+        self.request("PUT", f"/api/v2/parseDagFile/{before['file_token']}", expect=(201,))
+        return self.wait_for_dag(dag_id, parsed_after=_when(before["last_parsed_time"]), timeout_s=timeout_s)
 
     def set_paused(self, dag_id: str, paused: bool) -> None:
         self.request("PATCH", f"/api/v2/dags/{dag_id}", json={"is_paused": paused})
