@@ -170,8 +170,6 @@ class AirflowDeployment:
 
     def stop(self) -> None:
         """Stops every component and what it started, then PostgreSQL. Safe to call twice."""
-        if not self.processes and self.postgres.process is None:
-            return
         known = {member.pid: member for process in self.processes.values() for member in _tree(process.pid)}
         for name in ("scheduler", "triggerer", "dag-processor", "api-server"):
             process = self.processes.get(name)
@@ -193,7 +191,6 @@ class AirflowDeployment:
             process.wait()
         self.processes.clear()
         self.postgres.stop()
-        self.postgres.process = None
         atexit.unregister(self.stop)
 
     def _build_environment(self) -> dict[str, str]:

@@ -150,7 +150,10 @@ class PostgresServer:
         return self
 
     def stop(self) -> None:
-        """Fast shutdown (SIGINT), then SIGKILL of the whole group if it lingers; removes the folder."""
+        """Fast shutdown (SIGINT), then SIGKILL of the whole group if it lingers; removes the folder.
+
+        Safe to call twice, and after a start that failed half-way.
+        """
         if self.process is not None and self.process.poll() is None:
             os.killpg(self.process.pid, signal.SIGINT)
             try:
@@ -158,8 +161,10 @@ class PostgresServer:
             except subprocess.TimeoutExpired:
                 os.killpg(self.process.pid, signal.SIGKILL)
                 self.process.wait()
+        self.process = None
         if self.folder is not None:
             shutil.rmtree(self.folder, ignore_errors=True)
+            self.folder = None
 
     def _run_as(self, account: pwd.struct_passwd | None, argv: list[str]) -> None:
         result = subprocess.run(argv, capture_output=True, text=True, **_as_account(account))
