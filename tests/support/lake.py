@@ -90,12 +90,19 @@ class ConcurrentWriter(threading.Thread):
     )
 
     def __init__(
-        self, endpoint: MySqlEndpoint, *, seconds: float | None, seed: int = 7, table: str = "orders"
+        self,
+        endpoint: MySqlEndpoint,
+        *,
+        seconds: float | None,
+        seed: int = 7,
+        table: str = "orders",
+        pause_s: float = 0.0,
     ) -> None:
-        """Writes for ``seconds``, or until :meth:`stop` when None."""
+        """Writes for ``seconds``, or until :meth:`stop` when None; ``pause_s`` between transactions."""
         super().__init__(name="concurrent-writer", daemon=True)
         self.endpoint = endpoint
         self.seconds = seconds
+        self.pause_s = pause_s
         self.stopped = threading.Event()
         self.rng = random.Random(seed)
         self.table = table
@@ -146,3 +153,5 @@ class ConcurrentWriter(threading.Thread):
                         )
                 connection.commit()
                 self.transactions += 1
+                if self.pause_s:
+                    self.stopped.wait(self.pause_s)

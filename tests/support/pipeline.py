@@ -125,11 +125,11 @@ def seed(endpoint: MySqlEndpoint, table: str, rows: int) -> None:
 
 
 def writing(
-    endpoint: MySqlEndpoint, seconds: float | None, first_seed: int, *tables: str
+    endpoint: MySqlEndpoint, seconds: float | None, first_seed: int, *tables: str, pause_s: float = 0.0
 ) -> list[ConcurrentWriter]:
-    """Writers on ``tables`` for ``seconds`` (None: until :func:`stop_writing`)."""
+    """Writers on ``tables`` for ``seconds`` (None: until stopped), ``pause_s`` between transactions."""
     writers = [
-        ConcurrentWriter(endpoint, seconds=seconds, seed=first_seed + number, table=table)
+        ConcurrentWriter(endpoint, seconds=seconds, seed=first_seed + number, table=table, pause_s=pause_s)
         for number, table in enumerate(tables)
     ]
     for writer in writers:
@@ -145,10 +145,10 @@ def finish(writers: list[ConcurrentWriter]) -> None:
 
 @contextlib.contextmanager
 def writers_running(
-    endpoint: MySqlEndpoint, first_seed: int, *tables: str
+    endpoint: MySqlEndpoint, first_seed: int, *tables: str, pause_s: float = 0.0
 ) -> Iterator[list[ConcurrentWriter]]:
     """Writers on ``tables`` for as long as the block runs (however slow the machine is)."""
-    writers = writing(endpoint, None, first_seed, *tables)
+    writers = writing(endpoint, None, first_seed, *tables, pause_s=pause_s)
     try:
         yield writers
     finally:

@@ -1,0 +1,224 @@
+"""The shipped pipeline DAG under a real scheduler, driven as a user drives it from the UI.
+
+A real Airflow (scheduler, dag-processor, triggerer, api-server; LocalExecutor on PostgreSQL) runs
+the DAG built by ``build_pipeline_dag`` while a writer changes two tables without pause. Every step
+goes through the REST API: a run killed mid-apply and the next run going on without it (no
+deadlock) before the failed run is cleared; "clear only failed" after a failed apply; "mark run
+failed" during the apply, then "clear only failed"; a backfill over existing runs reprocessing
+completed ones; a backfill before the first run. After each step the lake equals the source as of
+the chain's latest end set (a replica stopped exactly there), every record in the lake's log
+continues the one before it, and no record was ever rewritten.
+
+The DAG runs daily from 23 hours ago (``catchup`` on): the scheduler creates one run by itself, for
+the latest point of the schedule, which is the pipeline's first run; every later run is one the test
+triggers (dated now) or backfills (at the schedule's daily points before it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import json
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import psutil
+import pytest
+
+from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
+from tests.support.airflow_deployment import AirflowDeployment
+from tests.support.airflow_rest import AirflowRestClient
+from tests.support.frozen_replica import FrozenReplica
+from tests.support.pipeline import (
+    assert_changelogs_hold_each_change_once,
+    chain_records,
+    seed,
+    writers_running,
+)
+from tests.support.pipeline import now as utc_now
+
+pytestmark = [pytest.mark.scheduler, pytest.mark.mysql, pytest.mark.slow]
+
+DAY = datetime.timedelta(days=1)
+DAG_SOURCE = """
+import json
+from airflow_mysql_cdc.daily_dag import build_pipeline_dag
+from airflow_mysql_cdc.pipeline_config import PipelineConfig
+
+dag = build_pipeline_dag(PipelineConfig.from_dict(json.loads({config!r})))
+"""
+
+
+class Pipeline:
+    """The DAG in the deployment, its lake, and the steps a user takes."""
+
+    def __init__(self, deployment: AirflowDeployment, api: AirflowRestClient, source: MySqlEndpoint,
+                 tables: list[str], lake: Path) -> None:  # fmt: skip
+        suffix = uuid.uuid4().hex[:8]
+        self.api, self.lake = api, lake
+        self.dag_id, self.pipeline_id = f"sched_{suffix}", f"sched_{suffix}"
+        self.start = utc_now().replace(microsecond=0) - datetime.timedelta(hours=23)
+        api.create_connection(
+            f"src_{suffix}", "mysql_cdc", host=source.host, port=source.port, login=source.user,
+            password=source.password or "", extra={"server_id": 7400},
+        )  # fmt: skip
+        api.create_connection(f"spark_{suffix}", "spark", host="local[2]")
+        config = {
+            "dag_id": self.dag_id, "pipeline_id": self.pipeline_id, "mysql_cdc_conn_id": f"src_{suffix}",
+            "spark_conn_id": f"spark_{suffix}", "tables": tables, "lake_root": str(lake),
+            "schedule": "every 1d", "start_date": self.start.isoformat(), "catchup": True,
+            "chunk_size": 60, "retries": 0, "sensor_mode": "poke", "sensor_poke_interval_s": 1,
+            "resumability_timeout_s": 60, "batch_max_seconds": 0.3,
+        }  # fmt: skip
+        deployment.write_dag_file(f"{self.dag_id}.py", DAG_SOURCE.format(config=json.dumps(config)))
+        api.wait_for_dag(self.dag_id, file_name=f"{self.dag_id}.py")
+        api.unpause(self.dag_id)
+
+    def scheduled_first_run(self):
+        """The run the scheduler made by itself when the DAG was unpaused: the pipeline's first."""
+        deadline = time.monotonic() + 120
+        while not (runs := self.api.dag_runs(self.dag_id, run_types=["scheduled"])):
+            assert time.monotonic() < deadline, "the scheduler made no run for the schedule's latest point"
+            time.sleep(1)
+        [run] = runs
+        assert run.logical_date == self.start
+        return run
+
+    def trigger_now(self):
+        """A manual run of the interval ending now (the UI's trigger form, dated now)."""
+        time.sleep(1)  # a fresh date: runs are identified by it
+        return self.api.trigger_run(self.dag_id, utc_now() - datetime.timedelta(milliseconds=100))
+
+    def wait(self, run, expect: str = "success"):
+        return self.api.wait_for_run(self.dag_id, run.run_id, expect=expect, timeout_s=400)
+
+    def kill_apply_once_it_runs(self) -> threading.Thread:
+        """kill -9 this pipeline's binlog application as soon as it starts (a crash mid-apply)."""
+        return _watch_apply(self.pipeline_id, lambda process: process.kill())
+
+    def record(self, run) -> dict:
+        return self.api.xcom(self.dag_id, run.run_id, "replicate")
+
+
+def _apply_processes(pipeline_id: str) -> list[psutil.Process]:
+    found = []
+    for process in psutil.process_iter(["cmdline"]):
+        command = " ".join(process.info["cmdline"] or ())
+        if "binlog_to_delta" in command and f"mysql-cdc-apply-{pipeline_id}-" in command:
+            found.append(process)
+    return found
+
+
+def _watch_apply(pipeline_id: str, action) -> threading.Thread:
+    def watch() -> None:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            for process in _apply_processes(pipeline_id):
+                with contextlib.suppress(psutil.NoSuchProcess):
+                    action(process)
+                    return
+            time.sleep(0.05)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    return watcher
+
+
+def _check(pipeline: Pipeline, replica: FrozenReplica, database: str) -> list[dict]:
+    """Every record continues the one before; the lake equals the source at the latest end set."""
+    records = chain_records(pipeline.lake, pipeline.pipeline_id)
+    replica.assert_lake_equals(records[-1]["end_gtids"], pipeline.lake, database, ["orders", "payments"])
+    assert_changelogs_hold_each_change_once(pipeline.lake, database, "orders", "payments")
+    return records
+
+
+def test_clears_marks_and_backfills_from_the_ui_keep_the_chain_and_the_lake_exact(
+    mysql_database: MySqlEndpoint,
+    frozen_replica: FrozenReplica,
+    airflow_deployment: AirflowDeployment,
+    airflow_api: AirflowRestClient,
+    tmp_path: Path,
+) -> None:
+    database = mysql_database.database
+    seed(mysql_database, "orders", 120)
+    seed(mysql_database, "payments", 80)
+    api = airflow_api
+    pipeline = Pipeline(airflow_deployment, api, mysql_database.with_database(None),
+                        [f"{database}.orders", f"{database}.payments"], tmp_path / "lake")  # fmt: skip
+    # About 40 transactions a second each: a live source, not a flood that would make every step a
+    # long catch-up on 2 cores (unthrottled, they wrote 300,000 transactions in five minutes).
+    with writers_running(mysql_database, 51, "orders", "payments", pause_s=0.02):
+        first = pipeline.wait(pipeline.scheduled_first_run())
+        records = _check(pipeline, frozen_replica, database)
+        assert [record["run_id"] for record in records] == [first.run_id]
+
+        # A run dies mid-apply; the next run is not held back by it (no depends_on_past: no deadlock).
+        killer = pipeline.kill_apply_once_it_runs()
+        failed = pipeline.wait(pipeline.trigger_now(), expect="failed")
+        killer.join()
+        assert api.task_states(pipeline.dag_id, failed.run_id)["replicate"] == "failed"
+        covering = pipeline.wait(pipeline.trigger_now())
+        records = _check(pipeline, frozen_replica, database)
+        assert records[-1]["run_id"] == covering.run_id and records[-1]["previous_run_id"] == first.run_id
+        # Cleared afterwards, the failed run finds its interval covered: it applies nothing and is green.
+        api.clear_run(pipeline.dag_id, failed.run_id)
+        pipeline.wait(failed)
+        assert pipeline.record(failed) == records[-1]
+        assert chain_records(pipeline.lake, pipeline.pipeline_id) == records
+
+        # "Clear only failed" after a failed apply: the replicate task runs again and publishes.
+        killer = pipeline.kill_apply_once_it_runs()
+        retried = pipeline.wait(pipeline.trigger_now(), expect="failed")
+        killer.join()
+        api.clear_run(pipeline.dag_id, retried.run_id, only_failed=True)
+        pipeline.wait(retried)
+        records = _check(pipeline, frozen_replica, database)
+        assert records[-1]["run_id"] == retried.run_id
+
+        # "Mark run failed" while the apply runs: the application is stopped and nothing is
+        # published; "clear only failed" then finishes the run with its record (never green without).
+        marked = pipeline.trigger_now()
+        watcher = _watch_apply(
+            pipeline.pipeline_id, lambda _: api.mark_run_failed(pipeline.dag_id, marked.run_id)
+        )  # noqa: E501
+        watcher.join()
+        pipeline.wait(marked, expect="failed")
+        deadline = time.monotonic() + 60
+        while _apply_processes(pipeline.pipeline_id):
+            assert time.monotonic() < deadline, "the application outlived its run being marked failed"
+            time.sleep(0.5)
+        assert chain_records(pipeline.lake, pipeline.pipeline_id) == records
+        api.clear_run(pipeline.dag_id, marked.run_id, only_failed=True)
+        pipeline.wait(marked)
+        records = _check(pipeline, frozen_replica, database)
+        assert records[-1]["run_id"] == marked.run_id
+        assert pipeline.record(marked) == records[-1]
+
+        # A backfill over the first run, reprocessing completed runs (the UI's "All Runs"): the first run
+        # republishes its record unchanged; the day before it is refused, saying where to start.
+        published = {record["run_id"]: record for record in records}
+        overlapping = api.create_backfill(pipeline.dag_id, pipeline.start - DAY, pipeline.start,
+                                          reprocess_behavior="completed", max_active_runs=1)  # fmt: skip
+        assert overlapping.logical_dates == (pipeline.start - DAY, pipeline.start)
+        before, again = api.wait_for_backfill(overlapping, timeout_s=300, until_marked_complete=False)
+        assert (before.state, again.state, again.run_id) == ("failed", "success", first.run_id)
+        log = api.task_log(pipeline.dag_id, before.run_id, "load_checkpoint", 1)
+        assert "before the pipeline's first interval" in log and "backfill create --from-date" in log
+        assert pipeline.record(again) == published[first.run_id]
+        api.cancel_backfill(overlapping.id)  # done: lets the next backfill in without the 30 s wait
+
+        # A backfill entirely before the first run, without reprocessing (the UI's default): refused.
+        early = api.create_backfill(pipeline.dag_id, pipeline.start - 3 * DAY, pipeline.start - 2 * DAY,
+                                    reprocess_behavior="none", max_active_runs=1)  # fmt: skip
+        refused = api.wait_for_backfill(early, timeout_s=300, until_marked_complete=False)
+        assert [run.state for run in refused] == ["failed", "failed"]
+        api.cancel_backfill(early.id)
+
+        # Nothing above rewrote a record, and the pipeline goes on.
+        assert chain_records(pipeline.lake, pipeline.pipeline_id) == records
+        later = pipeline.wait(pipeline.trigger_now())
+        records = _check(pipeline, frozen_replica, database)
+        assert records[-1]["run_id"] == later.run_id
+        assert {record["run_id"]: record for record in records[:-1]} == published
