@@ -27,6 +27,7 @@ chain: it is refused with an explanation. Trigger a manual run with a logical da
 
 from __future__ import annotations
 
+import datetime
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -230,11 +231,14 @@ def publish_checkpoint(
     applied: dict[str, Any],
     storage_options: dict[str, str] | None = None,
     publish_task_id: str = PUBLISH_TASK_ID,
+    segment_end: datetime.datetime | None = None,
 ) -> dict[str, Any]:
     """This run's record, appended to the lake's log; fails if the lake lacks what the run applied.
 
     The run's place is settled again here, from the log: a record published for this interval in
     the meantime (the same run, retried after it published) is republished as it is.
+    ``segment_end`` is where the applied segment ended when that is not the run's interval end (a
+    run that caught up a backlog).
     """
     position = locate_run(
         context,
@@ -268,7 +272,7 @@ def publish_checkpoint(
     server = hook.get_server_state()
     predecessor = position.placement.record if position.placement.kind == "forward" else None
     interval_start = context.get("data_interval_start")
-    interval_end = context["data_interval_end"]
+    interval_end = segment_end or context["data_interval_end"]
     segment_start = (
         predecessor.segment_end if predecessor else (interval_start and interval_start.isoformat())
     )

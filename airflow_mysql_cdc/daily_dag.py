@@ -88,6 +88,7 @@ def build_pipeline_dag(config: PipelineConfig) -> DAG:
             soft_deletes=config.soft_deletes,
             catchup_parallelism=config.catchup_parallelism,
             resumability_task_id="resumability",
+            catch_up_backlog_after=config.interval() if config.catch_up_backlog else None,
             max_active_tis_per_dag=1,
         )
         prerequisites >> loaded >> resumability >> replicate

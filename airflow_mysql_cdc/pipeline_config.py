@@ -23,6 +23,15 @@ from airflow_mysql_cdc.engine.sinks.lake_layout import lake_uri
 CONFIG_VARIABLE = "AIRFLOW_MYSQL_CDC_PIPELINE_CONFIG"
 _EVERY = re.compile(r"^every\s+(\d+)\s*(s|m|h|d)$")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
+_PRESETS = {
+    "@hourly": datetime.timedelta(hours=1),
+    "@daily": datetime.timedelta(days=1),
+    "@weekly": datetime.timedelta(weeks=1),
+    "@monthly": datetime.timedelta(days=28),
+    "@quarterly": datetime.timedelta(days=90),
+    "@yearly": datetime.timedelta(days=365),
+    "@annually": datetime.timedelta(days=365),
+}
 
 
 class PipelineConfigError(ValueError):
@@ -60,6 +69,10 @@ class PipelineConfig:
     batch_max_seconds: float = 1.0
     catchup_parallelism: int = 1
     """K > 1: a run whose interval already ended (catch-up, backfill) reads it with K range readers."""
+    catch_up_backlog: bool = True
+    """A run that starts more than one schedule interval after its interval end (runs queued behind a
+    slow one, a resumed DAG) applies up to the time it starts, so the runs queued behind it find
+    their intervals covered and finish without Spark (docs/pipeline-dag.md)."""
     soft_deletes: bool = False
     tags: tuple[str, ...] = field(default_factory=lambda: ("mysql-cdc",))
 
@@ -81,6 +94,22 @@ class PipelineConfig:
         if match:
             return datetime.timedelta(**{_UNITS[match.group(2)]: int(match.group(1))})
         return self.schedule
+
+    def interval(self) -> datetime.timedelta | None:
+        """The time between two scheduled runs (the shortest, for a cron schedule); None: no schedule."""
+        value = self.schedule_value()
+        if isinstance(value, datetime.timedelta):
+            return value
+        preset = _PRESETS.get(value.strip())
+        if preset is not None:
+            return preset
+        if value.strip() in ("@once", "@continuous", "None", ""):
+            return None
+        from croniter import croniter  # Airflow's own dependency; imported only for cron schedules
+
+        fires = croniter(value, self.start)
+        times = [fires.get_next(datetime.datetime) for _ in range(8)]
+        return min(later - earlier for earlier, later in zip(times, times[1:], strict=False))
 
     @property
     def start(self) -> datetime.datetime:

@@ -14,6 +14,7 @@ queued runs drain (docs/pipeline-dag.md).
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Sequence
 from typing import Any
 
@@ -22,7 +23,7 @@ from airflow_mysql_cdc.engine.apply_config import ApplyConfig
 from airflow_mysql_cdc.engine.lake_storage import check_storage_options
 from airflow_mysql_cdc.hooks.lake_storage import LakeStorageHook
 from airflow_mysql_cdc.hooks.mysql_cdc import MySqlCdcHook
-from airflow_mysql_cdc.operators.binlog_apply import apply_binlog
+from airflow_mysql_cdc.operators.binlog_apply import apply_binlog, human_duration
 from airflow_mysql_cdc.operators.prerequisites import parse_table_list
 from airflow_mysql_cdc.operators.snapshot import snapshot_tables
 from airflow_mysql_cdc.operators.spark_application import SparkApplicationOperator
@@ -42,6 +43,10 @@ class MySqlCdcReplicateOperator(SparkApplicationOperator):
     :param lake_conn_id: an ``aws`` connection with the lake's credentials.
     :param resumability_task_id: the task whose XCom says whether the binlogs were purged and every
         table is to be snapshotted again (``resnapshot_needed``); None: never.
+    :param catch_up_backlog_after: a run that continues the chain and starts more than this after its
+        interval end (a backlog: runs queued behind a slow one, a resumed DAG) applies everything
+        committed before it started, and its record ends there: the runs queued behind it find their
+        intervals covered and finish without Spark. Usually the schedule's interval; None: never.
     """
 
     template_fields: Sequence[str] = ("pipeline_id", "lake_root", "mysql_cdc_conn_id", "spark_conn_id")
@@ -61,6 +66,7 @@ class MySqlCdcReplicateOperator(SparkApplicationOperator):
         soft_deletes: bool = False,
         catchup_parallelism: int = 1,
         resumability_task_id: str | None = "resumability",
+        catch_up_backlog_after: datetime.timedelta | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -75,6 +81,7 @@ class MySqlCdcReplicateOperator(SparkApplicationOperator):
         self.soft_deletes = soft_deletes
         self.catchup_parallelism = catchup_parallelism
         self.resumability_task_id = resumability_task_id
+        self.catch_up_backlog_after = catch_up_backlog_after
 
     def execute(self, context: Any) -> dict[str, Any]:
         lake_options = LakeStorageHook(self.lake_conn_id).get_delta_storage_options(self.storage_options)
@@ -112,7 +119,8 @@ class MySqlCdcReplicateOperator(SparkApplicationOperator):
         )
         ti.xcom_push(key="snapshot", value=snapshot)
         start = plan["start_gtids"] or snapshot["stream_start"]
-        segment_end_us = int(context["data_interval_end"].timestamp() * 1_000_000)
+        segment_end = self._segment_end(context, position.placement.kind)
+        segment_end_us = int(segment_end.timestamp() * 1_000_000)
 
         def build_config(server_id: int | None, public_options: dict[str, str]) -> ApplyConfig:
             return ApplyConfig(
@@ -138,4 +146,26 @@ class MySqlCdcReplicateOperator(SparkApplicationOperator):
             catchup_parallelism=self.catchup_parallelism,
         )
         ti.xcom_push(key="applied", value=applied)
-        return checkpoint_chain.publish_checkpoint(context, tables=self.tables, applied=applied, **chain)
+        return checkpoint_chain.publish_checkpoint(
+            context, tables=self.tables, applied=applied, segment_end=segment_end, **chain
+        )
+
+    def _segment_end(self, context: Any, kind: str) -> datetime.datetime:
+        """The run's interval end, or, for a forward run that starts a backlog late, the time it starts.
+
+        Each run has a fixed cost (four task processes and a spark-submit: 25-40 s on 2 cores). Runs
+        queued behind a slow one would each pay it for one interval and fall further behind; the
+        first of them takes the whole backlog instead, in one catch-up batch.
+        """
+        interval_end = context["data_interval_end"]
+        late = datetime.datetime.now(datetime.UTC) - interval_end
+        if kind != "forward" or self.catch_up_backlog_after is None or late <= self.catch_up_backlog_after:
+            return interval_end
+        until = datetime.datetime.now(datetime.UTC).replace(microsecond=0)
+        self.log.info(
+            "This run starts %s after its interval end, more than one schedule interval: it catches up "
+            "the backlog to %s, so the runs queued behind it find their intervals covered",
+            human_duration(late.total_seconds()),
+            until.isoformat(),
+        )
+        return until

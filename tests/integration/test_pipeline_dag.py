@@ -104,24 +104,27 @@ def test_failed_retried_cleared_and_caught_up_runs_apply_everything_once(
     assert second["already_applied"] is False
     assert_exact_at(frozen_replica, second, pipeline.lake, database, "orders")
 
-    # The DAG is "paused" for two intervals while writes go on. The later interval's run goes first
-    # (as when the earlier one failed, or a backfill runs out of order): it continues run 2 and covers
-    # the earlier interval too; the earlier run then applies nothing and names the run covering it.
+    # The DAG is "paused" for two intervals while writes go on; then their runs go in date order, as
+    # the scheduler sends queued runs. The first starts more than one interval (6 s) late: it catches
+    # the whole backlog up, to the time it starts; the second finds its interval covered and skips
+    # Spark. (Runs going out of order, a failed run cleared later: test_pipeline_under_the_scheduler.)
     ends = []
     for _ in range(2):
         finish(writing(mysql_database, 1.5, 7, "orders"))
         ends.append(now())
         time.sleep(0.3)
-    later_run = pipeline.run(ends[1])
-    assert task_states(later_run) == dict.fromkeys(ALL_TASKS, "success")
-    later = checkpoint(later_run)
+    catching_up = pipeline.run(ends[0])
+    assert task_states(catching_up) == dict.fromkeys(ALL_TASKS, "success")
+    later = checkpoint(catching_up)
     assert (later["start_gtids"], later["previous_run_id"]) == (second["end_gtids"], second["run_id"])
     assert later["segment_start"] == second["segment_end"]
+    assert datetime.datetime.fromisoformat(later["segment_end"]) > ends[1]
     assert_exact_at(frozen_replica, later, pipeline.lake, database, "orders")
     lake_before = pipeline.lake_position()
-    covered = pipeline.run(ends[0])
+    covered = pipeline.run(ends[1])
     assert task_states(covered) == dict.fromkeys(ALL_TASKS, "success")
     assert checkpoint(covered) == later
+    assert xcom_value(covered, "replicate", "applied") is None  # no Spark application ran
     assert pipeline.lake_position() == lake_before
     assert_exact(mysql_database, pipeline.lake, database, "orders")  # and equal now: nothing after it
 

@@ -9,7 +9,6 @@ exactly the published end set.
 
 from __future__ import annotations
 
-import datetime
 from pathlib import Path
 
 import pytest
@@ -44,7 +43,7 @@ def _ends_at_the_consistent_point(dag_run) -> None:
     assert consistent.issubset(GtidSet.parse(record["end_gtids"]))
     assert applied["consistent_point"] and GtidSet.parse(applied["consistent_point"]).issuperset(consistent)
     # The interval ended before the snapshot: the run went on past it, to the consistent point.
-    segment_end_us = int(datetime.datetime.fromisoformat(record["segment_end"]).timestamp() * 1_000_000)
+    segment_end_us = int(dag_run.data_interval_end.timestamp() * 1_000_000)
     assert applied["transactions"] > 0 and applied["last_commit_timestamp_us"] >= segment_end_us
 
 

@@ -55,3 +55,19 @@ def test_a_missing_file_named_by_the_environment_is_an_error(
     monkeypatch.setenv("AIRFLOW_MYSQL_CDC_PIPELINE_CONFIG", str(tmp_path / "nope.json"))
     with pytest.raises(PipelineConfigError, match="cannot read the pipeline configuration"):
         load_pipeline_config()
+
+
+@pytest.mark.parametrize(
+    ("schedule", "interval"),
+    [
+        ("every 30s", datetime.timedelta(seconds=30)),
+        ("@hourly", datetime.timedelta(hours=1)),
+        ("@daily", datetime.timedelta(days=1)),
+        ("*/10 * * * *", datetime.timedelta(minutes=10)),
+        ("0 2,14 * * *", datetime.timedelta(hours=12)),
+    ],
+)
+def test_the_schedule_interval_behind_the_backlog_catch_up(
+    schedule: str, interval: datetime.timedelta
+) -> None:
+    assert PipelineConfig(schedule=schedule).interval() == interval
