@@ -14,6 +14,7 @@ backlog up, or was covered. A schedule keeps up when the lateness stays bounded.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import json
 import statistics
@@ -47,8 +48,10 @@ def measure(deployment: AirflowDeployment, source: MySqlEndpoint, every_s: int, 
     shop = source.with_database(database)
     seed(shop, "orders", 2000)
     seed(shop, "payments", 2000)
-    api.create_connection(f"src_{suffix}", "mysql_cdc", host=source.host, port=source.port,
-                          login=source.user, password=source.password or "", extra={"server_id": 7500})  # fmt: skip
+    api.create_connection(
+        f"src_{suffix}", "mysql_cdc", host=source.host, port=source.port, login=source.user,
+        password=source.password or "", extra={"server_id": 7500},
+    )  # fmt: skip
     api.create_connection(f"spark_{suffix}", "spark", host="local[2]")
     dag_id = f"bench_every_{every_s}s_{suffix}"
     start = datetime.datetime.now(datetime.UTC).replace(microsecond=0)
@@ -77,17 +80,21 @@ def measure(deployment: AirflowDeployment, source: MySqlEndpoint, every_s: int, 
         late = (ended - run.data_interval_end).total_seconds()
         lateness.append(late)
         applied = None
-        try:
+        with contextlib.suppress(Exception):  # no application ran: a covered run has no such XCom
             applied = api.xcom(dag_id, run.run_id, "replicate", "applied")
-        except Exception:  # noqa: BLE001 - no application ran (covered run)
-            pass
         what = "covered: no Spark" if applied is None else f"{applied['transactions']} transactions"
-        print(f"  {run.data_interval_end:%H:%M:%S}  {run.state:7}  took {(ended - started).total_seconds():5.1f} s"
-              f"  finished {late:6.1f} s after its interval end  ({what})")  # fmt: skip
+        took = (ended - started).total_seconds()
+        print(
+            f"  {run.data_interval_end:%H:%M:%S}  {run.state:7}  took {took:5.1f} s  finished {late:6.1f} s "
+            f"after its interval end  ({what})"
+        )
     pending = len(api.dag_runs(dag_id, states=["queued", "running"]))
     third = max(1, len(lateness) // 3)
-    print(f"  runs finished: {len(runs)}, still queued or running: {pending}; lateness first third "
-          f"{statistics.median(lateness[:third]):.0f} s, last third {statistics.median(lateness[-third:]):.0f} s")  # fmt: skip
+    early, late_runs = statistics.median(lateness[:third]), statistics.median(lateness[-third:])
+    print(
+        f"  runs finished: {len(runs)}, still queued or running: {pending}; median lateness of the "
+        f"first third {early:.0f} s, of the last third {late_runs:.0f} s"
+    )
 
 
 def main() -> None:
