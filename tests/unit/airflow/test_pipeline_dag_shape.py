@@ -1,0 +1,26 @@
+"""The example DAG's shape: what keeps retries, clears and backfills safe under the scheduler."""
+
+from __future__ import annotations
+
+from airflow_mysql_cdc.daily_dag import build_pipeline_dag
+from airflow_mysql_cdc.pipeline_config import PipelineConfig
+
+
+def test_runs_wait_for_no_other_run_and_one_replicate_runs_at_a_time() -> None:
+    dag = build_pipeline_dag(PipelineConfig(dag_id="shape", schedule="every 30s"))
+    assert [task.task_id for task in dag.topological_sort()] == [
+        "check_prerequisites", "load_checkpoint", "resumability", "replicate",
+    ]  # fmt: skip
+    assert not any(task.depends_on_past for task in dag.tasks)  # a failed run held the next one: deadlock
+    assert dag.max_active_runs == 1
+    assert dag.get_task("replicate").max_active_tis_per_dag == 1
+    assert dag.get_task("load_checkpoint").multiple_outputs is False  # one XCom, not one per key
+
+
+def test_a_run_late_by_more_than_one_interval_catches_the_backlog_up_unless_turned_off() -> None:
+    catching_up = build_pipeline_dag(PipelineConfig(dag_id="late", schedule="@hourly"))
+    assert catching_up.get_task("replicate").catch_up_backlog_after.total_seconds() == 3600
+    one_by_one = build_pipeline_dag(
+        PipelineConfig(dag_id="late2", schedule="@hourly", catch_up_backlog=False)
+    )
+    assert one_by_one.get_task("replicate").catch_up_backlog_after is None
