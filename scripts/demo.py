@@ -281,6 +281,8 @@ def print_where_to_look(lake: Path, workdir: Path, config_file: Path, endpoint: 
     print(f"  export AIRFLOW_CONN_MYSQL_CDC_DEFAULT='{connection}'")
     print('  export AIRFLOW_CONN_SPARK_DEFAULT=\'{"conn_type": "spark", "host": "local[2]"}\'')
     print("  .venv/bin/airflow standalone")
+    print("(standalone keeps Airflow's database in SQLite: fine for looking around; backfills need")
+    print(" PostgreSQL or MySQL, see docs/pipeline-dag.md)")
 
 
 def run_intervals(
