@@ -177,8 +177,10 @@ def test_clears_marks_and_backfills_from_the_ui_keep_the_chain_and_the_lake_exac
         records = _check(pipeline, frozen_replica, database)
         assert records[-1]["run_id"] == retried.run_id
 
-        # "Mark run failed" while the apply runs: the application is stopped and nothing is
-        # published; "clear only failed" then finishes the run with its record (never green without).
+        # "Mark run failed" while the apply runs: the application is stopped (its process group with
+        # the task), then "clear only failed" finishes the run with its record (never green without).
+        # Whether the record was published before the mark reached the task is a race the user cannot
+        # see: either way the chain holds this run's record once, after the clear.
         marked = pipeline.trigger_now()
         watcher = _watch_apply(
             pipeline.pipeline_id, lambda _: api.mark_run_failed(pipeline.dag_id, marked.run_id)
@@ -189,7 +191,11 @@ def test_clears_marks_and_backfills_from_the_ui_keep_the_chain_and_the_lake_exac
         while _apply_processes(pipeline.pipeline_id):
             assert time.monotonic() < deadline, "the application outlived its run being marked failed"
             time.sleep(0.5)
-        assert chain_records(pipeline.lake, pipeline.pipeline_id) == records
+        meanwhile = chain_records(pipeline.lake, pipeline.pipeline_id)
+        assert meanwhile[: len(records)] == records and [r["run_id"] for r in meanwhile[len(records) :]] in (
+            [],
+            [marked.run_id],
+        )
         api.clear_run(pipeline.dag_id, marked.run_id, only_failed=True)
         pipeline.wait(marked)
         records = _check(pipeline, frozen_replica, database)
