@@ -113,6 +113,7 @@ def test_failed_retried_cleared_and_caught_up_runs_apply_everything_once(
         finish(writing(mysql_database, 1.5, 7, "orders"))
         ends.append(now())
         time.sleep(0.3)
+    time.sleep(7)  # more than one interval (6 s) passes before the queued runs start
     catching_up = pipeline.run(ends[0])
     assert task_states(catching_up) == dict.fromkeys(ALL_TASKS, "success")
     later = checkpoint(catching_up)
