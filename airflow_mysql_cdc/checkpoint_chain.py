@@ -1,8 +1,8 @@
 """The DAG side of the checkpoint chain: where a run stands, what it snapshots, the record it publishes.
 
-The chain lives in the lake (:class:`~airflow_mysql_cdc.engine.sinks.checkpoint_log.CheckpointLog`):
+The chain lives in the lake (:class:`~airflow_mysql_cdc.engine.lake.checkpoint_log.CheckpointLog`):
 every published record, append-only, one per interval end. A run places itself by its interval end
-alone (:mod:`airflow_mysql_cdc.engine.run_placement`): the first run snapshots; a run after the
+alone (:mod:`airflow_mysql_cdc.engine.lake.run_placement`): the first run snapshots; a run after the
 chain's head continues it (covering the intervals of runs that failed in between); a run of an
 interval that has a record republishes it unchanged; a run inside the chain is covered and applies
 nothing; a run before the first interval is refused. So no run waits for another (no
@@ -11,8 +11,8 @@ a record. The run that publishes must be the only one doing so: the example DAG 
 ``replicate`` task ``max_active_tis_per_dag=1``.
 
 Two witnesses are compared before anything is applied: the chain's head (what was published) and
-the lake's applied set (committed with the data, :mod:`.engine.sinks.pipeline_state`); see
-:func:`airflow_mysql_cdc.engine.checkpoint.agree_on_start`. A lake whose log is empty but whose
+the lake's applied set (committed with the data, :mod:`~airflow_mysql_cdc.engine.lake.pipeline_state`); see
+:func:`airflow_mysql_cdc.engine.values.checkpoint.agree_on_start`. A lake whose log is empty but whose
 previous successful run left a record in XCom (a pipeline started by an earlier version) has that
 record moved into the log first.
 
@@ -35,7 +35,11 @@ from typing import Any
 
 from airflow.sdk.exceptions import AirflowFailException
 
-from airflow_mysql_cdc.engine.checkpoint import (
+from airflow_mysql_cdc.engine.lake.checkpoint_log import CheckpointLog
+from airflow_mysql_cdc.engine.lake.layout import LakeLayout
+from airflow_mysql_cdc.engine.lake.run_placement import Placement, RunBeforeFirstIntervalError, place_run
+from airflow_mysql_cdc.engine.mysql.schema import TableRef
+from airflow_mysql_cdc.engine.values.checkpoint import (
     CheckpointError,
     CheckpointRecord,
     SourceIdentity,
@@ -43,11 +47,7 @@ from airflow_mysql_cdc.engine.checkpoint import (
     agree_on_start,
     judge_source,
 )
-from airflow_mysql_cdc.engine.gtid import GtidSet
-from airflow_mysql_cdc.engine.run_placement import Placement, RunBeforeFirstIntervalError, place_run
-from airflow_mysql_cdc.engine.sinks.checkpoint_log import CheckpointLog
-from airflow_mysql_cdc.engine.sinks.lake_layout import LakeLayout
-from airflow_mysql_cdc.engine.table_metadata import TableRef
+from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from airflow_mysql_cdc.hooks.mysql_cdc import MySqlCdcHook
 
 log = logging.getLogger(__name__)
@@ -89,7 +89,7 @@ def _refuse_without_logical_date(context: Any) -> None:
 
 
 def _lake_state(lake_root: str, pipeline_id: str, storage_options: dict[str, str] | None):
-    from airflow_mysql_cdc.engine.sinks.pipeline_state import PipelineStateStore
+    from airflow_mysql_cdc.engine.lake.pipeline_state import PipelineStateStore
 
     return PipelineStateStore(LakeLayout(lake_root).state, pipeline_id, storage_options).read()
 
@@ -196,7 +196,7 @@ def plan_segment(
       checkpoint (the binlog application then joins them, see ``table_admission``); the segment
       starts at the checkpoint.
     """
-    from airflow_mysql_cdc.engine.snapshot.delta_snapshot import read_snapshot_progress
+    from airflow_mysql_cdc.engine.snapshot.lake_commits import read_snapshot_progress
 
     names = [str(TableRef.parse(t)) for t in tables]
     if loaded["first_run"]:

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from airflow_mysql_cdc.engine.lake_storage import StorageOptionsError, check_storage_options
-from airflow_mysql_cdc.engine.sinks.lake_layout import lake_uri
+from airflow_mysql_cdc.engine.lake.layout import lake_uri
+from airflow_mysql_cdc.engine.lake.storage import StorageOptionsError, check_storage_options
 
 CONFIG_VARIABLE = "AIRFLOW_MYSQL_CDC_PIPELINE_CONFIG"
 _EVERY = re.compile(r"^every\s+(\d+)\s*(s|m|h|d)$")

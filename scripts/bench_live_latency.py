@@ -20,8 +20,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import benchmarks  # noqa: E402
 
-from airflow_mysql_cdc.engine.apply_config import ApplyConfig  # noqa: E402
-from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint  # noqa: E402
+from airflow_mysql_cdc.engine.apply.config import ApplyConfig  # noqa: E402
+from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint  # noqa: E402
 
 
 def main() -> None:

@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint  # noqa: E402
+from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint  # noqa: E402
 from tests.support.airflow_deployment import AirflowDeployment  # noqa: E402
 from tests.support.mysql import execute  # noqa: E402
 from tests.support.pipeline import seed, writing  # noqa: E402

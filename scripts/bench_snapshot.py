@@ -28,15 +28,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint  # noqa: E402
 from airflow_mysql_cdc.engine.entrypoints.snapshot_to_delta import spark_runner  # noqa: E402
-from airflow_mysql_cdc.engine.mysql_types import read_table_column_types  # noqa: E402
-from airflow_mysql_cdc.engine.select_arrow import TEXT_RESULT_CONVERSIONS  # noqa: E402
+from airflow_mysql_cdc.engine.mysql.schema import TableRef, read_table_metadata  # noqa: E402
+from airflow_mysql_cdc.engine.mysql.select_arrow import TEXT_RESULT_CONVERSIONS  # noqa: E402
+from airflow_mysql_cdc.engine.mysql.types import read_table_column_types  # noqa: E402
 from airflow_mysql_cdc.engine.snapshot.chunks import plan_chunks  # noqa: E402
 from airflow_mysql_cdc.engine.snapshot.key_order import read_key_columns  # noqa: E402
 from airflow_mysql_cdc.engine.snapshot.runner import run_sequentially, snapshot_table  # noqa: E402
 from airflow_mysql_cdc.engine.snapshot.window import open_window_connection, read_window  # noqa: E402
-from airflow_mysql_cdc.engine.table_metadata import TableRef, read_table_metadata  # noqa: E402
+from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint  # noqa: E402
 
 TABLE = TableRef("bench_snapshot", "mixed")
 DDL = """CREATE TABLE bench_snapshot.mixed (

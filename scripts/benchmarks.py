@@ -49,16 +49,16 @@ from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, Write
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 
-from airflow_mysql_cdc.engine.apply_config import ApplyConfig  # noqa: E402
-from airflow_mysql_cdc.engine.apply_loop import run_apply  # noqa: E402
-from airflow_mysql_cdc.engine.binlog_reader import BinlogReader  # noqa: E402
-from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint  # noqa: E402
-from airflow_mysql_cdc.engine.gtid import GtidSet  # noqa: E402
-from airflow_mysql_cdc.engine.gtid_ranges import split_segment  # noqa: E402
-from airflow_mysql_cdc.engine.parallel_catchup import run_parallel_catchup  # noqa: E402
-from airflow_mysql_cdc.engine.range_reader import RangeTask, spark_range_runner  # noqa: E402
-from airflow_mysql_cdc.engine.sinks.delta_layout import LakeLayout  # noqa: E402
-from airflow_mysql_cdc.engine.stop_rules import UntilGtidSet  # noqa: E402
+from airflow_mysql_cdc.engine.apply.config import ApplyConfig  # noqa: E402
+from airflow_mysql_cdc.engine.apply.loop import run_apply  # noqa: E402
+from airflow_mysql_cdc.engine.apply.parallel_catchup import run_parallel_catchup  # noqa: E402
+from airflow_mysql_cdc.engine.apply.range_reader import RangeTask, spark_range_runner  # noqa: E402
+from airflow_mysql_cdc.engine.binlog.reader import BinlogReader  # noqa: E402
+from airflow_mysql_cdc.engine.binlog.stop_rules import UntilGtidSet  # noqa: E402
+from airflow_mysql_cdc.engine.lake.delta_layout import LakeLayout  # noqa: E402
+from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint  # noqa: E402
+from airflow_mysql_cdc.engine.values.gtid import GtidSet  # noqa: E402
+from airflow_mysql_cdc.engine.values.gtid_ranges import split_segment  # noqa: E402
 
 SCHEMA, TABLE = "bench", "mixed"
 COLUMNS = """

@@ -33,9 +33,9 @@ from typing import Any
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 
-from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint  # noqa: E402
-from airflow_mysql_cdc.engine.gtid import GtidSet  # noqa: E402
-from airflow_mysql_cdc.engine.verify import TableComparison, compare_table  # noqa: E402
+from airflow_mysql_cdc.engine.lake.compare import TableComparison, compare_table  # noqa: E402
+from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint  # noqa: E402
+from airflow_mysql_cdc.engine.values.gtid import GtidSet  # noqa: E402
 from airflow_mysql_cdc.operators.binlog_apply import summary_line  # noqa: E402
 from tests.support.frozen_replica import REPLICA_FLAGS, FrozenReplica  # noqa: E402
 from tests.support.mysql import load_sandbox_module, scalar  # noqa: E402

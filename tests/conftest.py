@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
+from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
 from tests.support.airflow import migrate_airflow_db
 from tests.support.airflow_deployment import AirflowDeployment
 from tests.support.airflow_rest import AirflowRestClient

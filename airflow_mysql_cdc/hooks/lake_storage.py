@@ -20,7 +20,7 @@ from typing import Any
 from airflow.sdk import BaseHook
 from airflow.sdk.log import mask_secret
 
-from airflow_mysql_cdc.engine.lake_storage import check_storage_options, split_storage_options
+from airflow_mysql_cdc.engine.lake.storage import check_storage_options, split_storage_options
 
 SUPPORTED_CONNECTION_TYPES = ("aws",)
 

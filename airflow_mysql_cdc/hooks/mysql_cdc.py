@@ -8,13 +8,17 @@ from typing import Any
 import pymysql
 from airflow.sdk import BaseHook
 
-from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint, TlsOptions
-from airflow_mysql_cdc.engine.grants import AccountGrants, read_account_grants
-from airflow_mysql_cdc.engine.gtid import GtidSet
-from airflow_mysql_cdc.engine.prerequisites import PrerequisiteConfig, PrerequisiteReport, check_prerequisites
-from airflow_mysql_cdc.engine.resumability import ResumabilityAssessment, assess_resumability
-from airflow_mysql_cdc.engine.server_state import ServerState, read_server_state
-from airflow_mysql_cdc.engine.table_metadata import TableMetadata, TableRef, read_table_metadata
+from airflow_mysql_cdc.engine.mysql.grants import AccountGrants, read_account_grants
+from airflow_mysql_cdc.engine.mysql.prerequisites.checks import (
+    PrerequisiteConfig,
+    PrerequisiteReport,
+    check_prerequisites,
+)
+from airflow_mysql_cdc.engine.mysql.schema import TableMetadata, TableRef, read_table_metadata
+from airflow_mysql_cdc.engine.mysql.server_state import ServerState, read_server_state
+from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint, TlsOptions
+from airflow_mysql_cdc.engine.values.gtid import GtidSet
+from airflow_mysql_cdc.engine.values.resumability import ResumabilityAssessment, assess_resumability
 
 SUPPORTED_CONNECTION_TYPES = ("mysql_cdc", "mysql")
 

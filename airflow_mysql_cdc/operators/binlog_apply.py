@@ -8,8 +8,8 @@ from typing import Any
 
 from airflow.sdk.exceptions import AirflowFailException
 
-from airflow_mysql_cdc.engine.apply_config import ApplyConfig
-from airflow_mysql_cdc.engine.lake_storage import check_storage_options
+from airflow_mysql_cdc.engine.apply.config import ApplyConfig
+from airflow_mysql_cdc.engine.lake.storage import check_storage_options
 from airflow_mysql_cdc.hooks.lake_storage import LakeStorageHook
 from airflow_mysql_cdc.hooks.mysql_cdc import MySqlCdcHook
 from airflow_mysql_cdc.operators.prerequisites import parse_table_list

@@ -9,9 +9,9 @@ from typing import Any
 from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowFailException
 
-from airflow_mysql_cdc.engine.prerequisite_facts import MIN_RETENTION_FLOOR_S
-from airflow_mysql_cdc.engine.prerequisites import PrerequisiteConfig
-from airflow_mysql_cdc.engine.table_metadata import TableRef
+from airflow_mysql_cdc.engine.mysql.prerequisites.checks import PrerequisiteConfig
+from airflow_mysql_cdc.engine.mysql.prerequisites.facts import MIN_RETENTION_FLOOR_S
+from airflow_mysql_cdc.engine.mysql.schema import TableRef
 from airflow_mysql_cdc.hooks.mysql_cdc import MySqlCdcHook
 
 REPORT_XCOM_KEY = "prerequisites_report"

@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from airflow_mysql_cdc import checkpoint_chain
-from airflow_mysql_cdc.engine.apply_config import ApplyConfig
-from airflow_mysql_cdc.engine.lake_storage import check_storage_options
+from airflow_mysql_cdc.engine.apply.config import ApplyConfig
+from airflow_mysql_cdc.engine.lake.storage import check_storage_options
 from airflow_mysql_cdc.hooks.lake_storage import LakeStorageHook
 from airflow_mysql_cdc.hooks.mysql_cdc import MySqlCdcHook
 from airflow_mysql_cdc.operators.binlog_apply import apply_binlog, human_duration

@@ -15,9 +15,9 @@ from typing import Any
 from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowFailException
 
-from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.engine.entrypoints import common
-from airflow_mysql_cdc.engine.lake_storage import secret_storage_options_to_environment
+from airflow_mysql_cdc.engine.lake.storage import secret_storage_options_to_environment
+from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.hooks.spark_submit import MySqlCdcSparkSubmitHook, SparkSubmitFailed
 
 # Exit codes of the applications that no retry can fix (see the entry points' docstrings).

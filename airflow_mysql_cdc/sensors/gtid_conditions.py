@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from airflow_mysql_cdc.engine.gtid import GtidSet
-from airflow_mysql_cdc.engine.resumability import Verdict
+from airflow_mysql_cdc.engine.values.gtid import GtidSet
+from airflow_mysql_cdc.engine.values.resumability import Verdict
 from airflow_mysql_cdc.hooks.mysql_cdc import MySqlCdcHook
 
 ConditionKind = Literal["resumable", "reached"]

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from airflow_mysql_cdc.engine.apply_loop import run_apply
-from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
-from airflow_mysql_cdc.engine.gtid import GtidSet
+from airflow_mysql_cdc.engine.apply.loop import run_apply
+from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
+from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from tests.integration.test_binlog_reader import gtid_executed
 from tests.support.lake import (
     ConcurrentWriter,

@@ -11,10 +11,10 @@ from pathlib import Path
 import psutil
 import pytest
 
-from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
-from airflow_mysql_cdc.engine.gtid import GtidSet
-from airflow_mysql_cdc.engine.lake_storage import lake_table_exists
-from airflow_mysql_cdc.engine.sinks.delta_layout import LakeLayout
+from airflow_mysql_cdc.engine.lake.delta_layout import LakeLayout
+from airflow_mysql_cdc.engine.lake.storage import lake_table_exists
+from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
+from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from airflow_mysql_cdc.operators.binlog_apply import MySqlCdcBinlogApplyOperator
 from tests.support.airflow import connection_env, run_dag, task_states, xcom_value
 from tests.support.lake import ConcurrentWriter, assert_lake_equals_source

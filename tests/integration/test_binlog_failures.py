@@ -5,7 +5,7 @@ from __future__ import annotations
 import pymysql
 import pytest
 
-from airflow_mysql_cdc.engine.binlog_errors import (
+from airflow_mysql_cdc.engine.binlog.errors import (
     BinlogPurgedError,
     ConnectionLostError,
     SchemaChangeError,
@@ -13,10 +13,10 @@ from airflow_mysql_cdc.engine.binlog_errors import (
     UndecodableEventError,
     UnsupportedServerSettingError,
 )
-from airflow_mysql_cdc.engine.binlog_reader import BinlogReader, ReconnectPolicy
-from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
-from airflow_mysql_cdc.engine.gtid import GtidSet
-from airflow_mysql_cdc.engine.stop_rules import Live, UntilCaughtUp
+from airflow_mysql_cdc.engine.binlog.reader import BinlogReader, ReconnectPolicy
+from airflow_mysql_cdc.engine.binlog.stop_rules import Live, UntilCaughtUp
+from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
+from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from tests.integration.test_binlog_reader import gtid_executed, read_all, row_images, table_name
 from tests.support.mysql import ServerPool, execute, scalar
 

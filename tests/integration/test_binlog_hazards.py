@@ -8,17 +8,17 @@ import pytest
 from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.row_event import WriteRowsEvent
 
-from airflow_mysql_cdc.engine.binlog_errors import (
+from airflow_mysql_cdc.engine.binlog.changes import Op
+from airflow_mysql_cdc.engine.binlog.errors import (
     DuplicateServerIdError,
     TaggedGtidError,
     UnsupportedServerSettingError,
     XaTransactionError,
 )
-from airflow_mysql_cdc.engine.binlog_reader import BinlogReader
-from airflow_mysql_cdc.engine.changes import Op
-from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
-from airflow_mysql_cdc.engine.gtid import GtidSet
-from airflow_mysql_cdc.engine.stop_rules import Live, UntilCaughtUp, UntilGtidSet
+from airflow_mysql_cdc.engine.binlog.reader import BinlogReader
+from airflow_mysql_cdc.engine.binlog.stop_rules import Live, UntilCaughtUp, UntilGtidSet
+from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
+from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from tests.integration.test_binlog_reader import gtid_executed, read_all, table_name
 from tests.support.mysql import ServerPool, execute, scalar
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from airflow_mysql_cdc.engine.backpressure import SpilledChanges
-from airflow_mysql_cdc.engine.binlog_reader import BinlogReader
-from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
-from airflow_mysql_cdc.engine.stop_rules import UntilCaughtUp
+from airflow_mysql_cdc.engine.binlog.backpressure import SpilledChanges
+from airflow_mysql_cdc.engine.binlog.reader import BinlogReader
+from airflow_mysql_cdc.engine.binlog.stop_rules import UntilCaughtUp
+from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
 from tests.integration.test_binlog_reader import gtid_executed, table_name
 from tests.support.mysql import execute
 

@@ -10,11 +10,11 @@ import pytest
 from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.row_event import WriteRowsEvent
 
-from airflow_mysql_cdc.engine.binlog_reader import BinlogReader
-from airflow_mysql_cdc.engine.changes import Op, Transaction
-from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
-from airflow_mysql_cdc.engine.gtid import GtidSet
-from airflow_mysql_cdc.engine.stop_rules import StopRule, UntilCaughtUp, UntilGtidSet
+from airflow_mysql_cdc.engine.binlog.changes import Op, Transaction
+from airflow_mysql_cdc.engine.binlog.reader import BinlogReader
+from airflow_mysql_cdc.engine.binlog.stop_rules import StopRule, UntilCaughtUp, UntilGtidSet
+from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
+from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from tests.support.mysql import ServerPool, execute, scalar
 
 pytestmark = pytest.mark.mysql

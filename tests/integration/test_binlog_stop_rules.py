@@ -7,16 +7,16 @@ import time
 
 import pytest
 
-from airflow_mysql_cdc.engine.binlog_reader import BinlogReader
-from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
-from airflow_mysql_cdc.engine.gtid import GtidSet
-from airflow_mysql_cdc.engine.stop_rules import (
+from airflow_mysql_cdc.engine.binlog.reader import BinlogReader
+from airflow_mysql_cdc.engine.binlog.stop_rules import (
     Live,
     TargetNotExecutedError,
     UntilCaughtUp,
     UntilCommitTimestamp,
     UntilGtidSet,
 )
+from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
+from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from tests.integration.test_binlog_reader import gtid_executed, read_all, table_name
 from tests.support.mysql import execute, scalar
 

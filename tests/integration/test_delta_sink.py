@@ -8,9 +8,9 @@ import polars
 import pytest
 from deltalake import DeltaTable
 
-from airflow_mysql_cdc.engine.sinks.delta_sink import DeltaSink
-from airflow_mysql_cdc.engine.sinks.interface import SinkBehindError, SinkDivergedError
-from airflow_mysql_cdc.engine.sinks.pipeline_state import PipelineBusyError, PipelineFencedError
+from airflow_mysql_cdc.engine.lake.delta_sink import DeltaSink
+from airflow_mysql_cdc.engine.lake.pipeline_state import PipelineBusyError, PipelineFencedError
+from airflow_mysql_cdc.engine.lake.sink import SinkBehindError, SinkDivergedError
 from tests.unit.sink_fixtures import ITEMS, ORDERS, delete, insert, through, transaction, update
 
 
@@ -104,7 +104,7 @@ def test_start_the_sink_never_reached_is_refused_as_a_gap(tmp_path: Path) -> Non
     with pytest.raises(SinkDivergedError, match="diverge"):
         DeltaSink(tmp_path, "p1").open(
             through(0)
-            | __import__("airflow_mysql_cdc.engine.gtid").engine.gtid.GtidSet.parse(
+            | __import__("airflow_mysql_cdc.engine.values.gtid").engine.gtid.GtidSet.parse(
                 "4e11fa47-71ca-11e1-9e33-c80aa9429562:1"
             )
         )

@@ -13,8 +13,8 @@ import time
 
 import pytest
 
-from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
-from airflow_mysql_cdc.engine.gtid import GtidSet
+from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
+from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from tests.support.airflow import connection_env, run_dag, task_states, xcom_value
 from tests.support.mysql import ServerPool, create_user, execute, purge_all_binlogs, scalar
 

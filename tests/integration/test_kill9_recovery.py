@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 from deltalake import DeltaTable
 
-from airflow_mysql_cdc.engine.apply_config import ApplyConfig
-from airflow_mysql_cdc.engine.apply_loop import run_apply
-from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
-from airflow_mysql_cdc.engine.gtid import GtidSet
-from airflow_mysql_cdc.engine.sinks.delta_layout import LakeLayout
+from airflow_mysql_cdc.engine.apply.config import ApplyConfig
+from airflow_mysql_cdc.engine.apply.loop import run_apply
+from airflow_mysql_cdc.engine.lake.delta_layout import LakeLayout
+from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
+from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from tests.support.apply_process import launch_application
 from tests.support.lake import ConcurrentWriter, assert_lake_equals_source
 from tests.support.mysql import execute, scalar

@@ -6,8 +6,8 @@ import os
 
 import pytest
 
-from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
-from airflow_mysql_cdc.engine.gtid import GtidSet
+from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
+from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from tests.support.mysql import TEST_DSN_VARIABLE, ServerPool, execute, load_sandbox_module, scalar
 
 pytestmark = pytest.mark.mysql

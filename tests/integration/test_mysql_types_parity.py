@@ -11,21 +11,21 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
-from airflow_mysql_cdc.engine.gtid import GtidSet
-from airflow_mysql_cdc.engine.mysql_types import (
+from airflow_mysql_cdc.engine.lake.compare import source_table
+from airflow_mysql_cdc.engine.mysql.schema import TableRef
+from airflow_mysql_cdc.engine.mysql.select_arrow import TEXT_RESULT_CONVERSIONS, text_rows_to_arrow
+from airflow_mysql_cdc.engine.mysql.types import (
     SNAPSHOT_SESSION_STATEMENTS,
     normalise_select_row,
     read_table_column_types,
     select_list,
     to_arrow_table,
 )
-from airflow_mysql_cdc.engine.select_arrow import TEXT_RESULT_CONVERSIONS, text_rows_to_arrow
 from airflow_mysql_cdc.engine.snapshot.chunks import Chunk
 from airflow_mysql_cdc.engine.snapshot.key_order import read_key_columns
 from airflow_mysql_cdc.engine.snapshot.window import read_window
-from airflow_mysql_cdc.engine.table_metadata import TableRef
-from airflow_mysql_cdc.engine.verify import source_table
+from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
+from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from tests.integration.test_binlog_reader import gtid_executed, read_all, table_name
 from tests.support.exact_numbers import (
     FLOAT32_EDGES,

@@ -22,17 +22,17 @@ import pytest
 from deltalake import CommitProperties, DeltaTable, write_deltalake
 from deltalake.exceptions import CommitFailedError
 
-from airflow_mysql_cdc.engine.apply_config import ApplyConfig
-from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
-from airflow_mysql_cdc.engine.gtid import GtidSet
-from airflow_mysql_cdc.engine.lake_storage import secret_storage_options_to_environment
-from airflow_mysql_cdc.engine.sinks.delta_layout import LakeLayout
-from airflow_mysql_cdc.engine.sinks.pipeline_state import (
+from airflow_mysql_cdc.engine.apply.config import ApplyConfig
+from airflow_mysql_cdc.engine.lake.delta_layout import LakeLayout
+from airflow_mysql_cdc.engine.lake.pipeline_state import (
     RELEASED,
     PipelineFencedError,
     PipelineState,
     PipelineStateStore,
 )
+from airflow_mysql_cdc.engine.lake.storage import secret_storage_options_to_environment
+from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
+from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from tests.support.airflow import task_states, xcom_value
 from tests.support.apply_process import launch_application
 from tests.support.frozen_replica import FrozenReplica

@@ -13,13 +13,13 @@ from pathlib import Path
 import pytest
 from deltalake import DeltaTable
 
-from airflow_mysql_cdc.engine.apply_config import ApplyConfig
-from airflow_mysql_cdc.engine.apply_loop import ApplyResult, run_apply
-from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
-from airflow_mysql_cdc.engine.gtid import GtidSet
-from airflow_mysql_cdc.engine.parallel_catchup import run_parallel_catchup
-from airflow_mysql_cdc.engine.range_reader import RangeRunner, run_ranges_in_threads, spark_range_runner
-from airflow_mysql_cdc.engine.sinks.delta_layout import GTID_COLUMN, SEQUENCE_COLUMN, LakeLayout
+from airflow_mysql_cdc.engine.apply.config import ApplyConfig
+from airflow_mysql_cdc.engine.apply.loop import ApplyResult, run_apply
+from airflow_mysql_cdc.engine.apply.parallel_catchup import run_parallel_catchup
+from airflow_mysql_cdc.engine.apply.range_reader import RangeRunner, run_ranges_in_threads, spark_range_runner
+from airflow_mysql_cdc.engine.lake.delta_layout import GTID_COLUMN, SEQUENCE_COLUMN, LakeLayout
+from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
+from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from tests.integration.test_binlog_reader import gtid_executed
 from tests.support.lake import ConcurrentWriter, assert_lake_equals_source, orders_apply_config
 from tests.support.mysql import ServerPool, execute

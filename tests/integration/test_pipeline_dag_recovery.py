@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from airflow_mysql_cdc.engine.gtid import GtidSet
+from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from tests.support.airflow import task_states, xcom_value
 from tests.support.frozen_replica import FrozenReplica
 from tests.support.mysql import ServerPool, execute, purge_all_binlogs, scalar

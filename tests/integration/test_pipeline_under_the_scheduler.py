@@ -27,7 +27,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
+from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
 from tests.support.airflow_deployment import AirflowDeployment
 from tests.support.airflow_rest import AirflowRestClient
 from tests.support.frozen_replica import FrozenReplica

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
-from airflow_mysql_cdc.engine.prerequisites import PrerequisiteConfig, PrerequisiteReport, check_prerequisites
-from airflow_mysql_cdc.engine.table_metadata import TableRef
+from airflow_mysql_cdc.engine.mysql.prerequisites.checks import (
+    PrerequisiteConfig,
+    PrerequisiteReport,
+    check_prerequisites,
+)
+from airflow_mysql_cdc.engine.mysql.schema import TableRef
+from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
 from tests.support.mysql import ServerPool, create_user, execute
 
 pytestmark = pytest.mark.mysql

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
-from airflow_mysql_cdc.engine.gtid import GtidSet
+from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
+from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from airflow_mysql_cdc.get_provider_info import get_provider_info
 
 AIRFLOW = Path(sys.executable).with_name("airflow")

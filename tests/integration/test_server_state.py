@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
-from airflow_mysql_cdc.engine.gtid import GtidSet
-from airflow_mysql_cdc.engine.server_state import read_server_state
+from airflow_mysql_cdc.engine.mysql.server_state import read_server_state
+from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
+from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from tests.support.mysql import REPO_ROOT, execute, scalar
 
 pytestmark = pytest.mark.mysql

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from airflow_mysql_cdc.engine.apply_config import ApplyConfig
-from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
+from airflow_mysql_cdc.engine.apply.config import ApplyConfig
 from airflow_mysql_cdc.engine.entrypoints.common import EXIT_FENCED
-from airflow_mysql_cdc.engine.gtid import GtidSet
+from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
+from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from tests.support.apply_process import launch_application
 from tests.support.lake import ConcurrentWriter, assert_lake_equals_source
 from tests.support.mysql import execute, scalar

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
+from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
 from tests.support.airflow import connection_env, run_dag, task_states, xcom_value
 from tests.support.lake import ConcurrentWriter, assert_lake_equals_source
 from tests.support.mysql import execute

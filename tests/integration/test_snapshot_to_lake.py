@@ -10,14 +10,14 @@ from typing import Any
 import pytest
 from deltalake import DeltaTable
 
-from airflow_mysql_cdc.engine.apply_config import ApplyConfig
-from airflow_mysql_cdc.engine.apply_loop import run_apply
-from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
-from airflow_mysql_cdc.engine.gtid import GtidSet
-from airflow_mysql_cdc.engine.sinks.delta_layout import LakeLayout
-from airflow_mysql_cdc.engine.snapshot.delta_snapshot import SnapshotIncompleteError
+from airflow_mysql_cdc.engine.apply.config import ApplyConfig
+from airflow_mysql_cdc.engine.apply.loop import run_apply
+from airflow_mysql_cdc.engine.lake.compare import lake_table
+from airflow_mysql_cdc.engine.lake.delta_layout import LakeLayout
+from airflow_mysql_cdc.engine.snapshot.lake_commits import SnapshotIncompleteError
 from airflow_mysql_cdc.engine.snapshot.runner import run_sequentially, snapshot_table
-from airflow_mysql_cdc.engine.verify import lake_table
+from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
+from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from tests.support.exact_numbers import (
     float32_bits,
     float64_bits,

@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from airflow_mysql_cdc.engine.binlog_reader import BinlogReader
-from airflow_mysql_cdc.engine.changes import Op
-from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
-from airflow_mysql_cdc.engine.gtid import GtidSet
-from airflow_mysql_cdc.engine.mysql_types import normalise_select_row, read_table_column_types, select_list
+from airflow_mysql_cdc.engine.binlog.changes import Op
+from airflow_mysql_cdc.engine.binlog.reader import BinlogReader
+from airflow_mysql_cdc.engine.binlog.stop_rules import UntilGtidSet
+from airflow_mysql_cdc.engine.mysql.schema import TableRef, read_table_metadata
+from airflow_mysql_cdc.engine.mysql.types import normalise_select_row, read_table_column_types, select_list
 from airflow_mysql_cdc.engine.snapshot import runner as runner_module
 from airflow_mysql_cdc.engine.snapshot import window as window_module
 from airflow_mysql_cdc.engine.snapshot.change_filter import (
@@ -23,8 +23,8 @@ from airflow_mysql_cdc.engine.snapshot.chunks import NoRowKeyError, plan_chunks,
 from airflow_mysql_cdc.engine.snapshot.key_order import KeyOrder, read_key_columns
 from airflow_mysql_cdc.engine.snapshot.runner import WindowTask, run_on_process_connection
 from airflow_mysql_cdc.engine.snapshot.window import ChunkSnapshot, read_window
-from airflow_mysql_cdc.engine.stop_rules import UntilGtidSet
-from airflow_mysql_cdc.engine.table_metadata import TableRef, read_table_metadata
+from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
+from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from tests.support.mysql import execute, scalar
 
 pytestmark = pytest.mark.mysql

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
+from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.operators.snapshot import MySqlCdcSnapshotOperator
 from tests.support.airflow import connection_env
 from tests.support.lake import ConcurrentWriter, assert_lake_equals_source

@@ -10,15 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from airflow_mysql_cdc.engine.apply_config import ApplyConfig
-from airflow_mysql_cdc.engine.apply_loop import ApplyResult, run_apply
-from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
-from airflow_mysql_cdc.engine.gtid import GtidSet
-from airflow_mysql_cdc.engine.sinks.delta_layout import LakeLayout
-from airflow_mysql_cdc.engine.sinks.pipeline_state import PipelineStateStore
+from airflow_mysql_cdc.engine.apply.admission import TableAdmissionError, join_pipeline_id
+from airflow_mysql_cdc.engine.apply.config import ApplyConfig
+from airflow_mysql_cdc.engine.apply.loop import ApplyResult, run_apply
+from airflow_mysql_cdc.engine.lake.delta_layout import LakeLayout
+from airflow_mysql_cdc.engine.lake.pipeline_state import PipelineStateStore
+from airflow_mysql_cdc.engine.mysql.schema import TableRef
 from airflow_mysql_cdc.engine.snapshot.runner import snapshot_table
-from airflow_mysql_cdc.engine.table_admission import TableAdmissionError, join_pipeline_id
-from airflow_mysql_cdc.engine.table_metadata import TableRef
+from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
+from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from tests.support.lake import ConcurrentWriter, assert_lake_equals_source, changelog_entries
 from tests.support.mysql import execute, scalar
 from tests.support.pipeline import finish, writing

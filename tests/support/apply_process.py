@@ -7,8 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from airflow_mysql_cdc.engine.apply_config import ApplyConfig
-from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
+from airflow_mysql_cdc.engine.apply.config import ApplyConfig
+from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
 
 
 def launch_application(

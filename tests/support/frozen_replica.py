@@ -25,11 +25,11 @@ from dataclasses import dataclass
 
 import pymysql
 
-from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
-from airflow_mysql_cdc.engine.gtid import GtidSet
-from airflow_mysql_cdc.engine.sinks.delta_layout import LakeRoot
-from airflow_mysql_cdc.engine.table_metadata import quote_identifier
-from airflow_mysql_cdc.engine.verify import TableComparison, compare_table
+from airflow_mysql_cdc.engine.lake.compare import TableComparison, compare_table
+from airflow_mysql_cdc.engine.lake.delta_layout import LakeRoot
+from airflow_mysql_cdc.engine.mysql.schema import quote_identifier
+from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
+from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from tests.support.mysql import ServerPool, execute, scalar
 
 REPLICA_FLAGS = ("--replica-parallel-workers=1", "--skip-replica-start")

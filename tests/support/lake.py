@@ -8,19 +8,19 @@ import time
 
 from deltalake import DeltaTable
 
-from airflow_mysql_cdc.engine.apply_config import ApplyConfig
-from airflow_mysql_cdc.engine.binlog_reader import BinlogReader
-from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
-from airflow_mysql_cdc.engine.gtid import GtidSet
-from airflow_mysql_cdc.engine.sinks.delta_layout import (
+from airflow_mysql_cdc.engine.apply.config import ApplyConfig
+from airflow_mysql_cdc.engine.binlog.reader import BinlogReader
+from airflow_mysql_cdc.engine.binlog.stop_rules import UntilGtidSet
+from airflow_mysql_cdc.engine.lake.compare import compare_table
+from airflow_mysql_cdc.engine.lake.delta_layout import (
     GTID_COLUMN,
     OP_COLUMN,
     SEQUENCE_COLUMN,
     LakeLayout,
     LakeRoot,
 )
-from airflow_mysql_cdc.engine.stop_rules import UntilGtidSet
-from airflow_mysql_cdc.engine.verify import compare_table
+from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
+from airflow_mysql_cdc.engine.values.gtid import GtidSet
 
 
 def orders_apply_config(database: str, lake: LakeRoot, start: GtidSet, **overrides) -> ApplyConfig:

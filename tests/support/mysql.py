@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 
-from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
+from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 TEST_DSN_VARIABLE = "AIRFLOW_MYSQL_CDC_TEST_DSN"

@@ -15,11 +15,11 @@ from typing import Any
 import psutil
 import pytest
 
-from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
-from airflow_mysql_cdc.engine.gtid import GtidSet
-from airflow_mysql_cdc.engine.lake_storage import lake_table_exists
-from airflow_mysql_cdc.engine.sinks.delta_layout import LakeLayout, LakeRoot
-from airflow_mysql_cdc.engine.sinks.pipeline_state import PipelineStateStore
+from airflow_mysql_cdc.engine.lake.delta_layout import LakeLayout, LakeRoot
+from airflow_mysql_cdc.engine.lake.pipeline_state import PipelineStateStore
+from airflow_mysql_cdc.engine.lake.storage import lake_table_exists
+from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
+from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from tests.support.airflow import connection_env, run_dag, xcom_value
 from tests.support.frozen_replica import FrozenReplica
 from tests.support.lake import ConcurrentWriter, assert_lake_equals_source, changelog_entries
@@ -191,7 +191,7 @@ def assert_exact_at(
 
 def chain_records(lake: LakeRoot, pipeline_id: str = "e2e", storage_options=None) -> list[dict[str, Any]]:
     """The lake's checkpoint log, after checking every record continues the one before it."""
-    from airflow_mysql_cdc.engine.sinks.checkpoint_log import CheckpointLog
+    from airflow_mysql_cdc.engine.lake.checkpoint_log import CheckpointLog
 
     records = [record.to_dict() for record in CheckpointLog(lake, pipeline_id, storage_options).records()]
     for earlier, later in zip(records, records[1:], strict=False):

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from airflow_mysql_cdc.engine.changes import Op, RowChange, TableShape, Transaction
-from airflow_mysql_cdc.engine.gtid import Gtid, GtidSet
-from airflow_mysql_cdc.engine.mysql_types import ColumnType
+from airflow_mysql_cdc.engine.binlog.changes import Op, RowChange, TableShape, Transaction
+from airflow_mysql_cdc.engine.mysql.types import ColumnType
+from airflow_mysql_cdc.engine.values.gtid import Gtid, GtidSet
 
 SOURCE_UUID = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
 BASE_US = 1_790_000_000_000_000

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from airflow_mysql_cdc.engine.backpressure import ChangeBuffer, SpilledChanges, estimated_bytes
-from airflow_mysql_cdc.engine.changes import Op, RowChange, TableShape
-from airflow_mysql_cdc.engine.mysql_types import ColumnType
+from airflow_mysql_cdc.engine.binlog.backpressure import ChangeBuffer, SpilledChanges, estimated_bytes
+from airflow_mysql_cdc.engine.binlog.changes import Op, RowChange, TableShape
+from airflow_mysql_cdc.engine.mysql.types import ColumnType
 
 SHAPE = TableShape("db", "t", (ColumnType("id", "int", bits=32),), ("id",))
 

@@ -7,7 +7,7 @@ import struct
 import pytest
 import zstandard
 
-from airflow_mysql_cdc.engine.compressed_payload import PayloadDecodingError, payload_stream
+from airflow_mysql_cdc.engine.binlog.compressed_payload import PayloadDecodingError, payload_stream
 
 
 def _event(event_type: int, body: bytes) -> bytes:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pymysqlreplication.gtid import GtidSet as LibraryGtidSet
 
-from airflow_mysql_cdc.engine.binlog_stream import replication_position
-from airflow_mysql_cdc.engine.gtid import GtidSet
+from airflow_mysql_cdc.engine.binlog.stream import replication_position
+from airflow_mysql_cdc.engine.values.gtid import GtidSet
 
 
 def test_empty_start_is_sent_as_a_gtid_dump_of_zero_uuids():

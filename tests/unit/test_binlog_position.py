@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from airflow_mysql_cdc.engine.gtid import Gtid, GtidSet
-from airflow_mysql_cdc.engine.position import PositionTracker
+from airflow_mysql_cdc.engine.binlog.position import PositionTracker
+from airflow_mysql_cdc.engine.values.gtid import Gtid, GtidSet
 
 UUIDS = ["3e11fa47-71ca-11e1-9e33-c80aa9429562", "8a94f357-aab4-11df-86ab-c80aa9429562"]
 

@@ -7,13 +7,13 @@ import uuid
 import pytest
 from pymysqlreplication.event import GtidEvent, XidEvent
 
-from airflow_mysql_cdc.engine import binlog_reader
-from airflow_mysql_cdc.engine.binlog_errors import ConnectionLostError
-from airflow_mysql_cdc.engine.binlog_reader import BinlogReader, ReconnectPolicy
-from airflow_mysql_cdc.engine.binlog_stream import StreamInterrupted
-from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
-from airflow_mysql_cdc.engine.gtid import GtidSet
-from airflow_mysql_cdc.engine.stop_rules import UntilGtidSet
+from airflow_mysql_cdc.engine.binlog import reader as binlog_reader
+from airflow_mysql_cdc.engine.binlog.errors import ConnectionLostError
+from airflow_mysql_cdc.engine.binlog.reader import BinlogReader, ReconnectPolicy
+from airflow_mysql_cdc.engine.binlog.stop_rules import UntilGtidSet
+from airflow_mysql_cdc.engine.binlog.stream import StreamInterrupted
+from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
+from airflow_mysql_cdc.engine.values.gtid import GtidSet
 
 SERVER_UUID = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
 

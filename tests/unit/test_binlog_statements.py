@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from airflow_mysql_cdc.engine.statements import (
+from airflow_mysql_cdc.engine.binlog.statements import (
     StatementKind,
     affected_tracked_tables,
     classify,

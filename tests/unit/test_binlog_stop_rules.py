@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from airflow_mysql_cdc.engine.gtid import Gtid, GtidSet
-from airflow_mysql_cdc.engine.stop_rules import (
+from airflow_mysql_cdc.engine.binlog.stop_rules import (
     Live,
     TargetNotExecutedError,
     UntilCaughtUp,
     UntilCommitTimestamp,
     UntilGtidSet,
 )
+from airflow_mysql_cdc.engine.values.gtid import Gtid, GtidSet
 
 UUID = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
 

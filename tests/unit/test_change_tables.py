@@ -8,11 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pymysqlreplication.util.bytes import parse_decimal_from_bytes
 
-from airflow_mysql_cdc.engine.changes import Op, RowChange, TableShape, Transaction
-from airflow_mysql_cdc.engine.gtid import Gtid, GtidSet
-from airflow_mysql_cdc.engine.mysql_types import ColumnType
-from airflow_mysql_cdc.engine.packed_decimal import decimal_size, packed_decimal_reader
-from airflow_mysql_cdc.engine.sinks.change_table import (
+from airflow_mysql_cdc.engine.binlog.changes import Op, RowChange, TableShape, Transaction
+from airflow_mysql_cdc.engine.binlog.decoding.packed_decimal import decimal_size, packed_decimal_reader
+from airflow_mysql_cdc.engine.lake.change_table import (
     ACTION_COLUMN,
     build_change_tables,
     change_tables_from_ipc,
@@ -22,7 +20,9 @@ from airflow_mysql_cdc.engine.sinks.change_table import (
     final_actions,
     without_gtids,
 )
-from airflow_mysql_cdc.engine.sinks.delta_layout import GTID_COLUMN, changelog_schema
+from airflow_mysql_cdc.engine.lake.delta_layout import GTID_COLUMN, changelog_schema
+from airflow_mysql_cdc.engine.mysql.types import ColumnType
+from airflow_mysql_cdc.engine.values.gtid import Gtid, GtidSet
 
 UUID = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
 SHAPE = TableShape("db", "t", (ColumnType("id", "int", bits=32), ColumnType("v", "text")), ("id",))

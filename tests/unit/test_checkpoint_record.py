@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from airflow_mysql_cdc.engine.checkpoint import (
+from airflow_mysql_cdc.engine.values.checkpoint import (
     CheckpointError,
     CheckpointRecord,
     SourceIdentity,
@@ -12,7 +12,7 @@ from airflow_mysql_cdc.engine.checkpoint import (
     agree_on_start,
     judge_source,
 )
-from airflow_mysql_cdc.engine.gtid import GtidSet
+from airflow_mysql_cdc.engine.values.gtid import GtidSet
 
 A = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
 B = "4a2c8a5e-0000-11e1-9e33-c80aa9429562"

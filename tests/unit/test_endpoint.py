@@ -6,7 +6,7 @@ import ssl
 
 import pytest
 
-from airflow_mysql_cdc.engine.endpoint import (
+from airflow_mysql_cdc.engine.values.endpoint import (
     ENVIRONMENT_VARIABLE,
     MySqlEndpoint,
     TlsOptions,

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from airflow_mysql_cdc.engine.gtid import GtidSet
-from airflow_mysql_cdc.engine.gtid_ranges import split_segment
+from airflow_mysql_cdc.engine.values.gtid import GtidSet
+from airflow_mysql_cdc.engine.values.gtid_ranges import split_segment
 
 UUID = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
 OTHER = "4e11fa47-71ca-11e1-9e33-c80aa9429562"

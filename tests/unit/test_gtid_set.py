@@ -1,4 +1,4 @@
-"""Unit and property tests for ``airflow_mysql_cdc.engine.gtid``.
+"""Unit and property tests for ``airflow_mysql_cdc.engine.values.gtid``.
 
 Every watermark, checkpoint and stop rule is a ``GtidSet``, and checkpoints compare the canonical
 string. So these tests pin two things: that we read every text MySQL prints (including the MySQL
@@ -20,7 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from airflow_mysql_cdc.engine.gtid import (
+from airflow_mysql_cdc.engine.values.gtid import (
     MAX_TRANSACTION_NUMBER,
     Gtid,
     GtidSet,

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from airflow_mysql_cdc.engine.apply_config import ApplyConfig
+from airflow_mysql_cdc.engine.apply.config import ApplyConfig
 from airflow_mysql_cdc.engine.entrypoints import binlog_to_delta, snapshot_to_delta
 from airflow_mysql_cdc.engine.entrypoints.common import EXIT_CONFIG
 from airflow_mysql_cdc.engine.entrypoints.snapshot_to_delta import SnapshotConfig
-from airflow_mysql_cdc.engine.lake_storage import (
+from airflow_mysql_cdc.engine.lake.storage import (
     LAKE_STORAGE_OPTIONS_VARIABLE,
     StorageOptionsError,
     is_secret_storage_key,

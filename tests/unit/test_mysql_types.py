@@ -11,8 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from airflow_mysql_cdc.engine.changes import TableShape
-from airflow_mysql_cdc.engine.mysql_types import (
+from airflow_mysql_cdc.engine.binlog.changes import TableShape
+from airflow_mysql_cdc.engine.lake.delta_layout import to_delta_array
+from airflow_mysql_cdc.engine.mysql.types import (
     ColumnType,
     UnsupportedColumnTypeError,
     binlog_normaliser,
@@ -21,7 +22,6 @@ from airflow_mysql_cdc.engine.mysql_types import (
     select_normaliser,
     to_arrow_array,
 )
-from airflow_mysql_cdc.engine.sinks.delta_layout import to_delta_array
 
 
 def schema_row(name: str, data_type: str, column_type: str | None = None, **extra) -> dict:

@@ -6,15 +6,15 @@ from dataclasses import replace
 
 import pytest
 
-from airflow_mysql_cdc.engine.grants import AccountGrants
-from airflow_mysql_cdc.engine.gtid import GtidSet
-from airflow_mysql_cdc.engine.prerequisites import (
+from airflow_mysql_cdc.engine.mysql.grants import AccountGrants
+from airflow_mysql_cdc.engine.mysql.prerequisites.checks import (
     PrerequisiteConfig,
     PrerequisiteReport,
     ServerFacts,
     evaluate,
 )
-from airflow_mysql_cdc.engine.table_metadata import ColumnInfo, TableMetadata, TableRef
+from airflow_mysql_cdc.engine.mysql.schema import ColumnInfo, TableMetadata, TableRef
+from airflow_mysql_cdc.engine.values.gtid import GtidSet
 
 U = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
 ORDERS = TableRef("shop", "orders")

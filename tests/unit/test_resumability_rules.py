@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from airflow_mysql_cdc.engine.gtid import GtidSet
-from airflow_mysql_cdc.engine.resumability import Verdict, assess_resumability
+from airflow_mysql_cdc.engine.values.gtid import GtidSet
+from airflow_mysql_cdc.engine.values.resumability import Verdict, assess_resumability
 
 U = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
 

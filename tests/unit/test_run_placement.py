@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from airflow_mysql_cdc.engine.checkpoint import CheckpointRecord, SourceIdentity
-from airflow_mysql_cdc.engine.run_placement import RunBeforeFirstIntervalError, place_run
+from airflow_mysql_cdc.engine.lake.run_placement import RunBeforeFirstIntervalError, place_run
+from airflow_mysql_cdc.engine.values.checkpoint import CheckpointRecord, SourceIdentity
 
 U = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
 

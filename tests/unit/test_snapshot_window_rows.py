@@ -8,13 +8,13 @@ import decimal
 import pyarrow as pa
 import pytest
 
-from airflow_mysql_cdc.engine.gtid import GtidSet
-from airflow_mysql_cdc.engine.mysql_types import ColumnType
-from airflow_mysql_cdc.engine.select_arrow import text_rows_to_arrow
+from airflow_mysql_cdc.engine.mysql.schema import TableRef
+from airflow_mysql_cdc.engine.mysql.select_arrow import text_rows_to_arrow
+from airflow_mysql_cdc.engine.mysql.types import ColumnType
 from airflow_mysql_cdc.engine.snapshot.chunks import Chunk
 from airflow_mysql_cdc.engine.snapshot.window import ChunkSnapshot, replace_rows
 from airflow_mysql_cdc.engine.snapshot.window_ipc import decode_window, encode_window
-from airflow_mysql_cdc.engine.table_metadata import TableRef
+from airflow_mysql_cdc.engine.values.gtid import GtidSet
 
 COLUMNS = (
     ColumnType("at", "timestamp", fsp=6),

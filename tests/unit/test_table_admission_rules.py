@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from airflow_mysql_cdc.engine.gtid import GtidSet
+from airflow_mysql_cdc.engine.apply.admission import consistent_point, join_gap
 from airflow_mysql_cdc.engine.snapshot.chunks import Chunk
-from airflow_mysql_cdc.engine.snapshot.delta_snapshot import DoneChunk, SnapshotProgress
-from airflow_mysql_cdc.engine.table_admission import consistent_point, join_gap
+from airflow_mysql_cdc.engine.snapshot.lake_commits import DoneChunk, SnapshotProgress
+from airflow_mysql_cdc.engine.values.gtid import GtidSet
 
 U = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
 

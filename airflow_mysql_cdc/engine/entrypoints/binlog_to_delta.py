@@ -14,7 +14,8 @@ unchanged under ``local[*]`` and in a cluster's driver. Parallel work (snapshots
 catch-up) is where Spark executors come in.
 
 ``--catchup-parallelism K`` (K > 1) reads a segment that is already closed with K range readers
-in Spark tasks (:mod:`..parallel_catchup`); an open segment still runs the single reader.
+in Spark tasks (:mod:`~airflow_mysql_cdc.engine.apply.parallel_catchup`); an open segment still runs the
+single reader.
 
 Exit codes: 0 done; 2 configuration error; 3 another writer holds the pipeline; 4 the lake and
 the requested start disagree, or a table cannot join the pipeline; 5 the binlog needed is gone or
@@ -31,10 +32,12 @@ import threading
 from collections.abc import Sequence
 from dataclasses import replace
 
-from airflow_mysql_cdc.engine.apply_config import ApplyConfig, ApplyConfigError
-from airflow_mysql_cdc.engine.apply_loop import run_apply
-from airflow_mysql_cdc.engine.binlog_errors import BinlogReaderError
-from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
+from airflow_mysql_cdc.engine.apply.admission import TableAdmissionError
+from airflow_mysql_cdc.engine.apply.config import ApplyConfig, ApplyConfigError
+from airflow_mysql_cdc.engine.apply.loop import run_apply
+from airflow_mysql_cdc.engine.apply.parallel_catchup import run_parallel_catchup
+from airflow_mysql_cdc.engine.apply.range_reader import spark_range_runner
+from airflow_mysql_cdc.engine.binlog.errors import BinlogReaderError
 from airflow_mysql_cdc.engine.entrypoints.common import (
     ERROR_PREFIX,
     EXIT_BINLOG,
@@ -46,13 +49,11 @@ from airflow_mysql_cdc.engine.entrypoints.common import (
     exit_hard,
     write_result_atomically,
 )
-from airflow_mysql_cdc.engine.lake_storage import secret_storage_options_from_environment
-from airflow_mysql_cdc.engine.parallel_catchup import run_parallel_catchup
-from airflow_mysql_cdc.engine.range_reader import spark_range_runner
-from airflow_mysql_cdc.engine.sinks.interface import SinkBehindError, SinkDivergedError
-from airflow_mysql_cdc.engine.sinks.pipeline_state import PipelineFencedError
-from airflow_mysql_cdc.engine.snapshot.delta_snapshot import SnapshotIncompleteError
-from airflow_mysql_cdc.engine.table_admission import TableAdmissionError
+from airflow_mysql_cdc.engine.lake.pipeline_state import PipelineFencedError
+from airflow_mysql_cdc.engine.lake.sink import SinkBehindError, SinkDivergedError
+from airflow_mysql_cdc.engine.lake.storage import secret_storage_options_from_environment
+from airflow_mysql_cdc.engine.snapshot.lake_commits import SnapshotIncompleteError
+from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
 
 
 def main(argv: Sequence[str] | None = None) -> int:

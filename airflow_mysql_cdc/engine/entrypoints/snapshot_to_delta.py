@@ -6,7 +6,7 @@ chunk's rows back as Arrow IPC bytes and the driver commits each finished chunk 
 arrives, while other windows run. With ``--no-spark`` (tests, tiny tables) windows run
 one after another in this process. Credentials come only from the environment:
 ``AIRFLOW_MYSQL_CDC_ENDPOINT`` (MySQL) and ``AIRFLOW_MYSQL_CDC_LAKE_STORAGE_OPTIONS`` (the lake's
-secret storage options, see :mod:`...lake_storage`); the config file holds none.
+secret storage options, see :mod:`~airflow_mysql_cdc.engine.lake.storage`); the config file holds none.
 
 Exit codes: 0 done; 2 configuration error (including a table without a usable key); 1 other.
 """
@@ -23,7 +23,6 @@ from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.engine.entrypoints.common import (
     ERROR_PREFIX,
     EXIT_CONFIG,
@@ -32,8 +31,7 @@ from airflow_mysql_cdc.engine.entrypoints.common import (
     exit_hard,
     write_result_atomically,
 )
-from airflow_mysql_cdc.engine.gtid import GtidSet
-from airflow_mysql_cdc.engine.lake_storage import (
+from airflow_mysql_cdc.engine.lake.storage import (
     check_storage_options,
     merged_storage_options,
     secret_storage_options_from_environment,
@@ -48,6 +46,8 @@ from airflow_mysql_cdc.engine.snapshot.runner import (
 )
 from airflow_mysql_cdc.engine.snapshot.window import ChunkSnapshot
 from airflow_mysql_cdc.engine.snapshot.window_ipc import decode_window, encode_window
+from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
+from airflow_mysql_cdc.engine.values.gtid import GtidSet
 
 if TYPE_CHECKING:
     from pyspark import SparkContext

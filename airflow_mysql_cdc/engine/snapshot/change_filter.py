@@ -15,10 +15,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from airflow_mysql_cdc.engine.changes import Op, RowChange, Transaction
-from airflow_mysql_cdc.engine.gtid import GtidSet
+from airflow_mysql_cdc.engine.binlog.changes import Op, RowChange, Transaction
 from airflow_mysql_cdc.engine.snapshot.chunks import Chunk
 from airflow_mysql_cdc.engine.snapshot.key_order import KeyOrder
+from airflow_mysql_cdc.engine.values.gtid import GtidSet
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from typing import Any
 
 import pymysql
 
-from airflow_mysql_cdc.engine.table_metadata import TableMetadata, TableRef, quote_identifier
+from airflow_mysql_cdc.engine.mysql.schema import TableMetadata, TableRef, quote_identifier
 
 
 class NoRowKeyError(ValueError):

@@ -1,6 +1,6 @@
 """Chunk bounds as JSON that round-trips exactly (they are stored in Delta commit metadata).
 
-Key values are canonical Python values (:mod:`airflow_mysql_cdc.engine.mysql_types`); JSON has no
+Key values are canonical Python values (:mod:`airflow_mysql_cdc.engine.mysql.types`); JSON has no
 bytes, decimals or dates, so each non-JSON value is tagged with its type.
 """
 

@@ -23,7 +23,7 @@ from typing import Any
 
 import pymysql
 
-from airflow_mysql_cdc.engine.table_metadata import TableRef
+from airflow_mysql_cdc.engine.mysql.schema import TableRef
 
 _WEIGHTS_PER_QUERY = 500
 _TEXT_TYPES = frozenset({"char", "varchar", "tinytext", "text", "mediumtext", "longtext"})

@@ -2,7 +2,7 @@
 
 Invariant: whatever runs the windows (one process, or Spark tasks each with its own connections and
 replication server_id), chunks are committed one by one by this driver, so progress and data stay
-in one Delta history (see :mod:`.delta_snapshot`). A window is a pure read of the source: rerunning
+in one Delta history (see :mod:`.lake_commits`). A window is a pure read of the source: rerunning
 it is always safe.
 """
 
@@ -17,14 +17,14 @@ from typing import Any
 
 import pymysql
 
-from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
-from airflow_mysql_cdc.engine.mysql_types import ColumnType, read_table_column_types
-from airflow_mysql_cdc.engine.sinks.delta_layout import LakeRoot
+from airflow_mysql_cdc.engine.lake.delta_layout import LakeRoot
+from airflow_mysql_cdc.engine.mysql.schema import TableRef, read_table_metadata
+from airflow_mysql_cdc.engine.mysql.types import ColumnType, read_table_column_types
 from airflow_mysql_cdc.engine.snapshot.chunks import Chunk, plan_chunks, require_row_key
-from airflow_mysql_cdc.engine.snapshot.delta_snapshot import DeltaSnapshotWriter
 from airflow_mysql_cdc.engine.snapshot.key_order import KeyColumn, read_key_columns
+from airflow_mysql_cdc.engine.snapshot.lake_commits import DeltaSnapshotWriter
 from airflow_mysql_cdc.engine.snapshot.window import ChunkSnapshot, open_window_connection, read_window
-from airflow_mysql_cdc.engine.table_metadata import TableRef, read_table_metadata
+from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
 
 log = logging.getLogger("airflow_mysql_cdc.snapshot")
 

@@ -24,7 +24,7 @@ The streaming side then skips a change to a key of chunk ``i`` exactly when its 
 ``H_i`` (see :mod:`.change_filter`).
 
 Rows stay columnar from the fetch on: the ``SELECT`` runs without PyMySQL's decoders and Arrow
-parses each column (:mod:`airflow_mysql_cdc.engine.select_arrow`), which made a window cheaper than
+parses each column (:mod:`airflow_mysql_cdc.engine.mysql.select_arrow`), which made a window cheaper than
 a plain ``SELECT *`` fetched with PyMySQL's default converters. Reconciliation works on the keys
 ``H - L`` touched only: the last change to each such key decides its row (or its absence), so the
 chunk's rows with those keys are dropped and the changed rows appended, and no other row is ever
@@ -49,21 +49,21 @@ from typing import Any
 import pyarrow as pa
 import pymysql
 
-from airflow_mysql_cdc.engine.binlog_reader import BinlogReader
-from airflow_mysql_cdc.engine.changes import Op
-from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
-from airflow_mysql_cdc.engine.gtid import GtidSet
-from airflow_mysql_cdc.engine.mysql_types import (
+from airflow_mysql_cdc.engine.binlog.changes import Op
+from airflow_mysql_cdc.engine.binlog.reader import BinlogReader
+from airflow_mysql_cdc.engine.binlog.stop_rules import UntilGtidSet
+from airflow_mysql_cdc.engine.mysql.schema import TableRef, quote_identifier
+from airflow_mysql_cdc.engine.mysql.select_arrow import TEXT_RESULT_CONVERSIONS, text_rows_to_arrow
+from airflow_mysql_cdc.engine.mysql.types import (
     SNAPSHOT_SESSION_STATEMENTS,
     ColumnType,
     select_list,
     to_arrow_array,
 )
-from airflow_mysql_cdc.engine.select_arrow import TEXT_RESULT_CONVERSIONS, text_rows_to_arrow
 from airflow_mysql_cdc.engine.snapshot.chunks import Chunk, range_predicate
 from airflow_mysql_cdc.engine.snapshot.key_order import KeyColumn, KeyOrder
-from airflow_mysql_cdc.engine.stop_rules import UntilGtidSet
-from airflow_mysql_cdc.engine.table_metadata import TableRef, quote_identifier
+from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
+from airflow_mysql_cdc.engine.values.gtid import GtidSet
 
 log = logging.getLogger(__name__)
 
@@ -108,7 +108,8 @@ def _gtid_executed(cursor) -> GtidSet:
 
 
 def open_window_connection(endpoint: MySqlEndpoint) -> pymysql.connections.Connection:
-    """A connection windows can share: no result decoders (see :mod:`.select_arrow`), a UTC session.
+    """A connection windows can share: no result decoders (see
+    :mod:`~airflow_mysql_cdc.engine.mysql.select_arrow`), a UTC session.
 
     Windows run one after another in one process reuse it: opening a connection (PyMySQL builds a
     TLS context and shakes hands) took 26 ms, a sixth of a 20,000-row window.

@@ -17,11 +17,11 @@ from typing import Any
 
 import pyarrow as pa
 
-from airflow_mysql_cdc.engine.gtid import GtidSet
+from airflow_mysql_cdc.engine.mysql.schema import TableRef
 from airflow_mysql_cdc.engine.snapshot.chunks import Chunk
 from airflow_mysql_cdc.engine.snapshot.key_codec import decode_key, encode_key
 from airflow_mysql_cdc.engine.snapshot.window import ChunkSnapshot
-from airflow_mysql_cdc.engine.table_metadata import TableRef
+from airflow_mysql_cdc.engine.values.gtid import GtidSet
 
 WINDOW_METADATA = b"airflow_mysql_cdc.window"
 _WRITE_OPTIONS = pa.ipc.IpcWriteOptions(compression="lz4")

@@ -13,8 +13,8 @@ import pytest
 from airflow.providers.apache.spark.hooks import spark_submit as provider
 from airflow.sdk.log import redact
 
-from airflow_mysql_cdc.engine.endpoint import ENVIRONMENT_VARIABLE, MySqlEndpoint
-from airflow_mysql_cdc.engine.lake_storage import LAKE_STORAGE_OPTIONS_VARIABLE
+from airflow_mysql_cdc.engine.lake.storage import LAKE_STORAGE_OPTIONS_VARIABLE
+from airflow_mysql_cdc.engine.values.endpoint import ENVIRONMENT_VARIABLE, MySqlEndpoint
 from airflow_mysql_cdc.hooks.spark_submit import (
     ClusterDeployModeRefused,
     MySqlCdcSparkSubmitHook,

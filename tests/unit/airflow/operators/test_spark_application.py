@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from airflow.sdk.exceptions import AirflowFailException
 
-from airflow_mysql_cdc.engine.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.engine.entrypoints import common
+from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.hooks.spark_submit import SparkSubmitFailed
 from airflow_mysql_cdc.operators.spark_application import ApplicationSecrets, SparkApplicationOperator
 from tests.support.spark_submit import SparkSubmitRecorder

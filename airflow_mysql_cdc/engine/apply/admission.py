@@ -1,0 +1,200 @@
+"""Which tables a run may stream: a table joins the pipeline only once its lake copy fits the position.
+
+The pipeline streams from its position ``R`` (the GTID set every member table reflects). A table
+that is not yet a member (added to the configuration, or re-snapshotted since it joined) reflects
+something else: for each snapshot chunk with high watermark ``H``, the snapshot as of ``H``, plus
+``J``, whatever a catch-up applied after the snapshot (``J`` is the snapshot's stream start when
+no catch-up ran). The stream started at ``R`` applies to that chunk every transaction outside
+``R ∪ H`` (the snapshot filter drops those in ``H``). So the chunk
+
+- misses ``(R − H) − J``: transactions the pipeline has passed but the table never received;
+- receives twice ``(J − H) − R``: transactions the catch-up applied that the stream applies again.
+
+A table joins when both are empty for every chunk (:func:`join_gap`). A table snapshotted after
+the pipeline's position (the usual case: snapshot, then stream) passes at once, because
+``R ⊆ stream start ⊆ H``. A table snapshotted *before* the position (the pipeline ran on while
+the snapshot was taken, or the snapshot was taken earlier) misses transactions: it is caught up
+first, by a read of only that table from ``J`` that never passes ``R`` (:class:`WithinGtidSet`),
+written under its own state so the pipeline's state and lease are untouched. The catch-up then
+leaves ``J = J ∪ R``, which closes the gap. A table without any snapshot joins only the first run
+of a pipeline (it is then streamed from the pipeline's start, the user's choice); later it needs
+a snapshot, or its older rows would silently be missing.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from airflow_mysql_cdc.engine.lake.layout import LakeLayout
+from airflow_mysql_cdc.engine.lake.pipeline_state import PipelineStateStore
+from airflow_mysql_cdc.engine.mysql.schema import TableRef
+from airflow_mysql_cdc.engine.snapshot.lake_commits import (
+    SnapshotProgress,
+    read_snapshot_progress,
+)
+from airflow_mysql_cdc.engine.values.gtid import GtidSet
+
+log = logging.getLogger("airflow_mysql_cdc.apply")
+
+
+class TableAdmissionError(RuntimeError):
+    """A table cannot join the pipeline at its position without losing or doubling transactions."""
+
+
+@dataclass(frozen=True)
+class JoinGap:
+    missing: GtidSet
+    doubled: GtidSet
+
+    @property
+    def closed(self) -> bool:
+        return self.missing.is_empty() and self.doubled.is_empty()
+
+
+def join_gap(position: GtidSet, reflected: GtidSet, high_watermarks: Iterable[GtidSet]) -> JoinGap:
+    """What a table would miss and receive twice if the stream started at ``position`` (module doc)."""
+    missing = GtidSet()
+    doubled = GtidSet()
+    seen: set[str] = set()
+    for high in high_watermarks:
+        text = str(high)
+        if text in seen:
+            continue
+        seen.add(text)
+        missing |= (position - high) - reflected
+        doubled |= (reflected - high) - position
+    return JoinGap(missing, doubled)
+
+
+def join_pipeline_id(pipeline_id: str, ref: TableRef, snapshot_id: str) -> str:
+    return f"{pipeline_id}:join:{ref}:{snapshot_id}"
+
+
+def join_state(
+    lake_root: str, pipeline_id: str, ref: TableRef, snapshot_id: str, storage_options: dict[str, str] | None
+) -> PipelineStateStore:
+    """The state of a table's catch-up: its own table, so the pipeline's lease is not involved."""
+    path = LakeLayout(lake_root).join_state(ref.schema, ref.table, snapshot_id)
+    return PipelineStateStore(path, join_pipeline_id(pipeline_id, ref, snapshot_id), storage_options)
+
+
+@dataclass(frozen=True)
+class Admission:
+    members: dict[str, str]
+    """Table -> snapshot id it joined with ("" without one): the pipeline's members from now on."""
+    snapshots: dict[str, SnapshotProgress | None]
+    """The snapshot progress read for each table, for the stream's filter to reuse."""
+
+
+CatchUp = Callable[[TableRef, SnapshotProgress, GtidSet, GtidSet], GtidSet]
+"""(table, its snapshot, what it reflects, the pipeline position) -> what it reflects afterwards."""
+
+
+def read_snapshots(
+    tables: Sequence[str], lake_root: str, storage_options: dict[str, str] | None = None
+) -> dict[str, SnapshotProgress | None]:
+    """Each table's latest snapshot progress (None: never snapshotted), read once per run."""
+    return {
+        str(ref): read_snapshot_progress(lake_root, ref, storage_options)
+        for ref in (TableRef.parse(name) for name in tables)
+    }
+
+
+def consistent_point(snapshots: Mapping[str, SnapshotProgress | None]) -> GtidSet:
+    """The smallest position at which every one of these tables is exact (empty: any position).
+
+    A run may end only at a position containing it: before, some snapshot chunk still reflects a
+    later state of the source than the position (the first run of a pipeline, a table that joins).
+    It is recorded with the snapshots, so every retry of a run computes the same one.
+    """
+    point = GtidSet()
+    for progress in snapshots.values():
+        if progress is not None:
+            point |= progress.consistent_point
+    return point
+
+
+def admit_tables(
+    tables: Sequence[str],
+    *,
+    lake_root: str,
+    pipeline_id: str,
+    position: GtidSet,
+    members: dict[str, str] | None,
+    first_run: bool,
+    catch_up: CatchUp,
+    storage_options: dict[str, str] | None = None,
+    snapshots: Mapping[str, SnapshotProgress | None] | None = None,
+) -> Admission:
+    """The pipeline's members for a run of ``tables`` from ``position``, catching tables up as needed.
+
+    ``members`` is what the pipeline's state records (None: a state from before membership was
+    recorded, whose tables are all taken as members). ``snapshots`` holds progress already read
+    (:func:`read_snapshots`); tables missing from it are read here.
+    """
+    admitted: dict[str, str] = {}
+    known = snapshots or {}
+    read: dict[str, SnapshotProgress | None] = {}
+    for name in tables:
+        ref = TableRef.parse(name)
+        progress = (
+            known[str(ref)] if str(ref) in known else read_snapshot_progress(lake_root, ref, storage_options)
+        )
+        read[str(ref)] = progress
+        snapshot_id = progress.snapshot_id if progress is not None else ""
+        if members is None or members.get(str(ref)) == snapshot_id:
+            admitted[str(ref)] = snapshot_id
+            continue
+        if progress is None:
+            if not first_run:
+                raise TableAdmissionError(
+                    f"{ref} is not yet streamed by pipeline {pipeline_id!r} (which is at "
+                    f"{position or '(empty)'}) and has no snapshot in the lake: streaming it from here "
+                    "would leave out every row written before. Snapshot it first "
+                    f"(MySqlCdcSnapshotOperator with tables=['{ref}']); the next run then catches it up "
+                    "and streams it."
+                )
+            admitted[str(ref)] = ""
+            continue
+        progress.require_complete(ref)
+        admitted[str(ref)] = snapshot_id
+        _join(ref, progress, position, lake_root, pipeline_id, catch_up, storage_options)
+    return Admission(admitted, read)
+
+
+def _join(
+    ref: TableRef,
+    progress: SnapshotProgress,
+    position: GtidSet,
+    lake_root: str,
+    pipeline_id: str,
+    catch_up: CatchUp,
+    storage_options: dict[str, str] | None,
+) -> None:
+    highs = [chunk.high_watermark for chunk in progress.done.values()]
+    caught_up = join_state(lake_root, pipeline_id, ref, progress.snapshot_id, storage_options).read()
+    reflected = progress.stream_start | (caught_up.applied_gtids if caught_up else GtidSet())
+    gap = join_gap(position, reflected, highs)
+    if not gap.missing.is_empty() and gap.doubled.is_empty():
+        log.info(
+            "%s joins the pipeline at %s but its snapshot reflects only %s: catching it up first",
+            ref,
+            position or "(empty)",
+            reflected or "(empty)",
+        )
+        reflected = catch_up(ref, progress, reflected, position)
+        gap = join_gap(position, reflected, highs)
+    if not gap.doubled.is_empty():
+        raise TableAdmissionError(
+            f"{ref} cannot join pipeline {pipeline_id!r} at {position or '(empty)'}: its lake copy already "
+            f"reflects {gap.doubled}, which the pipeline has not applied, so streaming would apply them "
+            f"twice. Re-snapshot the table (restart=True) to join at the pipeline's position."
+        )
+    if not gap.missing.is_empty():
+        raise TableAdmissionError(
+            f"{ref} cannot join pipeline {pipeline_id!r} at {position or '(empty)'}: its catch-up ended at "
+            f"{reflected} and the table still lacks {gap.missing}. Rerun: the catch-up resumes."
+        )
+    log.info("%s joins the pipeline (snapshot %s)", ref, progress.snapshot_id)

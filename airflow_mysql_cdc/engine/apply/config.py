@@ -1,0 +1,127 @@
+"""What one run of the binlog application does: a JSON document, never credentials.
+
+Invariant: everything here may be printed, logged and passed on a command line. Credentials
+travel separately, in the environment: the MySQL endpoint (:meth:`MySqlEndpoint.from_environment`)
+and the lake's secret storage options (:func:`..lake_storage.secret_storage_options_from_environment`),
+which the entry point puts in ``secret_storage_options``, a field never written to JSON or shown
+in ``repr``. A secret key in ``storage_options`` is refused (:func:`..lake_storage.check_storage_options`).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from airflow_mysql_cdc.engine.binlog.stop_rules import (
+    Live,
+    StopRule,
+    UntilCaughtUp,
+    UntilCommitTimestamp,
+    UntilGtidSet,
+    WithinGtidSet,
+)
+from airflow_mysql_cdc.engine.lake.storage import check_storage_options, merged_storage_options
+from airflow_mysql_cdc.engine.values.gtid import GtidSet
+
+Mode = Literal["segment", "until_gtid_set", "until_caught_up", "live"]
+MODES: tuple[str, ...] = ("segment", "until_gtid_set", "until_caught_up", "live")
+
+
+class ApplyConfigError(ValueError):
+    """The application's configuration is incomplete or inconsistent."""
+
+
+@dataclass(frozen=True)
+class ApplyConfig:
+    pipeline_id: str
+    lake_root: str
+    tables: tuple[str, ...]
+    start_gtids: str = ""
+    mode: Mode = "until_caught_up"
+    segment_end_us: int | None = None
+    """segment mode: apply every transaction committed before this instant (microseconds, UTC)."""
+    target_gtids: str | None = None
+    """until_gtid_set mode: stop once the position contains this set."""
+    within_target: bool = False
+    """until_gtid_set mode: also stop before any transaction outside the target (never pass it)."""
+    batch_max_rows: int = 50_000
+    batch_max_seconds: float = 1.0
+    soft_deletes: bool = False
+    server_id: int | None = None
+    heartbeat_s: float = 1.0
+    max_buffered_bytes: int = 256 * 1024 * 1024
+    progress_interval_s: float = 10.0
+    lease_s: float = 60.0
+    """A second instance refuses to start while the running one's heartbeat is younger than this."""
+    storage_options: dict[str, str] = field(default_factory=dict)
+    """Public delta-rs storage options of the lake (endpoint, region); never credentials."""
+    rebase: bool = False
+    """Move the pipeline to ``start_gtids`` even if the lake is behind it: only after every table was
+    re-snapshotted (purged binlogs). Each table must then join again from its new snapshot."""
+    secret_storage_options: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
+    """Credentials of the lake, from the environment at the application's start: never serialised."""
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ApplyConfigError(f"mode must be one of {', '.join(MODES)}, not {self.mode!r}")
+        if self.mode == "segment" and self.segment_end_us is None:
+            raise ApplyConfigError("segment mode needs segment_end_us (the data interval end)")
+        if self.mode == "until_gtid_set" and not self.target_gtids:
+            raise ApplyConfigError("until_gtid_set mode needs target_gtids")
+        if not self.tables:
+            raise ApplyConfigError("tables is empty: name at least one schema.table")
+        GtidSet.parse(self.start_gtids)
+        if self.batch_max_rows < 1 or self.batch_max_seconds <= 0:
+            raise ApplyConfigError("batch_max_rows and batch_max_seconds must be positive")
+        check_storage_options(self.storage_options, where="the binlog application's configuration")
+
+    def lake_storage_options(self) -> dict[str, str] | None:
+        """What delta-rs gets to reach the lake: public and secret options (None: its defaults)."""
+        return merged_storage_options(self.storage_options, self.secret_storage_options)
+
+    @property
+    def start(self) -> GtidSet:
+        return GtidSet.parse(self.start_gtids)
+
+    def stop_rule(self, consistent_point: GtidSet | None = None) -> StopRule:
+        """The rule ending this run's read; it never ends before ``consistent_point`` is contained.
+
+        ``consistent_point`` is where every member table is exact (the union of their snapshot
+        chunks' high watermarks, see :func:`..apply_loop.consistent_point`): a segment or a target
+        that ends before it is extended to it. ``within_target`` reads (a joining table's catch-up)
+        must not leave their target and take none.
+        """
+        consistent = consistent_point or GtidSet()
+        if self.mode == "segment":
+            assert self.segment_end_us is not None
+            return UntilCommitTimestamp(self.segment_end_us, consistent_point=consistent)
+        if self.mode == "until_gtid_set":
+            target = GtidSet.parse(self.target_gtids)
+            return WithinGtidSet(target) if self.within_target else UntilGtidSet(target | consistent)
+        if self.mode == "until_caught_up":
+            return UntilCaughtUp(at_least=consistent)
+        return Live()
+
+    def to_json(self) -> str:
+        public = {key: value for key, value in asdict(self).items() if key != "secret_storage_options"}
+        return json.dumps(public, indent=2)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ApplyConfig:
+        if any(key in data for key in ("password", "user", "host")):
+            raise ApplyConfigError(
+                "credentials do not belong in the configuration: pass the endpoint in the environment"
+            )
+        known = set(cls.__dataclass_fields__) - {"secret_storage_options"}  # from the environment only
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ApplyConfigError(f"unknown configuration keys: {', '.join(unknown)}")
+        values = dict(data)
+        values["tables"] = tuple(values.get("tables") or ())
+        return cls(**values)
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> ApplyConfig:
+        return cls.from_dict(json.loads(Path(path).read_text()))

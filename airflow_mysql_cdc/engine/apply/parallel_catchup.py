@@ -1,0 +1,369 @@
+"""Catch up a past segment with k binlog readers at once, one per GTID range, applied in binlog order.
+
+Invariant: the sink receives exactly the transactions, in exactly the order, that the single reader
+of :func:`~.apply_loop.run_apply` would give it for the same configuration, each batch with the
+position ``resume point ∪ {GTIDs fed so far}``, so the lake ends in the same state (target tables,
+changelog, applied set); only where batches are cut may differ (the single loop also cuts by time).
+It holds because
+
+1. **the segment is known before reading**: ``end`` is ``@@gtid_executed`` read after the segment
+   closed (``until_caught_up``; ``segment`` once the server clock is past the boundary plus the
+   settle margin of :class:`~.stop_rules.UntilCommitTimestamp`) or the target of
+   ``until_gtid_set``. Anything else (a live tail, a boundary still ahead) runs the single reader;
+2. **each range reader gets only its range** (:mod:`~airflow_mysql_cdc.engine.values.gtid_ranges`): it starts
+from
+   ``end - range`` and stops when its range is consumed. It checks, per transaction, that the GTID
+   belongs to its range and that numbers grow; if not (GTIDs assigned out of order by hand, a target
+   that is not a prefix of the binlog), it reports a violation and nothing of its wave is applied;
+3. **ranges are concatenated in number order**, which within one server UUID is binlog order, so
+   the driver feeds the sink one ordered stream, cut into micro-batches between transactions, each
+   with ``resume point ∪ {GTIDs fed so far}`` as its position, like the single reader;
+4. **the commit-timestamp cut is exact**: in ``segment`` mode a range reader stops *before* its first
+   transaction committed at or after the boundary and reports its GTID; the earliest such GTID over
+   all ranges is the first one in binlog order, i.e. where the single reader stops (prefix
+   semantics), and every transaction from it on is dropped. Transactions of the run's consistent
+   point are never a cut (the single reader does not stop before it either); the driver checks that
+   the position contains it at the end;
+5. **any doubt falls back**: a violation or a failed range reader makes the run continue with the
+   single reader from what the lake holds (which then raises the typed reader error, if any).
+
+Work flows in waves of ``parallelism`` ranges (bounded driver memory: a wave's transactions, plus
+the next wave, read while this one is applied). Guarded by
+``test_parallel_catchup_gives_the_same_lake_as_the_single_reader`` and
+``test_parallel_segment_catchup_cuts_at_the_same_commit_timestamp_as_the_single_reader``.
+
+Server-side cost (see docs/benchmarks.md for the scaling model): each range reader is its own
+dump thread, which opens the binlog file holding the first transaction of its range and reads every
+event from there to the end of its range, sending only its own transactions.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from airflow_mysql_cdc.engine.apply.config import ApplyConfig
+from airflow_mysql_cdc.engine.apply.loop import ApplyResult, finish_result, open_pipeline, run_apply
+from airflow_mysql_cdc.engine.apply.range_reader import (
+    RangeResult,
+    RangeRunner,
+    RangeTask,
+    run_ranges_in_threads,
+)
+from airflow_mysql_cdc.engine.apply.snapshot_filter import load_snapshot_filter
+from airflow_mysql_cdc.engine.binlog.changes import Transaction
+from airflow_mysql_cdc.engine.binlog.position import PositionTracker
+from airflow_mysql_cdc.engine.binlog.stop_rules import UntilCommitTimestamp
+from airflow_mysql_cdc.engine.binlog.stream import ControlConnection, random_server_id
+from airflow_mysql_cdc.engine.lake.change_table import change_tables_from_ipc, concat_change_tables
+from airflow_mysql_cdc.engine.lake.sink import Sink
+from airflow_mysql_cdc.engine.runtime.gc_pause import BatchCollector
+from airflow_mysql_cdc.engine.snapshot.lake_commits import SnapshotProgress
+from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
+from airflow_mysql_cdc.engine.values.gtid import Gtid, GtidSet
+from airflow_mysql_cdc.engine.values.gtid_ranges import RangePlan, split_segment
+
+log = logging.getLogger("airflow_mysql_cdc.apply")
+DEFAULT_WAVE_TRANSACTIONS = 20_000
+# At least this many waves when the segment allows: the driver applies wave n while the executors
+# read wave n+1, so only the last wave's apply is not overlapped with reading. Each range costs a
+# reader start (connections, settings check, the server's scan to the range: 60-90 ms measured), so
+# more waves than needed for the overlap cost more than they save: on 100,000 changes with k=2, two
+# waves ran in 2.1-2.3 s, four in 2.6 s (docs/benchmarks.md).
+DEFAULT_MIN_WAVES = 2
+
+
+# --- the segment -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CatchupSegment:
+    end: GtidSet
+    boundary_us: int | None
+
+
+def catchup_segment(config: ApplyConfig, endpoint: MySqlEndpoint) -> CatchupSegment | None:
+    """The segment's end set when it is known before reading; None when the run must tail the binlog."""
+    control = ControlConnection(endpoint)
+    try:
+        if config.mode == "until_caught_up":
+            return CatchupSegment(control.gtid_executed(), None)
+        if config.mode == "until_gtid_set":
+            target = GtidSet.parse(config.target_gtids)
+            # A target the server has not executed yet: the single reader refuses it with its error.
+            return CatchupSegment(target, None) if target.issubset(control.gtid_executed()) else None
+        if config.mode == "segment":
+            assert config.segment_end_us is not None
+            settle_us = UntilCommitTimestamp(config.segment_end_us).settle_us
+            if control.now_us() < config.segment_end_us + settle_us:
+                return None  # the segment is still open: tail it live with the single reader
+            # Read after the boundary plus settle: holds every transaction committed before it.
+            return CatchupSegment(control.gtid_executed(), config.segment_end_us)
+        return None
+    finally:
+        control.close()
+
+
+# --- the driver --------------------------------------------------------------------------------------
+
+
+class _Fallback(Exception):
+    """A wave cannot be applied as read; the run continues with the single reader."""
+
+
+def _stopped(stop_requested: threading.Event | None) -> bool:
+    return stop_requested is not None and stop_requested.is_set()
+
+
+@dataclass
+class _Wave:
+    tasks: list[RangeTask]
+    future: Future[list[RangeResult]] | None = None
+    results: list[RangeResult] = field(default_factory=list)
+
+
+def run_parallel_catchup(
+    config: ApplyConfig,
+    endpoint: MySqlEndpoint,
+    *,
+    parallelism: int,
+    run_ranges: RangeRunner = run_ranges_in_threads,
+    sink: Sink | None = None,
+    wave_transactions: int = DEFAULT_WAVE_TRANSACTIONS,
+    min_waves: int = DEFAULT_MIN_WAVES,
+    stop_requested: threading.Event | None = None,
+    columnar: bool | None = None,
+) -> ApplyResult:
+    """Apply a past segment with ``parallelism`` range readers; the same lake as :func:`run_apply`.
+
+    Runs the single reader instead when the segment's end is not known yet, and continues with it
+    from what the lake holds when a range reader reports a problem. ``columnar`` (default: whenever
+    possible) makes the range readers ship Arrow change tables instead of transactions.
+    """
+    segment = catchup_segment(config, endpoint) if parallelism > 1 else None
+    if segment is None:
+        return run_apply(config, endpoint, sink=sink, stop_requested=stop_requested)
+    started = time.monotonic()
+    opened = open_pipeline(config, endpoint, sink=sink, stop_requested=stop_requested)
+    if opened.done is not None:
+        return opened.done
+    sink, resume_from = opened.sink, opened.resume_from
+    result = ApplyResult.starting(config, resume_from, sink, opened.consistent_point)
+    result.caught_up = opened.caught_up
+    end = segment.end | resume_from
+    segment_count = (end - resume_from).count()
+    waves_needed = max(min_waves, math.ceil(segment_count / max(1, wave_transactions)))
+    plan = split_segment(resume_from, end, parallelism * waves_needed)
+    if plan.reason_not_split:
+        log.info("parallel catch-up: one reader only, because %s", plan.reason_not_split)
+    log.info(
+        "parallel catch-up of %d transaction(s) from %s to %s: %d range(s) in waves of %d",
+        segment_count,
+        resume_from or "(empty)",
+        end,
+        len(plan.ranges),
+        parallelism,
+    )
+    applier = _Applier(config, endpoint, sink, resume_from, result, opened.snapshots)
+    # Range readers build the Arrow change tables themselves, unless a snapshot filter must see
+    # each change (a table whose snapshot is still in progress) or the sink takes transactions only.
+    possible = applier.snapshot_filter is None and hasattr(sink, "apply_change_tables")
+    columnar = possible if columnar is None else columnar and possible
+    try:
+        _apply_waves(
+            plan,
+            _waves(
+                plan, config, endpoint, segment.boundary_us, parallelism, columnar, opened.consistent_point
+            ),
+            run_ranges,
+            applier,
+            stop_requested,
+        )
+        if not opened.consistent_point.issubset(applier.tracker.value) and not _stopped(stop_requested):
+            raise _Fallback(
+                f"the ranges ended at {applier.tracker.value}, before the consistent point "
+                f"{opened.consistent_point}"
+            )
+    except _Fallback as reason:
+        log.warning("parallel catch-up: %s; continuing with the single reader from the lake", reason)
+        release = getattr(sink, "release", None)
+        if release is not None:
+            release()
+        rest = run_apply(config, endpoint, stop_requested=stop_requested)
+        return _combined(result, rest, started)
+    release = getattr(sink, "release", None)
+    if release is not None:
+        release()
+    return finish_result(result, applier.tracker.value, started, "parallel catch-up applied")
+
+
+def _waves(
+    plan: RangePlan,
+    config: ApplyConfig,
+    endpoint: MySqlEndpoint,
+    boundary_us: int | None,
+    parallelism: int,
+    columnar: bool,
+    consistent_point: GtidSet,
+) -> list[_Wave]:
+    server_ids: set[int] = set()
+    while len(server_ids) < len(plan.ranges):
+        server_ids.add(config.server_id + len(server_ids) + 1 if config.server_id else random_server_id())
+    tasks = [
+        RangeTask(
+            endpoint=endpoint.with_database(None),
+            tables=tuple(config.tables),
+            index=index,
+            reader_start=str(plan.reader_start(index)),
+            range_gtids=str(range_gtids),
+            boundary_us=boundary_us,
+            server_id=server_id,
+            heartbeat_s=config.heartbeat_s,
+            max_buffered_bytes=config.max_buffered_bytes,
+            columnar=columnar,
+            consistent_point=str(consistent_point),
+        )
+        for (index, range_gtids), server_id in zip(enumerate(plan.ranges), sorted(server_ids), strict=True)
+    ]
+    return [_Wave(tasks[first : first + parallelism]) for first in range(0, len(tasks), parallelism)]
+
+
+def _apply_waves(
+    plan: RangePlan,
+    waves: list[_Wave],
+    run_ranges: RangeRunner,
+    applier: _Applier,
+    stop_requested: threading.Event | None,
+) -> None:
+    """Read wave n+1 while wave n is applied; stop after the wave that holds the boundary cut."""
+    if not waves:
+        return
+    with (
+        ThreadPoolExecutor(max_workers=1, thread_name_prefix="range-wave") as prefetch,
+        BatchCollector() as collector,
+    ):
+        waves[0].future = prefetch.submit(run_ranges, waves[0].tasks)
+        for number, wave in enumerate(waves):
+            assert wave.future is not None
+            try:
+                results = sorted(wave.future.result(), key=lambda r: r.index)
+            except Exception as error:  # noqa: BLE001 - e.g. the Spark context died: nothing was applied
+                raise _Fallback(f"the range readers of wave {number + 1} failed: {error!r}") from error
+            problems = [f"range {r.index}: {r.problem}" for r in results if r.problem]
+            if problems:
+                raise _Fallback("; ".join(problems))
+            cuts = [r.cut for r in results if r.cut is not None]
+            if not cuts and number + 1 < len(waves):
+                waves[number + 1].future = prefetch.submit(run_ranges, waves[number + 1].tasks)
+            if cuts:
+                # Ranges are consecutive in number order, which is binlog order (one UUID when split):
+                # the first range with a cut stopped where the single reader stops; later ones go.
+                first_cut_range = next(index for index, r in enumerate(results) if r.cut is not None)
+                results = results[: first_cut_range + 1]
+            log.info(
+                "wave %d/%d read: %d transaction(s), %d row change(s); range readers took %s s",
+                number + 1,
+                len(waves),
+                sum(len(r.marks) if r.change_tables is not None else len(r.transactions) for r in results),
+                sum(r.rows for r in results),
+                ", ".join(f"{r.seconds:.1f}" for r in results),
+            )
+            if all(r.change_tables is not None for r in results):
+                applier.feed_change_tables(results)
+                fed = not _stopped(stop_requested)
+            else:
+                fed = applier.feed([t for r in results for t in r.transactions], stop_requested)
+            collector.after_batch()
+            if not fed:
+                return
+            if cuts:
+                return
+    if applier.tracker.value != plan.end:
+        raise _Fallback(f"the ranges ended at {applier.tracker.value}, not at the segment end {plan.end}")
+
+
+class _Applier:
+    """Cuts the ordered stream into micro-batches, exactly like the single reader's loop."""
+
+    def __init__(
+        self,
+        config: ApplyConfig,
+        endpoint: MySqlEndpoint,
+        sink: Sink,
+        resume_from: GtidSet,
+        result: ApplyResult,
+        snapshots: dict[str, SnapshotProgress | None],
+    ) -> None:
+        self.config = config
+        self.sink = sink
+        self.result = result
+        self.tracker = PositionTracker(resume_from)
+        self.snapshot_filter = load_snapshot_filter(
+            endpoint, config.lake_root, config.tables, resume_from, config.lake_storage_options(), snapshots
+        )
+
+    def feed(self, transactions: list[Transaction], stop_requested: threading.Event | None) -> bool:
+        """Apply ``transactions`` in order; False when a stop was requested (pending batch committed)."""
+        pending: list[Transaction] = []
+        pending_rows = 0
+        for transaction in transactions:
+            self.tracker.add(transaction.gtid)
+            if self.snapshot_filter is not None:
+                transaction = self.snapshot_filter.filter(transaction)
+            pending.append(transaction)
+            pending_rows += len(transaction.changes)
+            self.result.transactions += 1
+            self.result.last_commit_timestamp_us = transaction.commit_timestamp_us
+            if pending_rows >= self.config.batch_max_rows:
+                self._flush(pending)
+                pending, pending_rows = [], 0
+                if _stopped(stop_requested):
+                    return False
+        self._flush(pending)
+        return not _stopped(stop_requested)
+
+    def feed_change_tables(self, results: list[RangeResult]) -> None:
+        """Apply a wave the range readers shipped as change tables, as one micro-batch."""
+        count = 0
+        for result in results:
+            for gtid_text, commit_us in result.marks:
+                self.tracker.add(Gtid.parse(gtid_text))
+                self.result.last_commit_timestamp_us = commit_us
+            count += len(result.marks)
+        self.result.transactions += count
+        position = self.tracker.value
+        if position == self.sink.applied_gtids:
+            return
+        tables = concat_change_tables(
+            [change_tables_from_ipc(result.change_tables or []) for result in results]
+        )
+        batch = self.sink.apply_change_tables(tables, position, count)  # type: ignore[attr-defined]
+        self._count(batch)
+
+    def _flush(self, pending: list[Transaction]) -> None:
+        position = self.tracker.value
+        if position == self.sink.applied_gtids:
+            return
+        self._count(self.sink.apply(pending, position))
+
+    def _count(self, batch: object) -> None:
+        self.result.batches += 1
+        for table, rows in getattr(batch, "rows_by_table", {}).items():
+            self.result.rows_by_table[table] = self.result.rows_by_table.get(table, 0) + rows
+
+
+def _combined(parallel: ApplyResult, rest: ApplyResult, started: float) -> ApplyResult:
+    rows = dict(parallel.rows_by_table)
+    for table, count in rest.rows_by_table.items():
+        rows[table] = rows.get(table, 0) + count
+    rest.requested_start = parallel.requested_start
+    rest.resumed_from = parallel.resumed_from
+    rest.transactions += parallel.transactions
+    rest.batches += parallel.batches
+    rest.rows_by_table = rows
+    rest.duration_s = round(time.monotonic() - started, 3)
+    return rest

@@ -1,0 +1,1 @@
+"""binlog/decoding."""

@@ -1,0 +1,218 @@
+"""A micro-batch of one table's row changes as one Arrow table, and the final action per row key.
+
+Invariant: applying :func:`final_actions` of a change table to a table that reflects every change
+before the batch gives the same table as applying the batch's changes one by one. It holds because,
+per key, only the last change decides the final row (last write wins, as Spirit's buffered map
+does): an insert or update leaves the row with its after image, a delete leaves no row. A
+primary-key-changing update is a delete of the old key followed by an upsert of the new one, each
+judged as its own key, so a row that moves and a row that later takes its old key both end up right
+(``test_key_changing_update_then_reuse_of_old_key``). The changelog keeps every change, in order,
+with its position inside its transaction.
+
+Why columnar: the sink used to keep one Python object per change and per final action, and turn the
+changelog and the target rows into Arrow separately; that was 11 µs per change, a third of the
+single reader's time once decoding got fast (docs/benchmarks.md). Here each image is converted to
+Arrow once; the last change per key is a hash aggregation over the key columns. A change table is
+also what a parallel range reader ships back to the driver (as Arrow IPC), so the conversion runs
+in the range readers, beside each other, instead of on the driver.
+
+Layout of :attr:`ChangeTable.rows`, in binlog order: the source columns (Delta-typed), then
+``_cdc_op``, ``_cdc_gtid``, ``_cdc_commit_ts``, ``_cdc_seq`` and ``_cdc_action`` (``upsert`` or
+``delete``). A key-changing update contributes two rows: the delete of its old key (its before
+image, ``_cdc_op`` = ``update``, not part of the changelog) and then its after image. Their
+positions are kept in :attr:`ChangeTable.extra_rows`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from operator import itemgetter
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from airflow_mysql_cdc.engine.binlog.changes import Op, TableShape, Transaction
+from airflow_mysql_cdc.engine.lake.delta_layout import (
+    COMMIT_DATE_COLUMN,
+    COMMIT_TS_COLUMN,
+    GTID_COLUMN,
+    OP_COLUMN,
+    SEQUENCE_COLUMN,
+    to_delta_array,
+)
+from airflow_mysql_cdc.engine.mysql.types import to_arrow_array
+from airflow_mysql_cdc.engine.values.gtid import GtidSet
+
+ACTION_COLUMN = "_cdc_action"
+_ROW_NUMBER = "_cdc_row_number"
+_OPS = {Op.INSERT: "insert", Op.UPDATE: "update", Op.DELETE: "delete"}
+
+
+@dataclass
+class ChangeTable:
+    """One table's changes of a micro-batch (see the module docstring for the layout)."""
+
+    shape: TableShape
+    rows: pa.Table
+    extra_rows: tuple[int, ...] = ()
+    """Positions of the old-key deletes of key-changing updates (not changelog rows)."""
+
+    @property
+    def change_count(self) -> int:
+        return self.rows.num_rows - len(self.extra_rows)
+
+
+class _Columns:
+    """Per-table lists the rows are gathered into before one Arrow conversion per column."""
+
+    __slots__ = ("shape", "images", "ops", "gtids", "commit_us", "sequences", "actions", "extra", "key_of")
+
+    def __init__(self, shape: TableShape) -> None:
+        self.shape = shape
+        self.images: list[Mapping[str, Any]] = []
+        self.ops: list[str] = []
+        self.gtids: list[str] = []
+        self.commit_us: list[int] = []
+        self.sequences: list[int] = []
+        self.actions: list[str] = []
+        self.extra: list[int] = []
+        key = shape.primary_key
+        self.key_of = itemgetter(*key) if key else (lambda image: ())
+
+    def table(self) -> ChangeTable:
+        columns = self.shape.columns
+        names = [column.name for column in columns]
+        if len(names) == 1:
+            per_column: list[Sequence[Any]] = [[image[names[0]] for image in self.images]]
+        else:
+            per_column = list(zip(*map(itemgetter(*names), self.images), strict=True)) or [[] for _ in names]
+        data = {
+            column.name: to_delta_array(to_arrow_array(column, list(values)))
+            for column, values in zip(columns, per_column, strict=True)
+        }
+        data[OP_COLUMN] = pa.array(self.ops, pa.string())
+        data[GTID_COLUMN] = pa.array(self.gtids, pa.string())
+        data[COMMIT_TS_COLUMN] = pa.array(self.commit_us, pa.int64()).cast(pa.timestamp("us", tz="UTC"))
+        data[SEQUENCE_COLUMN] = pa.array(self.sequences, pa.int32())
+        data[ACTION_COLUMN] = pa.array(self.actions, pa.string())
+        return ChangeTable(self.shape, pa.table(data), tuple(self.extra))
+
+
+def build_change_tables(transactions: Iterable[Transaction]) -> dict[str, ChangeTable]:
+    """Per table (``schema.table``), its changes of these transactions, in binlog order."""
+    gathered: dict[str, _Columns] = {}
+    for transaction in transactions:
+        gtid = str(transaction.gtid)
+        commit_us = transaction.commit_timestamp_us
+        current_shape = None
+        columns: _Columns | None = None
+        for sequence, change in enumerate(transaction.changes):
+            if change.shape is not current_shape:
+                current_shape = change.shape
+                name = current_shape.qualified_name
+                columns = gathered.get(name)
+                if columns is None:
+                    columns = gathered[name] = _Columns(current_shape)
+            assert columns is not None
+            op = change.op
+            if op is Op.DELETE:
+                image, action = change.before, "delete"
+            else:
+                image, action = change.after, "upsert"
+                before = change.before
+                if op is Op.UPDATE and before is not None:
+                    key_of = columns.key_of
+                    if key_of(before) != key_of(image):  # the old key's row goes away first
+                        columns.extra.append(len(columns.images))
+                        _append(columns, before, "update", gtid, commit_us, sequence, "delete")
+            _append(columns, image, _OPS[op], gtid, commit_us, sequence, action)
+    return {name: columns.table() for name, columns in gathered.items()}
+
+
+def _append(
+    columns: _Columns, image: Any, op: str, gtid: str, commit_us: int, sequence: int, action: str
+) -> None:
+    columns.images.append(image)
+    columns.ops.append(op)
+    columns.gtids.append(gtid)
+    columns.commit_us.append(commit_us)
+    columns.sequences.append(sequence)
+    columns.actions.append(action)
+
+
+def concat_change_tables(parts: Sequence[Mapping[str, ChangeTable]]) -> dict[str, ChangeTable]:
+    """Change tables of consecutive stretches of the binlog as one batch, still in binlog order."""
+    combined: dict[str, ChangeTable] = {}
+    for part in parts:
+        for name, table in part.items():
+            earlier = combined.get(name)
+            if earlier is None:
+                combined[name] = table
+                continue
+            offset = earlier.rows.num_rows
+            combined[name] = ChangeTable(
+                table.shape,
+                pa.concat_tables([earlier.rows, table.rows]),
+                earlier.extra_rows + tuple(offset + position for position in table.extra_rows),
+            )
+    return combined
+
+
+def without_gtids(table: ChangeTable, skipped: GtidSet) -> ChangeTable:
+    """The change table minus the changes of ``skipped`` transactions (a replay after a crash)."""
+    if not skipped:
+        return table
+    names = pa.array([str(gtid) for gtid in skipped], pa.string())
+    keep = pc.invert(pc.is_in(table.rows[GTID_COLUMN], value_set=names))
+    positions = pa.array(range(table.rows.num_rows), pa.int64()).filter(keep).to_pylist()
+    renumbered = {old: new for new, old in enumerate(positions)}
+    extra = tuple(renumbered[position] for position in table.extra_rows if position in renumbered)
+    return ChangeTable(table.shape, table.rows.filter(keep), extra)
+
+
+def final_actions(table: ChangeTable) -> pa.Table:
+    """The last row per key (with its ``_cdc_action``): what a MERGE into the target applies."""
+    rows = table.rows
+    keys = list(table.shape.primary_key)
+    numbered = rows.append_column(_ROW_NUMBER, pa.array(range(rows.num_rows), pa.int64()))
+    last = numbered.group_by(keys, use_threads=False).aggregate([(_ROW_NUMBER, "max")])
+    return rows.take(last[f"{_ROW_NUMBER}_max"]).drop_columns([OP_COLUMN, SEQUENCE_COLUMN])
+
+
+def changelog_rows(table: ChangeTable, schema: pa.Schema) -> pa.Table:
+    """Every change of the batch as a changelog row of ``schema`` (old-key deletes left out)."""
+    rows = table.rows
+    if table.extra_rows:
+        mask = [True] * rows.num_rows
+        for position in table.extra_rows:
+            mask[position] = False
+        rows = rows.filter(pa.array(mask, pa.bool_()))
+    rows = rows.append_column(COMMIT_DATE_COLUMN, rows[COMMIT_TS_COLUMN].cast(pa.date32()))
+    return rows.select(schema.names).cast(schema)
+
+
+# --- shipping a change table from a range reader (Spark task) to the driver ----------------------
+
+
+def change_tables_to_ipc(tables: Mapping[str, ChangeTable]) -> list[tuple[dict[str, Any], bytes]]:
+    """Each table as (shape JSON and extra rows, Arrow IPC stream bytes, LZ4-compressed)."""
+    shipped = []
+    for table in tables.values():
+        sink = pa.BufferOutputStream()
+        options = pa.ipc.IpcWriteOptions(compression="lz4")
+        with pa.ipc.new_stream(sink, table.rows.schema, options=options) as writer:
+            writer.write_table(table.rows)
+        header = {"shape": table.shape.to_json(), "extra_rows": list(table.extra_rows)}
+        shipped.append((header, sink.getvalue().to_pybytes()))
+    return shipped
+
+
+def change_tables_from_ipc(shipped: Sequence[tuple[dict[str, Any], bytes]]) -> dict[str, ChangeTable]:
+    tables = {}
+    for header, payload in shipped:
+        shape = TableShape.from_json(header["shape"])
+        rows = pa.ipc.open_stream(pa.BufferReader(payload)).read_all()
+        tables[shape.qualified_name] = ChangeTable(shape, rows, tuple(header["extra_rows"]))
+    return tables

@@ -1,0 +1,99 @@
+"""What a pipeline's Delta tables' columns are called, and which types they store.
+
+Invariant: the metadata column names are a public contract (documented in
+docs/binlog-application.md); downstream readers depend on them. Change them only with a migration.
+Where the tables live is :mod:`.layout` (re-exported here).
+
+Delta Lake has no unsigned integers, no TIME type and no decimals wider than 38 digits, so the
+canonical Arrow values of :mod:`airflow_mysql_cdc.engine.mysql.types` are widened on the way in:
+unsigned integers to the next signed width (BIGINT UNSIGNED and BIT to decimal(20,0)), TIME to
+int64 microseconds (MySQL TIME may be negative or above 24 h), DECIMAL(p>38) to its exact text.
+"""
+
+from __future__ import annotations
+
+import decimal
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from airflow_mysql_cdc.engine.lake.layout import LakeLayout, LakeRoot, lake_uri
+from airflow_mysql_cdc.engine.mysql.types import ColumnType, to_arrow_array
+
+__all__ = ["LakeLayout", "LakeRoot", "lake_uri"]  # where the tables live; imported from here for long
+
+GTID_COLUMN = "_cdc_gtid"
+COMMIT_TS_COLUMN = "_cdc_commit_ts"
+DELETED_COLUMN = "_cdc_deleted"
+DELETED_AT_COLUMN = "_cdc_deleted_at"
+OP_COLUMN = "_cdc_op"
+SEQUENCE_COLUMN = "_cdc_seq"
+COMMIT_DATE_COLUMN = "_cdc_commit_date"
+METADATA_PREFIX = "_cdc_"
+
+COMMIT_METADATA_APPLIED = "airflow_mysql_cdc.applied_gtids"
+COMMIT_METADATA_BATCH = "airflow_mysql_cdc.batch_seq"
+COMMIT_METADATA_EPOCH = "airflow_mysql_cdc.epoch"
+
+
+def delta_type(arrow_type: pa.DataType) -> pa.DataType:
+    """The type Delta stores for a canonical Arrow type."""
+    if pa.types.is_unsigned_integer(arrow_type):
+        return {8: pa.int16(), 16: pa.int32(), 32: pa.int64()}.get(arrow_type.bit_width, pa.decimal128(20, 0))
+    if pa.types.is_duration(arrow_type):
+        return pa.int64()
+    if pa.types.is_decimal(arrow_type) and arrow_type.precision > 38:
+        return pa.string()
+    return arrow_type
+
+
+def to_delta_array(array: pa.Array) -> pa.Array:
+    """Cast one canonical column to the type Delta stores (see :func:`delta_type`)."""
+    target = delta_type(array.type)
+    if target == array.type:
+        return array
+    if pa.types.is_duration(array.type):
+        return array.cast(pa.int64())
+    if pa.types.is_decimal(target):
+        return pa.array([None if v is None else decimal.Decimal(v) for v in array.to_pylist()], type=target)
+    if pa.types.is_string(target):
+        return pa.array([None if v is None else str(v) for v in array.to_pylist()], type=target)
+    return array.cast(target)
+
+
+def source_arrays(columns: Sequence[ColumnType], rows: Sequence[Mapping[str, Any]]) -> dict[str, pa.Array]:
+    """Canonical rows as one Delta-typed Arrow array per source column."""
+    return {
+        column.name: to_delta_array(to_arrow_array(column, [row.get(column.name) for row in rows]))
+        for column in columns
+    }
+
+
+def source_columns_schema(columns: tuple[ColumnType, ...]) -> list[pa.Field]:
+    return [pa.field(column.name, delta_type(column.arrow_type())) for column in columns]
+
+
+def target_schema(columns: tuple[ColumnType, ...]) -> pa.Schema:
+    return pa.schema(
+        [
+            *source_columns_schema(columns),
+            pa.field(GTID_COLUMN, pa.string()),
+            pa.field(COMMIT_TS_COLUMN, pa.timestamp("us", tz="UTC")),
+            pa.field(DELETED_COLUMN, pa.bool_()),
+            pa.field(DELETED_AT_COLUMN, pa.timestamp("us", tz="UTC")),
+        ]
+    )
+
+
+def changelog_schema(columns: tuple[ColumnType, ...]) -> pa.Schema:
+    return pa.schema(
+        [
+            *source_columns_schema(columns),
+            pa.field(OP_COLUMN, pa.string()),
+            pa.field(GTID_COLUMN, pa.string()),
+            pa.field(COMMIT_TS_COLUMN, pa.timestamp("us", tz="UTC")),
+            pa.field(SEQUENCE_COLUMN, pa.int32()),
+            pa.field(COMMIT_DATE_COLUMN, pa.date32()),
+        ]
+    )

@@ -1,0 +1,360 @@
+"""Exactly-once application of binlog micro-batches to Delta tables with delta-rs.
+
+Invariants:
+
+1. **Data and position commit together, per table.** Every commit to a target or changelog table
+   carries, in its commit metadata, the pipeline position after the batch
+   (``airflow_mysql_cdc.applied_gtids``), and a Delta app transaction ``(pipeline id, batch seq)``.
+   A table therefore never holds data without knowing which GTIDs it reflects.
+2. **Replays are recognised.** After a crash the pipeline resumes from the state table's applied
+   set ``P``; a table whose own applied set ``S_t`` is ahead of ``P`` (it committed, the state did
+   not) skips exactly the GTIDs in ``S_t - P``. Nothing is applied twice, nothing is skipped for a
+   table that did not get it. Guarded by ``test_crash_between_table_commits_replays_nothing_twice``.
+3. **One writer.** The state table's epoch claim fences older writers (see ``pipeline_state``), and
+   each table write checks that the table is still at the version this writer last saw, so a fenced
+   writer fails before it can move a table backwards.
+4. **The sink never goes backwards or skips ahead.** :meth:`DeltaSink.open` resumes from the sink
+   when the requested start is contained in what the sink applied, and refuses a start that the
+   sink has not reached (a gap) or that diverges from it.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
+from deltalake.exceptions import CommitFailedError, TableNotFoundError
+
+from airflow_mysql_cdc.engine.binlog.changes import Transaction as BinlogTransaction
+from airflow_mysql_cdc.engine.lake.change_table import (
+    ACTION_COLUMN,
+    ChangeTable,
+    build_change_tables,
+    changelog_rows,
+    final_actions,
+    without_gtids,
+)
+from airflow_mysql_cdc.engine.lake.delta_layout import (
+    COMMIT_DATE_COLUMN,
+    COMMIT_METADATA_APPLIED,
+    COMMIT_METADATA_BATCH,
+    COMMIT_METADATA_EPOCH,
+    COMMIT_TS_COLUMN,
+    DELETED_AT_COLUMN,
+    DELETED_COLUMN,
+    GTID_COLUMN,
+    LakeLayout,
+    LakeRoot,
+    changelog_schema,
+    target_schema,
+)
+from airflow_mysql_cdc.engine.lake.pipeline_state import (
+    PipelineFencedError,
+    PipelineState,
+    PipelineStateStore,
+    default_owner,
+)
+from airflow_mysql_cdc.engine.lake.sink import SinkBehindError, SinkDivergedError
+from airflow_mysql_cdc.engine.values.gtid import GtidSet
+
+log = logging.getLogger(__name__)
+_HISTORY_SCAN_LIMIT = 200
+
+
+@dataclass
+class _TableHandle:
+    """A Delta table this writer writes, with the version it last saw and what it already has."""
+
+    path: str
+    table: DeltaTable | None
+    expected_version: int | None
+    already_applied: GtidSet
+
+
+@dataclass
+class BatchResult:
+    batch_seq: int
+    applied_gtids: GtidSet
+    transactions: int
+    rows_by_table: dict[str, int] = field(default_factory=dict)
+    table_versions: dict[str, int] = field(default_factory=dict)
+
+
+def _applied_by_table(table: DeltaTable, pipeline_app_id: str) -> GtidSet:
+    """The applied set recorded by this pipeline's newest commit to ``table`` (empty if none)."""
+    if table.transaction_version(pipeline_app_id) is None:
+        return GtidSet()
+    for commit in table.history(limit=_HISTORY_SCAN_LIMIT):
+        if COMMIT_METADATA_APPLIED in commit:
+            return GtidSet.parse(commit[COMMIT_METADATA_APPLIED])
+    raise RuntimeError(
+        f"{table.table_uri} has an app transaction of {pipeline_app_id} but none of its last "
+        f"{_HISTORY_SCAN_LIMIT} commits records an applied GTID set; was its history vacuumed?"
+    )
+
+
+class DeltaSink:
+    """Applies micro-batches of transactions to a target and a changelog table per source table."""
+
+    def __init__(
+        self,
+        lake_root: LakeRoot,
+        pipeline_id: str,
+        *,
+        soft_deletes: bool = False,
+        owner: str | None = None,
+        storage_options: dict[str, str] | None = None,
+        lease_s: float = 60.0,
+        state_path: str | None = None,
+    ) -> None:
+        """``state_path`` gives a writer its own state table (a table's catch-up before it joins)."""
+        self.layout = LakeLayout(lake_root)
+        self.pipeline_id = pipeline_id
+        self.app_id = f"airflow_mysql_cdc:{pipeline_id}"
+        self.soft_deletes = soft_deletes
+        self.owner = owner or default_owner()
+        self.storage_options = storage_options
+        self.lease_s = lease_s
+        self._last_state_commit = time.monotonic()
+        self._state_store = PipelineStateStore(state_path or self.layout.state, pipeline_id, storage_options)
+        self._state: PipelineState | None = None
+        self._handles: dict[str, _TableHandle] = {}
+
+    # --- lifecycle ----------------------------------------------------------------------------
+
+    def open(self, requested_start: GtidSet, *, rebase: bool = False) -> GtidSet:
+        """Claim the pipeline and return the position to read from.
+
+        ``rebase`` moves a pipeline whose lake is behind or off ``requested_start`` to it, after its
+        tables were re-snapshotted (purged binlogs): the membership is cleared, so each table must
+        then be admitted again against its new snapshot (:mod:`~airflow_mysql_cdc.engine.apply.admission`).
+        """
+        previous = self._state_store.read()
+        rebasing = False
+        if previous is not None and previous.batch_seq > 0:
+            sink_applied = previous.applied_gtids
+            if not requested_start.issubset(sink_applied):
+                if rebase:
+                    rebasing = True
+                elif sink_applied.issubset(requested_start):
+                    raise SinkBehindError(
+                        f"the lake has applied only {sink_applied or '(nothing)'}, but the run was asked to "
+                        f"start from {requested_start}: the transactions {requested_start - sink_applied} "
+                        "never reached the lake. Start from the lake's applied set (or re-snapshot)."
+                    )
+                else:
+                    raise SinkDivergedError(
+                        f"the requested start {requested_start} and the lake's applied set {sink_applied} "
+                        f"diverge (the lake lacks {requested_start - sink_applied} and has "
+                        f"{sink_applied - requested_start} the start does not): they belong to different "
+                        "histories. Check the checkpoint and the connection; re-snapshot if the source "
+                        "changed."
+                    )
+        self._state = self._state_store.claim(
+            self.owner, initial_applied=requested_start, lease_s=self.lease_s
+        )
+        if previous is None or previous.batch_seq == 0:
+            self._state = self._state_store.commit(self._state, requested_start, self._state.batch_seq)
+        elif rebasing:
+            log.warning(
+                "sink %s: rebasing the pipeline from %s to %s after a re-snapshot; every table must "
+                "join again from its new snapshot",
+                self.layout.root,
+                self._state.applied_gtids,
+                requested_start,
+            )
+            self._state = self._state_store.commit(
+                self._state, requested_start, self._state.batch_seq, members={}
+            )
+        log.info(
+            "sink %s: claimed epoch %d, resuming from %s",
+            self.layout.root,
+            self._state.epoch,
+            self._state.applied_gtids or "(empty)",
+        )
+        return self._state.applied_gtids
+
+    @property
+    def applied_gtids(self) -> GtidSet:
+        assert self._state is not None, "open() the sink first"
+        return self._state.applied_gtids
+
+    @property
+    def epoch(self) -> int:
+        assert self._state is not None, "open() the sink first"
+        return self._state.epoch
+
+    @property
+    def members(self) -> dict[str, str] | None:
+        """The tables the pipeline streams (see ``pipeline_state``); None for a state without them."""
+        assert self._state is not None, "open() the sink first"
+        return self._state.members
+
+    @property
+    def is_new(self) -> bool:
+        """Nothing was ever applied or admitted: the pipeline's first run."""
+        assert self._state is not None, "open() the sink first"
+        return self._state.batch_seq == 0 and not self._state.members
+
+    def record_members(self, members: dict[str, str]) -> None:
+        """Make ``members`` the pipeline's tables, from its current position on."""
+        assert self._state is not None, "open() the sink first"
+        self._state = self._state_store.commit(
+            self._state, self._state.applied_gtids, self._state.batch_seq, members=members
+        )
+        self._last_state_commit = time.monotonic()
+
+    def heartbeat_if_due(self) -> None:
+        """Renew the lease when no batch has done it lately (an idle live stream)."""
+        if self._state is not None and time.monotonic() - self._last_state_commit >= self.lease_s / 3:
+            self._state = self._state_store.commit(
+                self._state, self._state.applied_gtids, self._state.batch_seq
+            )
+            self._last_state_commit = time.monotonic()
+
+    def release(self) -> None:
+        """Let the next instance claim the pipeline at once (the run ended normally)."""
+        if self._state is not None:
+            self._state_store.commit(
+                self._state, self._state.applied_gtids, self._state.batch_seq, release=True
+            )
+            self._state = None
+
+    # --- applying -----------------------------------------------------------------------------
+
+    def apply(self, transactions: Sequence[BinlogTransaction], position_after: GtidSet) -> BatchResult:
+        """Apply one micro-batch; ``position_after`` is the reader's position after its last transaction."""
+        return self.apply_change_tables(build_change_tables(transactions), position_after, len(transactions))
+
+    def apply_change_tables(
+        self, tables: Mapping[str, ChangeTable], position_after: GtidSet, transactions: int
+    ) -> BatchResult:
+        """Apply one micro-batch already gathered per table (by :func:`.build_change_tables`)."""
+        state = self._state
+        assert state is not None, "open() the sink first"
+        if not state.applied_gtids.issubset(position_after):
+            raise ValueError("position_after must contain the applied set: the reader went backwards")
+        batch_seq = state.batch_seq + 1
+        result = BatchResult(batch_seq, position_after, transactions)
+        properties = CommitProperties(
+            custom_metadata={
+                COMMIT_METADATA_APPLIED: str(position_after),
+                COMMIT_METADATA_BATCH: batch_seq,
+                COMMIT_METADATA_EPOCH: state.epoch,
+            },
+            app_transactions=[Transaction(self.app_id, batch_seq)],
+            max_commit_retries=0,
+        )
+        for name in sorted(tables):
+            self._state_store.assert_still_owner(state)
+            counts = []
+            target = without_gtids(tables[name], self._handle(name, "target").already_applied)
+            if target.rows.num_rows:
+                result.table_versions[name] = self._merge_target(name, target, properties)
+                counts.append(target.change_count)
+            changelog = without_gtids(tables[name], self._handle(name, "changelog").already_applied)
+            if changelog.rows.num_rows:
+                self._append_changelog(name, changelog, properties)
+                counts.append(changelog.change_count)
+            if counts:
+                result.rows_by_table[name] = max(counts)
+        self._state = self._state_store.commit(state, position_after, batch_seq)
+        self._last_state_commit = time.monotonic()
+        for handle in self._handles.values():
+            handle.already_applied = GtidSet()  # everything up to position_after is now in the state
+        return result
+
+    # --- tables -------------------------------------------------------------------------------
+
+    def _path(self, name: str, kind: str) -> str:
+        schema, table = name.split(".", 1)
+        path = self.layout.target(schema, table) if kind == "target" else self.layout.changelog(schema, table)
+        return str(path)
+
+    def _handle(self, name: str, kind: str) -> _TableHandle:
+        key = f"{kind}:{name}"
+        handle = self._handles.get(key)
+        if handle is None:
+            path = self._path(name, kind)
+            try:
+                table = DeltaTable(path, storage_options=self.storage_options)
+            except TableNotFoundError:
+                table = None
+            applied = _applied_by_table(table, self.app_id) if table is not None else GtidSet()
+            assert self._state is not None
+            ahead = applied - self._state.applied_gtids
+            if ahead:
+                log.info("sink: %s %s already has %s; those changes are skipped for it", kind, name, ahead)
+            handle = _TableHandle(path, table, table.version() if table is not None else None, ahead)
+            self._handles[key] = handle
+        return handle
+
+    def _checked_table(
+        self, handle: _TableHandle, schema: pa.Schema, partition_by: list[str] | None
+    ) -> DeltaTable:
+        if handle.table is None:
+            handle.table = DeltaTable.create(
+                handle.path, schema=schema, partition_by=partition_by, mode="ignore",
+                storage_options=self.storage_options,
+            )  # fmt: skip
+            handle.expected_version = handle.table.version()
+        handle.table.update_incremental()
+        if handle.table.version() != handle.expected_version:
+            assert self._state is not None
+            raise PipelineFencedError(
+                f"{handle.path} moved from version {handle.expected_version} to {handle.table.version()} "
+                f"without this writer (epoch {self._state.epoch}): another instance is writing this "
+                "pipeline. This writer stops."
+            )
+        return handle.table
+
+    def _commit_failed(self, handle: _TableHandle, error: Exception) -> PipelineFencedError:
+        return PipelineFencedError(f"commit to {handle.path} conflicted with another writer: {error}")
+
+    def _merge_target(self, name: str, batch: ChangeTable, properties: CommitProperties) -> int:
+        handle = self._handle(name, "target")
+        table = self._checked_table(handle, target_schema(batch.shape.columns), None)
+        source = final_actions(batch)
+        key_match = " AND ".join(f"t.{_quote(c)} = s.{_quote(c)}" for c in batch.shape.primary_key)
+        columns = [c.name for c in batch.shape.columns]
+        upsert = {c: f"s.{_quote(c)}" for c in [*columns, GTID_COLUMN, COMMIT_TS_COLUMN]}
+        upsert |= {DELETED_COLUMN: "false", DELETED_AT_COLUMN: "null"}
+        merger = table.merge(
+            source, key_match, source_alias="s", target_alias="t", commit_properties=properties
+        ).when_matched_update(upsert, predicate=f"s.{ACTION_COLUMN} = 'upsert'")
+        if self.soft_deletes:
+            deleted = {
+                GTID_COLUMN: f"s.{GTID_COLUMN}",
+                COMMIT_TS_COLUMN: f"s.{COMMIT_TS_COLUMN}",
+                DELETED_COLUMN: "true",
+                DELETED_AT_COLUMN: f"s.{COMMIT_TS_COLUMN}",
+            }
+            merger = merger.when_matched_update(deleted, predicate=f"s.{ACTION_COLUMN} = 'delete'")
+        else:
+            merger = merger.when_matched_delete(predicate=f"s.{ACTION_COLUMN} = 'delete'")
+        merger = merger.when_not_matched_insert(upsert, predicate=f"s.{ACTION_COLUMN} = 'upsert'")
+        try:
+            merger.execute()
+        except CommitFailedError as error:
+            raise self._commit_failed(handle, error) from error
+        handle.expected_version = table.version()
+        return table.version()
+
+    def _append_changelog(self, name: str, batch: ChangeTable, properties: CommitProperties) -> None:
+        handle = self._handle(name, "changelog")
+        schema = changelog_schema(batch.shape.columns)
+        table = self._checked_table(handle, schema, [COMMIT_DATE_COLUMN])
+        try:
+            write_deltalake(table, changelog_rows(batch, schema), mode="append", commit_properties=properties)
+        except CommitFailedError as error:
+            raise self._commit_failed(handle, error) from error
+        table.update_incremental()
+        handle.expected_version = table.version()
+
+
+def _quote(column: str) -> str:
+    return '"' + column.replace('"', '""') + '"'

@@ -1,0 +1,264 @@
+"""The pipeline's own Delta table: the applied GTID set of the whole pipeline, and who may write.
+
+Invariant: at most one writer makes progress. Every change of the state is an *overwrite* of a
+one-row Delta table, and Delta rejects an overwrite whose snapshot is no longer the latest
+(``CommitFailedError``: a concurrent transaction deleted data this operation read). A writer
+starts by *claiming* the pipeline: it overwrites the state with ``epoch + 1``. From then on an
+older writer's next state commit, or its next table commit (the sink checks each table's version
+against the one it last wrote), fails with :class:`PipelineFencedError`. A writer that was
+``kill -9``-ed needs no lease to expire: its successor's claim fences it.
+
+A running writer also holds a *lease*: every state commit is a heartbeat, and a new instance
+refuses to claim (``PipelineBusyError``) while the owner's heartbeat is younger than the lease,
+unless the owner ran on the same host and its process is gone. A writer that finishes releases the
+pipeline. So the second of two instances fails at start, and the claim's fencing covers the rest
+(an instance that stalls past its lease and wakes up).
+
+The applied set here is the pipeline's position: every GTID in it is in every target table (or
+touched none of them). Tables may be *ahead* of it (a crash between a table commit and this
+commit); the sink reads each table's own applied set from its commit metadata to skip those.
+
+The state also names the pipeline's *members*: the tables it streams, each with the id of the
+snapshot it joined with. A table that is not a member (added to the configuration, or
+re-snapshotted) must be admitted before the stream writes it
+(:mod:`~airflow_mysql_cdc.engine.apply.admission`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import time
+import uuid
+from dataclasses import dataclass
+
+import pyarrow as pa
+from deltalake import CommitProperties, DeltaTable, write_deltalake
+from deltalake.exceptions import CommitFailedError, TableNotFoundError
+
+from airflow_mysql_cdc.engine.values.gtid import GtidSet
+
+_SCHEMA = pa.schema(
+    [
+        pa.field("pipeline_id", pa.string()),
+        pa.field("epoch", pa.int64()),
+        pa.field("owner", pa.string()),
+        pa.field("applied_gtids", pa.string()),
+        pa.field("batch_seq", pa.int64()),
+        pa.field("updated_at_us", pa.int64()),
+        pa.field("members", pa.string()),
+    ]
+)
+
+
+class PipelineFencedError(RuntimeError):
+    """Another writer claimed the pipeline; this one must stop without writing anything more."""
+
+
+class PipelineBusyError(PipelineFencedError):
+    """Another live writer holds the pipeline's lease: a second instance refuses to start."""
+
+
+class PipelineMismatchError(ValueError):
+    """The lake location holds another pipeline's state."""
+
+
+def default_owner() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+RELEASED = ""
+"""Owner of a pipeline whose last writer finished and let go of it."""
+
+
+def _owner_is_dead_here(owner: str) -> bool:
+    """True when the owner ran on this host and its process is gone (a kill -9, a crash)."""
+    host, _, rest = owner.partition(":")
+    pid_text = rest.partition(":")[0]
+    if host != socket.gethostname() or not pid_text.isdigit():
+        return False
+    try:
+        os.kill(int(pid_text), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
+@dataclass(frozen=True)
+class PipelineState:
+    pipeline_id: str
+    epoch: int
+    owner: str
+    applied_gtids: GtidSet
+    batch_seq: int
+    updated_at_us: int
+    table_version: int
+    """Version of the state table holding this row: the snapshot the next overwrite is based on."""
+    members: dict[str, str] | None = None
+    """Streamed table -> id of the snapshot it joined with ("" when it joined without one); None
+    for a state written before membership was recorded."""
+
+
+class PipelineStateStore:
+    def __init__(self, path: str, pipeline_id: str, storage_options: dict[str, str] | None = None):
+        self.path = str(path)
+        self.pipeline_id = pipeline_id
+        self.storage_options = storage_options
+        self._table: DeltaTable | None = None
+
+    def read(self) -> PipelineState | None:
+        try:
+            table = DeltaTable(self.path, storage_options=self.storage_options)
+        except TableNotFoundError:
+            return None
+        return self._state_of(table)
+
+    def _state_of(self, table: DeltaTable) -> PipelineState | None:
+        rows = table.to_pyarrow_table().to_pylist()
+        if not rows:
+            return None
+        row = rows[0]
+        if row["pipeline_id"] != self.pipeline_id:
+            raise PipelineMismatchError(
+                f"{self.path} holds the state of pipeline {row['pipeline_id']!r}, not {self.pipeline_id!r}: "
+                "point this pipeline at its own lake location"
+            )
+        return PipelineState(
+            pipeline_id=row["pipeline_id"],
+            epoch=row["epoch"],
+            owner=row["owner"],
+            applied_gtids=GtidSet.parse(row["applied_gtids"]),
+            batch_seq=row["batch_seq"],
+            updated_at_us=row["updated_at_us"],
+            table_version=table.version(),
+            members=json.loads(row["members"]) if row.get("members") is not None else None,
+        )
+
+    def claim(self, owner: str, initial_applied: GtidSet, *, lease_s: float = 0.0) -> PipelineState:
+        """Become the pipeline's only writer: epoch + 1. A concurrent claim makes one of them fail.
+
+        A previous owner that has not released the pipeline and whose last heartbeat is younger than
+        ``lease_s`` is taken to be alive: the claim fails with :class:`PipelineBusyError`, so a
+        second instance never starts writing next to a running one. A previous owner that ran on
+        this host and whose process is gone is known dead, and is taken over at once.
+        """
+        try:
+            table = DeltaTable(self.path, storage_options=self.storage_options)
+        except TableNotFoundError:
+            table = None
+        previous = self._state_of(table) if table is not None else None
+        if previous is not None and previous.owner not in (RELEASED, owner):
+            age_s = (time.time_ns() // 1000 - previous.updated_at_us) / 1e6
+            if age_s < lease_s and not _owner_is_dead_here(previous.owner):
+                raise PipelineBusyError(
+                    f"pipeline {self.pipeline_id!r} is being written by {previous.owner} (epoch "
+                    f"{previous.epoch}, last heartbeat {age_s:.0f}s ago); a second instance must not "
+                    f"write it at the same time, so this one stops without writing. If that instance "
+                    f"is gone, its lease expires {lease_s - age_s:.0f}s from now."
+                )
+        state = PipelineState(
+            pipeline_id=self.pipeline_id,
+            epoch=(previous.epoch if previous else 0) + 1,
+            owner=owner,
+            applied_gtids=previous.applied_gtids if previous else initial_applied,
+            batch_seq=previous.batch_seq if previous else 0,
+            updated_at_us=time.time_ns() // 1000,
+            table_version=-1,
+            members=previous.members if previous else {},
+        )
+        return self._write(table, state, "claim")
+
+    def commit(
+        self,
+        current: PipelineState,
+        applied: GtidSet,
+        batch_seq: int,
+        *,
+        release: bool = False,
+        members: dict[str, str] | None = None,
+    ) -> PipelineState:
+        """Record progress (also the lease's heartbeat); ``release`` lets the next instance in at once.
+
+        ``members`` replaces the member tables; by default they are kept.
+
+        Fails with PipelineFencedError if anyone wrote the state since ``current``.
+        """
+        assert self._table is not None and self._table.version() == current.table_version
+        state = PipelineState(
+            pipeline_id=self.pipeline_id,
+            epoch=current.epoch,
+            owner=RELEASED if release else current.owner,
+            applied_gtids=applied,
+            batch_seq=batch_seq,
+            updated_at_us=time.time_ns() // 1000,
+            table_version=-1,
+            members=current.members if members is None else members,
+        )
+        return self._write(self._table, state, "commit")
+
+    def assert_still_owner(self, current: PipelineState) -> None:
+        latest = DeltaTable(self.path, storage_options=self.storage_options)
+        if latest.version() != current.table_version:
+            raise self._fenced(current, "its state changed since this writer's last commit")
+
+    def _write(self, table: DeltaTable | None, state: PipelineState, action: str) -> PipelineState:
+        row = pa.table(
+            {
+                "pipeline_id": [state.pipeline_id],
+                "epoch": [state.epoch],
+                "owner": [state.owner],
+                "applied_gtids": [str(state.applied_gtids)],
+                "batch_seq": [state.batch_seq],
+                "updated_at_us": [state.updated_at_us],
+                "members": [None if state.members is None else json.dumps(state.members, sort_keys=True)],
+            },
+            schema=_SCHEMA,
+        )
+        properties = CommitProperties(
+            custom_metadata={"airflow_mysql_cdc.action": action, "airflow_mysql_cdc.epoch": state.epoch},
+            max_commit_retries=0,
+        )
+        try:
+            if table is None:
+                write_deltalake(
+                    self.path,
+                    row,
+                    mode="error",
+                    storage_options=self.storage_options,
+                    commit_properties=properties,
+                )
+            else:
+                write_deltalake(
+                    table, row, mode="overwrite", schema_mode="overwrite", commit_properties=properties
+                )
+        except (CommitFailedError, FileExistsError) as error:
+            raise self._fenced(state, f"a concurrent {action} won ({error.__class__.__name__})") from error
+        except Exception as error:  # deltalake reports "table already exists" as a generic error
+            if table is None and "exist" in str(error).lower():
+                raise self._fenced(state, "another writer created the state first") from error
+            raise
+        self._table = DeltaTable(self.path, storage_options=self.storage_options)
+        written = self._state_of(self._table)
+        assert written is not None
+        if (
+            written.epoch != state.epoch
+            or written.owner != state.owner
+            or written.updated_at_us != state.updated_at_us
+        ):
+            raise self._fenced(state, "the state now belongs to another writer")
+        return written
+
+    def _fenced(self, state: PipelineState, reason: str) -> PipelineFencedError:
+        latest = None
+        with contextlib.suppress(Exception):  # only for the message
+            latest = self.read()
+        holder = f"epoch {latest.epoch}, owner {latest.owner}" if latest else "unknown"
+        return PipelineFencedError(
+            f"pipeline {self.pipeline_id!r} is being written by another instance ({holder}); this writer "
+            f"(epoch {state.epoch}, owner {state.owner}) stops: {reason}. Only one application may run "
+            "per pipeline; check for a second DAG run or a leftover spark-submit."
+        )

@@ -1,0 +1,152 @@
+"""Facts about a server that the prerequisite checks judge, read in one pass.
+
+Invariant: this module only reads (SHOW, SELECT ... LIMIT 0); it changes nothing on the server.
+Statements renamed across MySQL 8.0 → 8.4 (``SHOW REPLICA STATUS``/``SHOW SLAVE STATUS``,
+``log_replica_updates``/``log_slave_updates``) are tried in both forms, and facts are normalised to
+the new names so the judging code never branches on the version.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import pymysql
+
+from airflow_mysql_cdc.engine.mysql.grants import AccountGrants, read_account_grants
+from airflow_mysql_cdc.engine.mysql.schema import TableMetadata, TableRef, read_table_metadata
+from airflow_mysql_cdc.engine.values.gtid import GtidSet
+
+HOUR_S = 3600
+MIN_RETENTION_FLOOR_S = 24 * HOUR_S
+_VARIABLES = (
+    "log_bin", "gtid_mode", "enforce_gtid_consistency", "binlog_format", "binlog_row_image",
+    "binlog_row_metadata", "binlog_row_value_options", "binlog_transaction_compression",
+    "binlog_expire_logs_seconds", "binlog_expire_logs_auto_purge", "expire_logs_days", "server_id",
+    "log_replica_updates", "log_slave_updates", "replica_parallel_workers", "slave_parallel_workers",
+    "replica_preserve_commit_order", "slave_preserve_commit_order", "version",
+)  # fmt: skip
+# MySQL 8.0 before 8.0.26 only knows the old names; judge everything under the new ones.
+_RENAMED_VARIABLES = {
+    "log_replica_updates": "log_slave_updates",
+    "replica_parallel_workers": "slave_parallel_workers",
+    "replica_preserve_commit_order": "slave_preserve_commit_order",
+}
+
+
+@dataclass(frozen=True)
+class PrerequisiteConfig:
+    tables: tuple[TableRef, ...]
+    min_binlog_retention_s: int = MIN_RETENTION_FLOOR_S
+    reader_server_ids: tuple[int, ...] = ()
+    # The reader decodes compressed transaction payloads (engine/binlog/compressed_payload.py).
+    engine_decodes_compressed_transactions: bool = True
+    engine_supports_tagged_gtids: bool = False
+
+
+@dataclass(frozen=True)
+class ServerFacts:
+    """What :func:`gather_facts` read; plain data so :func:`evaluate` can be tested without MySQL."""
+
+    variables: dict[str, str]
+    gtid_executed: GtidSet
+    grants: AccountGrants
+    tables: dict[TableRef, TableMetadata | None]
+    select_denied: frozenset[TableRef] = frozenset()
+    replica_source: str | None = None
+    """Host:port of the source when this server is a replica; None when it is not."""
+    rds_binlog_retention_hours: int | None | Literal["absent"] = "absent"
+    registered_replica_ids: frozenset[int] | None = frozenset()
+    """server_ids of replicas registered with this server; None when we may not list them."""
+    notes: tuple[str, ...] = ()
+
+
+def _first_working(cursor: pymysql.cursors.Cursor, statements: Sequence[str]) -> list[dict] | None:
+    """Rows of the first statement the server accepts (names changed across 8.0 → 8.4)."""
+    last_error: pymysql.MySQLError | None = None
+    for statement in statements:
+        try:
+            cursor.execute(statement)
+        except pymysql.err.ProgrammingError as error:
+            last_error = error
+            continue
+        except pymysql.err.OperationalError as error:
+            if error.args[0] in (1227, 1045):  # access denied: the caller reports it
+                return None
+            raise
+        columns = [d[0] for d in cursor.description or ()]
+        return [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
+    if last_error is not None and last_error.args[0] in (1227,):
+        return None
+    raise last_error if last_error else RuntimeError("no statement to run")
+
+
+def gather_facts(connection: pymysql.connections.Connection, config: PrerequisiteConfig) -> ServerFacts:
+    notes: list[str] = []
+    with connection.cursor() as cursor:
+        names = ", ".join(f"'{name}'" for name in _VARIABLES)
+        cursor.execute(f"SHOW GLOBAL VARIABLES WHERE Variable_name IN ({names})")
+        variables = {str(name).lower(): str(value) for name, value in cursor.fetchall()}
+        for name, old_name in _RENAMED_VARIABLES.items():
+            if name not in variables and old_name in variables:
+                variables[name] = variables[old_name]
+        cursor.execute("SELECT @@GLOBAL.gtid_executed")
+        gtid_executed = GtidSet.parse(cursor.fetchone()[0])
+        grants = read_account_grants(cursor)
+
+        replica_source = None
+        try:
+            replica_rows = _first_working(cursor, ("SHOW REPLICA STATUS", "SHOW SLAVE STATUS"))
+        except pymysql.MySQLError as error:
+            replica_rows = None
+            notes.append(f"could not read replica status: {error.args[-1]}")
+        if replica_rows:
+            row = replica_rows[0]
+            host = row.get("Source_Host") or row.get("Master_Host")
+            port = row.get("Source_Port") or row.get("Master_Port")
+            replica_source = f"{host}:{port}"
+
+        rds_hours: int | None | Literal["absent"] = "absent"
+        try:
+            cursor.execute("SELECT value FROM mysql.rds_configuration WHERE name = 'binlog retention hours'")
+            row = cursor.fetchone()
+            rds_hours = int(row[0]) if row and row[0] is not None else None
+        except pymysql.MySQLError as error:
+            if error.args[0] not in (1146, 1142, 1044):  # no such table; no access to mysql.*
+                raise
+
+        try:
+            replicas = _first_working(cursor, ("SHOW REPLICAS", "SHOW SLAVE HOSTS"))
+        except pymysql.MySQLError:
+            replicas = None
+        registered = (
+            None
+            if replicas is None
+            else frozenset(int(r.get("Server_Id") or r.get("Server_id") or 0) for r in replicas)
+        )
+
+        tables: dict[TableRef, TableMetadata | None] = {}
+        select_denied: set[TableRef] = set()
+        for ref in config.tables:
+            tables[ref] = read_table_metadata(cursor, ref)
+            try:
+                # SELECT * (not SELECT 1): column-level grants on some columns must not pass as table access.
+                cursor.execute(f"SELECT * FROM {ref.quoted} LIMIT 0")
+                cursor.fetchall()
+            except pymysql.MySQLError as error:
+                if error.args[0] in (1142, 1143):  # SELECT command denied
+                    select_denied.add(ref)
+                elif error.args[0] != 1146:  # missing tables are reported by the existence check
+                    raise
+    return ServerFacts(
+        variables=variables,
+        gtid_executed=gtid_executed,
+        grants=grants,
+        tables=tables,
+        select_denied=frozenset(select_denied),
+        replica_source=replica_source,
+        rds_binlog_retention_hours=rds_hours,
+        registered_replica_ids=registered,
+        notes=tuple(notes),
+    )
