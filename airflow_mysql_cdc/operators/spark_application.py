@@ -15,17 +15,10 @@ from typing import Any
 from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowFailException
 
-from airflow_mysql_cdc.engine.entrypoints import common
+from airflow_mysql_cdc.engine.errors import ExitCode
 from airflow_mysql_cdc.engine.lake.storage import secret_storage_options_to_environment
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.hooks.spark_submit import MySqlCdcSparkSubmitHook, SparkSubmitFailed
-
-# Exit codes of the applications that no retry can fix (see the entry points' docstrings).
-FINAL_EXIT_CODES = {
-    common.EXIT_CONFIG: "configuration error",
-    common.EXIT_SINK_MISMATCH: "the lake and the requested start disagree, or a table cannot join",
-    common.EXIT_BINLOG: "the binlog cannot be read from the checkpoint",
-}
 
 
 def driver_environment() -> dict[str, str]:
@@ -126,9 +119,15 @@ class SparkApplicationOperator(BaseOperator):
             return json.loads(result_file.read_text())
 
     def _failure(self, error: SparkSubmitFailed) -> Exception:
-        if error.returncode in FINAL_EXIT_CODES:
+        """Fail at once when the application's exit code says no retry can help; else let Airflow retry.
+
+        The code is the one the engine's error class carries (:class:`ExitCode`); a code we do not
+        know (a signal, the JVM's own) is treated as a crash, which a retry may fix.
+        """
+        known = error.returncode in ExitCode.__members__.values()
+        if known and not ExitCode(error.returncode).retryable:
             return AirflowFailException(
-                f"{self.task_id} failed: {FINAL_EXIT_CODES[error.returncode]}. {error}"
+                f"{self.task_id} failed: {ExitCode(error.returncode).meaning}. {error}"
             )
         return error
 

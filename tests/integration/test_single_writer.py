@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from airflow_mysql_cdc.engine.apply.config import ApplyConfig
-from airflow_mysql_cdc.engine.entrypoints.common import EXIT_FENCED
+from airflow_mysql_cdc.engine.errors import ExitCode
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from tests.support.apply_process import launch_application
@@ -39,7 +39,7 @@ def test_second_instance_fails_with_a_clear_error_while_the_first_keeps_applying
     time.sleep(4)  # the first instance has claimed the pipeline and is tailing
     second = launch_application(config, tmp_path / "second", mysql_database)
     _, second_stderr = second.communicate(timeout=60)
-    assert second.returncode == EXIT_FENCED
+    assert second.returncode == ExitCode.FENCED
     assert "a second instance must not write it at the same time" in second_stderr.decode()
     ConcurrentWriter(mysql_database, seconds=1).run()
     time.sleep(3)  # let the first instance apply everything

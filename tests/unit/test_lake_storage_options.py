@@ -9,8 +9,8 @@ import pytest
 
 from airflow_mysql_cdc.engine.apply.config import ApplyConfig
 from airflow_mysql_cdc.engine.entrypoints import binlog_to_delta, snapshot_to_delta
-from airflow_mysql_cdc.engine.entrypoints.common import EXIT_CONFIG
 from airflow_mysql_cdc.engine.entrypoints.snapshot_to_delta import SnapshotConfig
+from airflow_mysql_cdc.engine.errors import ExitCode
 from airflow_mysql_cdc.engine.lake.storage import (
     LAKE_STORAGE_OPTIONS_VARIABLE,
     StorageOptionsError,
@@ -138,7 +138,7 @@ def test_an_application_given_a_config_with_a_credential_exits_with_a_configurat
         )
     )
     code = entry_point.main(["--config", str(config_file), "--result-file", str(tmp_path / "result.json")])
-    assert code == EXIT_CONFIG
+    assert code == ExitCode.CONFIGURATION
     stderr = capsys.readouterr().err
     assert "holds credentials (AWS_SECRET_ACCESS_KEY)" in stderr
     assert SECRET not in stderr

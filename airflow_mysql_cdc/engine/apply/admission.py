@@ -27,6 +27,7 @@ import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from airflow_mysql_cdc.engine.errors import LakeMismatchError
 from airflow_mysql_cdc.engine.lake.layout import LakeLayout
 from airflow_mysql_cdc.engine.lake.pipeline_state import PipelineStateStore
 from airflow_mysql_cdc.engine.mysql.schema import TableRef
@@ -39,7 +40,7 @@ from airflow_mysql_cdc.engine.values.gtid import GtidSet
 log = logging.getLogger("airflow_mysql_cdc.apply")
 
 
-class TableAdmissionError(RuntimeError):
+class TableAdmissionError(LakeMismatchError, RuntimeError):
     """A table cannot join the pipeline at its position without losing or doubling transactions."""
 
 

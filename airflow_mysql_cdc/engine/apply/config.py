@@ -22,6 +22,7 @@ from airflow_mysql_cdc.engine.binlog.stop_rules import (
     UntilGtidSet,
     WithinGtidSet,
 )
+from airflow_mysql_cdc.engine.errors import ConfigurationError
 from airflow_mysql_cdc.engine.lake.storage import check_storage_options, merged_storage_options
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 
@@ -29,7 +30,7 @@ Mode = Literal["segment", "until_gtid_set", "until_caught_up", "live"]
 MODES: tuple[str, ...] = ("segment", "until_gtid_set", "until_caught_up", "live")
 
 
-class ApplyConfigError(ValueError):
+class ApplyConfigError(ConfigurationError, ValueError):
     """The application's configuration is incomplete or inconsistent."""
 
 

@@ -59,6 +59,7 @@ from airflow_mysql_cdc.engine.binlog.changes import Transaction
 from airflow_mysql_cdc.engine.binlog.position import PositionTracker
 from airflow_mysql_cdc.engine.binlog.stop_rules import UntilCommitTimestamp
 from airflow_mysql_cdc.engine.binlog.stream import ControlConnection, random_server_id
+from airflow_mysql_cdc.engine.errors import CdcError
 from airflow_mysql_cdc.engine.lake.change_table import change_tables_from_ipc, concat_change_tables
 from airflow_mysql_cdc.engine.lake.sink import Sink
 from airflow_mysql_cdc.engine.runtime.gc_pause import BatchCollector
@@ -111,7 +112,7 @@ def catchup_segment(config: ApplyConfig, endpoint: MySqlEndpoint) -> CatchupSegm
 # --- the driver --------------------------------------------------------------------------------------
 
 
-class _Fallback(Exception):
+class _Fallback(CdcError):
     """A wave cannot be applied as read; the run continues with the single reader."""
 
 

@@ -26,6 +26,8 @@ from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.constants.BINLOG import TABLE_MAP_EVENT
 from pymysqlreplication.packet import BinLogPacketWrapper
 
+from airflow_mysql_cdc.engine.errors import CdcError
+
 _HEADER_END = 0
 _COMPRESSED_SIZE = 1
 _COMPRESSION_TYPE = 2
@@ -36,7 +38,7 @@ _EVENT_HEADER = 19
 _CHECKSUM = 4
 
 
-class PayloadDecodingError(ValueError):
+class PayloadDecodingError(CdcError, ValueError):
     """The payload is not in the documented format, or uses an unknown compression."""
 
 

@@ -11,10 +11,11 @@ human changing something (only a lost connection can).
 
 from __future__ import annotations
 
+from airflow_mysql_cdc.engine.errors import BinlogError
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 
 
-class BinlogReaderError(RuntimeError):
+class BinlogReaderError(BinlogError, RuntimeError):
     """Base class: the read stopped at ``position`` (start plus every complete transaction read)."""
 
     is_retryable = False

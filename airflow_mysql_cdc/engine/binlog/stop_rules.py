@@ -34,6 +34,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from airflow_mysql_cdc.engine.errors import CdcError
 from airflow_mysql_cdc.engine.values.gtid import Gtid, GtidSet
 
 
@@ -45,7 +46,7 @@ class ServerProbe(Protocol):
     def now_us(self) -> int: ...
 
 
-class TargetNotExecutedError(ValueError):
+class TargetNotExecutedError(CdcError, ValueError):
     """The target set names transactions the server has not executed: the read could never end."""
 
 

@@ -47,6 +47,7 @@ from airflow_mysql_cdc.engine.binlog.errors import (
     DuplicateServerIdError,
     UnsupportedServerSettingError,
 )
+from airflow_mysql_cdc.engine.errors import CdcError
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 
@@ -59,7 +60,7 @@ ER_SOURCE_FATAL_ERROR_READING_BINLOG = 1236
 _MAX_SERVER_ID = 2**32 - 1
 
 
-class StreamInterrupted(Exception):
+class StreamInterrupted(CdcError):
     """The dump connection dropped; deliberately not a ``pymysql.OperationalError``."""
 
     def __init__(self, cause: BaseException) -> None:

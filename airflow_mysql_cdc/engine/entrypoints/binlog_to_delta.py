@@ -17,9 +17,10 @@ catch-up) is where Spark executors come in.
 in Spark tasks (:mod:`~airflow_mysql_cdc.engine.apply.parallel_catchup`); an open segment still runs the
 single reader.
 
-Exit codes: 0 done; 2 configuration error; 3 another writer holds the pipeline; 4 the lake and
-the requested start disagree, or a table cannot join the pipeline; 5 the binlog needed is gone or
-unreadable; 1 anything else.
+Exit codes (:class:`~airflow_mysql_cdc.engine.errors.ExitCode`, set by the error's class): 0 done;
+2 configuration error; 3 another writer holds the pipeline; 4 the lake and the requested start
+disagree, or a table cannot join the pipeline; 5 the binlog needed is gone or unreadable; 1 anything
+else.
 """
 
 from __future__ import annotations
@@ -27,32 +28,25 @@ from __future__ import annotations
 import logging
 import resource
 import signal
-import sys
 import threading
 from collections.abc import Sequence
 from dataclasses import replace
 
-from airflow_mysql_cdc.engine.apply.admission import TableAdmissionError
-from airflow_mysql_cdc.engine.apply.config import ApplyConfig, ApplyConfigError
+from airflow_mysql_cdc.engine.apply.config import ApplyConfig
 from airflow_mysql_cdc.engine.apply.loop import run_apply
 from airflow_mysql_cdc.engine.apply.parallel_catchup import run_parallel_catchup
 from airflow_mysql_cdc.engine.apply.range_reader import spark_range_runner
-from airflow_mysql_cdc.engine.binlog.errors import BinlogReaderError
 from airflow_mysql_cdc.engine.entrypoints.common import (
-    ERROR_PREFIX,
-    EXIT_BINLOG,
-    EXIT_CONFIG,
-    EXIT_FENCED,
-    EXIT_SINK_MISMATCH,
+    CONFIGURATION_FAILURES,
     argument_parser,
+    configuration_exit_code,
     configure_logging,
+    exit_code_of,
     exit_hard,
     write_result_atomically,
 )
-from airflow_mysql_cdc.engine.lake.pipeline_state import PipelineFencedError
-from airflow_mysql_cdc.engine.lake.sink import SinkBehindError, SinkDivergedError
+from airflow_mysql_cdc.engine.errors import CdcError
 from airflow_mysql_cdc.engine.lake.storage import secret_storage_options_from_environment
-from airflow_mysql_cdc.engine.snapshot.lake_commits import SnapshotIncompleteError
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
 
 
@@ -70,9 +64,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         config = ApplyConfig.from_file(args.config)
         config = replace(config, secret_storage_options=secret_storage_options_from_environment())
         endpoint = MySqlEndpoint.from_environment()
-    except (ApplyConfigError, LookupError, ValueError) as error:
-        print(f"{ERROR_PREFIX} configuration: {error}", file=sys.stderr)
-        return EXIT_CONFIG
+    except CONFIGURATION_FAILURES as error:
+        return configuration_exit_code(error)
     logging.getLogger("airflow_mysql_cdc.apply").info(
         "pipeline %s: %s from %s into %s (tables: %s), reading %s",
         config.pipeline_id,
@@ -96,18 +89,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         else:
             result = run_apply(config, endpoint, stop_requested=stop_requested)
-    except PipelineFencedError as error:
-        print(f"{ERROR_PREFIX} fenced: {error}", file=sys.stderr)
-        return EXIT_FENCED
-    except (SinkBehindError, SinkDivergedError) as error:
-        print(f"{ERROR_PREFIX} lake/start mismatch: {error}", file=sys.stderr)
-        return EXIT_SINK_MISMATCH
-    except (TableAdmissionError, SnapshotIncompleteError) as error:
-        print(f"{ERROR_PREFIX} table cannot join the pipeline: {error}", file=sys.stderr)
-        return EXIT_SINK_MISMATCH
-    except BinlogReaderError as error:
-        print(f"{ERROR_PREFIX} binlog: {type(error).__name__}: {error}", file=sys.stderr)
-        return EXIT_BINLOG
+    except CdcError as error:
+        return exit_code_of(error)
     # Peak resident memory of this driver process (Linux reports KiB), for capacity planning.
     peak_rss_bytes = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     write_result_atomically(args.result_file, result.to_dict() | {"driver_peak_rss_bytes": peak_rss_bytes})

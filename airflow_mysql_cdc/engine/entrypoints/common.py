@@ -1,4 +1,8 @@
-"""What every entry point shares: arguments, logging, exit codes, the result file, a hard exit."""
+"""What every entry point shares: arguments, logging, error reports, the result file, a hard exit.
+
+Exit codes come from the error's class (:mod:`airflow_mysql_cdc.engine.errors`), never from a table
+kept here: :func:`exit_code_of` prints what happened and returns ``error.exit_code``.
+"""
 
 from __future__ import annotations
 
@@ -10,8 +14,28 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-EXIT_CONFIG, EXIT_FENCED, EXIT_SINK_MISMATCH, EXIT_BINLOG = 2, 3, 4, 5
+from airflow_mysql_cdc.engine.errors import CdcError, ExitCode
+
 ERROR_PREFIX = "airflow-mysql-cdc ERROR"
+CONFIGURATION_FAILURES = (CdcError, LookupError, ValueError, TypeError)
+"""What reading a configuration and the environment may raise: every one of them is a configuration error."""
+
+
+def exit_code_of(error: CdcError) -> ExitCode:
+    """Print ``error`` for the task log (the operator shows this line) and return its exit code.
+
+    An error that keeps :attr:`ExitCode.FAILED` is unexpected, so its traceback is logged too.
+    """
+    if error.exit_code is ExitCode.FAILED:
+        logging.getLogger("airflow_mysql_cdc").error("unexpected failure", exc_info=error)
+    print(f"{ERROR_PREFIX} {error.exit_code.label}: {type(error).__name__}: {error}", file=sys.stderr)
+    return error.exit_code
+
+
+def configuration_exit_code(error: Exception) -> ExitCode:
+    """Print an error met while reading the configuration; it always means the configuration is wrong."""
+    print(f"{ERROR_PREFIX} {ExitCode.CONFIGURATION.label}: {error}", file=sys.stderr)
+    return ExitCode.CONFIGURATION
 
 
 def write_result_atomically(path: Path, payload: dict) -> None:

@@ -8,13 +8,13 @@ one after another in this process. Credentials come only from the environment:
 ``AIRFLOW_MYSQL_CDC_ENDPOINT`` (MySQL) and ``AIRFLOW_MYSQL_CDC_LAKE_STORAGE_OPTIONS`` (the lake's
 secret storage options, see :mod:`~airflow_mysql_cdc.engine.lake.storage`); the config file holds none.
 
-Exit codes: 0 done; 2 configuration error (including a table without a usable key); 1 other.
+Exit codes (set by the error's class, :mod:`airflow_mysql_cdc.engine.errors`): 0 done; 2 configuration
+error (including a missing table or one without a usable key); 1 other.
 """
 
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
@@ -24,19 +24,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from airflow_mysql_cdc.engine.entrypoints.common import (
-    ERROR_PREFIX,
-    EXIT_CONFIG,
+    CONFIGURATION_FAILURES,
     argument_parser,
+    configuration_exit_code,
     configure_logging,
+    exit_code_of,
     exit_hard,
     write_result_atomically,
 )
+from airflow_mysql_cdc.engine.errors import CdcError
 from airflow_mysql_cdc.engine.lake.storage import (
     check_storage_options,
     merged_storage_options,
     secret_storage_options_from_environment,
 )
-from airflow_mysql_cdc.engine.snapshot.chunks import NoRowKeyError
 from airflow_mysql_cdc.engine.snapshot.runner import (
     WindowRunner,
     WindowTask,
@@ -173,15 +174,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         config = SnapshotConfig.from_file(args.config)
         config = replace(config, secret_storage_options=secret_storage_options_from_environment())
         endpoint = MySqlEndpoint.from_environment()
-    except (LookupError, ValueError, TypeError) as error:
-        print(f"{ERROR_PREFIX} configuration: {error}", file=sys.stderr)
-        return EXIT_CONFIG
+    except CONFIGURATION_FAILURES as error:
+        return configuration_exit_code(error)
     runner = run_sequentially if args.no_spark else spark_runner("mysql-cdc-snapshot")
     try:
         result = run(config, endpoint, runner)
-    except (NoRowKeyError, LookupError) as error:
-        print(f"{ERROR_PREFIX} snapshot: {error}", file=sys.stderr)
-        return EXIT_CONFIG
+    except CdcError as error:
+        return exit_code_of(error)
     write_result_atomically(args.result_file, result)
     return 0
 

@@ -24,13 +24,14 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from airflow_mysql_cdc.engine.errors import CdcError
 from airflow_mysql_cdc.engine.lake.layout import LakeLayout, LakeRoot
 from airflow_mysql_cdc.engine.values.checkpoint import CheckpointError, CheckpointRecord
 
 _COLUMNS = ("pipeline_id", "segment_end", "run_id", "record", "published_at_us")
 
 
-class CheckpointLogError(RuntimeError):
+class CheckpointLogError(CdcError, RuntimeError):
     """The log cannot take a record: another record for the same interval end is already there."""
 
 

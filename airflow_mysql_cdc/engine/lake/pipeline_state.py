@@ -38,6 +38,7 @@ import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, write_deltalake
 from deltalake.exceptions import CommitFailedError, TableNotFoundError
 
+from airflow_mysql_cdc.engine.errors import FencedError, LakeMismatchError
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 
 _SCHEMA = pa.schema(
@@ -53,7 +54,7 @@ _SCHEMA = pa.schema(
 )
 
 
-class PipelineFencedError(RuntimeError):
+class PipelineFencedError(FencedError, RuntimeError):
     """Another writer claimed the pipeline; this one must stop without writing anything more."""
 
 
@@ -61,7 +62,7 @@ class PipelineBusyError(PipelineFencedError):
     """Another live writer holds the pipeline's lease: a second instance refuses to start."""
 
 
-class PipelineMismatchError(ValueError):
+class PipelineMismatchError(LakeMismatchError, ValueError):
     """The lake location holds another pipeline's state."""
 
 

@@ -29,13 +29,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from airflow_mysql_cdc.engine.errors import CdcError
 from airflow_mysql_cdc.engine.lake.checkpoint_log import interval_key
 from airflow_mysql_cdc.engine.values.checkpoint import CheckpointRecord
 
 PlacementKind = Literal["first", "forward", "rerun", "covered", "before_first"]
 
 
-class RunBeforeFirstIntervalError(RuntimeError):
+class RunBeforeFirstIntervalError(CdcError, RuntimeError):
     """A run dated before the pipeline's first published interval: nothing there to continue."""
 
 

@@ -20,14 +20,15 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from airflow_mysql_cdc.engine.binlog.changes import Transaction
+from airflow_mysql_cdc.engine.errors import LakeMismatchError
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 
 
-class SinkBehindError(RuntimeError):
+class SinkBehindError(LakeMismatchError, RuntimeError):
     """The run asked to start after transactions the sink never received: applying would leave a gap."""
 
 
-class SinkDivergedError(RuntimeError):
+class SinkDivergedError(LakeMismatchError, RuntimeError):
     """The requested start and the sink's applied set are not ordered: different histories."""
 
 

@@ -29,6 +29,8 @@ import json
 import os
 from collections.abc import Mapping
 
+from airflow_mysql_cdc.engine.errors import ConfigurationError
+
 LAKE_STORAGE_OPTIONS_VARIABLE = "AIRFLOW_MYSQL_CDC_LAKE_STORAGE_OPTIONS"
 
 SECRET_KEY_MARKERS = (
@@ -51,7 +53,7 @@ _UNSAFE_OPTIONS = {
 }
 
 
-class StorageOptionsError(ValueError):
+class StorageOptionsError(ConfigurationError, ValueError):
     """Storage options that are malformed, unsafe, or secret where they would be printed."""
 
 

@@ -63,6 +63,7 @@ from typing import Any
 import pyarrow as pa
 from pymysqlreplication.constants import FIELD_TYPE
 
+from airflow_mysql_cdc.engine.errors import ConfigurationError
 from airflow_mysql_cdc.engine.mysql.schema import quote_identifier
 
 SNAPSHOT_SESSION_STATEMENTS = ("SET time_zone = '+00:00'",)
@@ -75,7 +76,7 @@ _ZERO_DURATION = datetime.timedelta(0)
 Normaliser = Callable[[Any], Any]
 
 
-class UnsupportedColumnTypeError(TypeError):
+class UnsupportedColumnTypeError(ConfigurationError, TypeError):
     """A column type the mapping does not know; the message names the column and type."""
 
 

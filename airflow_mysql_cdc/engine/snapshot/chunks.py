@@ -16,10 +16,15 @@ from typing import Any
 
 import pymysql
 
+from airflow_mysql_cdc.engine.errors import ConfigurationError
 from airflow_mysql_cdc.engine.mysql.schema import TableMetadata, TableRef, quote_identifier
 
 
-class NoRowKeyError(ValueError):
+class TableNotFoundError(ConfigurationError, LookupError):
+    """The configured table does not exist, or the connected user cannot see it."""
+
+
+class NoRowKeyError(ConfigurationError, ValueError):
     """The table has neither a primary key nor a unique key of NOT NULL columns."""
 
 
@@ -52,7 +57,7 @@ def range_predicate(key: Sequence[str], chunk: Chunk) -> tuple[str, list[Any]]:
 
 def require_row_key(metadata: TableMetadata | None, ref: TableRef) -> TableMetadata:
     if metadata is None:
-        raise LookupError(f"table {ref} does not exist or is not visible to the connected user")
+        raise TableNotFoundError(f"table {ref} does not exist or is not visible to the connected user")
     if not metadata.has_row_key:
         raise NoRowKeyError(
             f"table {ref} has no primary key and no unique key of NOT NULL columns, so it cannot be "

@@ -24,6 +24,7 @@ import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, write_deltalake
 from deltalake.exceptions import TableNotFoundError
 
+from airflow_mysql_cdc.engine.errors import LakeMismatchError
 from airflow_mysql_cdc.engine.lake.delta_layout import (
     COMMIT_METADATA_APPLIED,
     COMMIT_TS_COLUMN,
@@ -47,7 +48,7 @@ SNAPSHOT_METADATA = "airflow_mysql_cdc.snapshot"
 _HISTORY_LIMIT = 100_000
 
 
-class SnapshotIncompleteError(RuntimeError):
+class SnapshotIncompleteError(LakeMismatchError, RuntimeError):
     """The table's latest snapshot has unfinished chunks: stream it only after the snapshot ends."""
 
 

@@ -52,6 +52,7 @@ import pymysql
 from airflow_mysql_cdc.engine.binlog.changes import Op
 from airflow_mysql_cdc.engine.binlog.reader import BinlogReader
 from airflow_mysql_cdc.engine.binlog.stop_rules import UntilGtidSet
+from airflow_mysql_cdc.engine.errors import CdcError
 from airflow_mysql_cdc.engine.mysql.schema import TableRef, quote_identifier
 from airflow_mysql_cdc.engine.mysql.select_arrow import TEXT_RESULT_CONVERSIONS, text_rows_to_arrow
 from airflow_mysql_cdc.engine.mysql.types import (
@@ -68,7 +69,7 @@ from airflow_mysql_cdc.engine.values.gtid import GtidSet
 log = logging.getLogger(__name__)
 
 
-class WindowRetriesExhaustedError(RuntimeError):
+class WindowRetriesExhaustedError(CdcError, RuntimeError):
     """Every attempt saw writes from several server UUIDs between the watermarks."""
 
 

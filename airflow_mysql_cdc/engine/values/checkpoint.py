@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from airflow_mysql_cdc.engine.errors import CdcError
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 
 FORMAT = "airflow-mysql-cdc/checkpoint"
@@ -29,11 +30,11 @@ READABLE_VERSIONS = (1, 2)
 """Version 2 added ``previous_run_id``; a version 1 record reads as one without it."""
 
 
-class CheckpointError(ValueError):
+class CheckpointError(CdcError, ValueError):
     """A checkpoint record cannot be used: malformed, another version, or another pipeline."""
 
 
-class WitnessDisagreementError(RuntimeError):
+class WitnessDisagreementError(CdcError, RuntimeError):
     """The checkpoint chain and the lake disagree about what was applied."""
 
 

@@ -32,6 +32,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 
+from airflow_mysql_cdc.engine.errors import CdcError
+
 MAX_TRANSACTION_NUMBER = 2**63 - 1
 # ASCII only, matched whole: Python's ``\d``, ``str.lower`` and ``uuid.UUID`` are all more lenient
 # than MySQL (Arabic-Indic digits, the Kelvin sign lower-casing to "k", "_" or "+" inside a UUID
@@ -51,7 +53,7 @@ SourceKey = tuple[str, str]
 """``(server uuid, tag)``: the tag is ``""`` for untagged GTIDs."""
 
 
-class MalformedGtidSetError(ValueError):
+class MalformedGtidSetError(CdcError, ValueError):
     """A GTID set string that MySQL would not accept; the message names the bad token."""
 
     def __init__(self, text: str, token: str, reason: str) -> None:
@@ -60,7 +62,7 @@ class MalformedGtidSetError(ValueError):
         super().__init__(f"malformed GTID set: {reason}: {token!r} in {_shorten(text)!r}")
 
 
-class TaggedGtidsUnsupportedError(ValueError):
+class TaggedGtidsUnsupportedError(CdcError, ValueError):
     """The set holds tagged GTIDs, which mysql-replication 1.0.17 cannot encode or parse."""
 
 

@@ -39,6 +39,7 @@ from typing import Any
 from pymysqlreplication.constants import FIELD_TYPE
 
 from airflow_mysql_cdc.engine.binlog.decoding.packed_decimal import packed_decimal_reader
+from airflow_mysql_cdc.engine.errors import CdcError
 
 _SMALL_OBJECT, _LARGE_OBJECT, _SMALL_ARRAY, _LARGE_ARRAY, _LITERAL = 0x0, 0x1, 0x2, 0x3, 0x4
 _INT16, _UINT16, _INT32, _UINT32, _INT64, _UINT64, _DOUBLE, _STRING, _OPAQUE = (
@@ -59,7 +60,7 @@ _SCALARS = {
 }
 
 
-class BinaryJsonError(ValueError):
+class BinaryJsonError(CdcError, ValueError):
     """The payload is not a MySQL binary JSON document (unknown type byte, bad literal)."""
 
 

@@ -37,6 +37,7 @@ from pymysqlreplication.row_event import RowsEvent
 
 from airflow_mysql_cdc.engine.binlog.decoding.binary_json import binary_json_value
 from airflow_mysql_cdc.engine.binlog.decoding.packed_decimal import decimal_size, packed_decimal_reader
+from airflow_mysql_cdc.engine.errors import CdcError
 from airflow_mysql_cdc.engine.mysql.types import ColumnType, binlog_normaliser, canonical_json
 
 ImageReader = Callable[[bytes, int], tuple[dict[str, Any], tuple[Any, ...], int]]
@@ -56,7 +57,7 @@ _INTEGER_FORMATS = {
 _LENGTH_FORMATS = {2: "<H", 4: "<I"}
 
 
-class UncompilableColumn(Exception):
+class UncompilableColumn(CdcError):
     """This column's type is left to the library (the reason is the message)."""
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from airflow.sdk.exceptions import AirflowFailException
 
-from airflow_mysql_cdc.engine.entrypoints import common
+from airflow_mysql_cdc.engine.errors import ExitCode
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.hooks.spark_submit import SparkSubmitFailed
 from airflow_mysql_cdc.operators.spark_application import ApplicationSecrets, SparkApplicationOperator
@@ -33,7 +33,7 @@ def _run(operator: SparkApplicationOperator) -> dict:
 
 
 def test_a_final_exit_code_fails_the_task_for_good(recorder: SparkSubmitRecorder) -> None:
-    recorder.behave(result={}, exit_code=common.EXIT_CONFIG)
+    recorder.behave(result={}, exit_code=ExitCode.CONFIGURATION)
     operator = SparkApplicationOperator(task_id="app", spark_conn_id="spark_local")
     with pytest.raises(AirflowFailException, match="app failed: configuration error. Cannot execute"):
         _run(operator)

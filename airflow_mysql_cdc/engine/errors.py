@@ -1,0 +1,100 @@
+"""The engine's error model: one root, and what each kind of error means for the run that met it.
+
+Invariant: every error the engine raises on purpose derives from :class:`CdcError`, and its class alone
+decides the application's exit code and whether a retry can help. The entry points print the error
+and exit with ``error.exit_code``; the Airflow operator reads the same :class:`ExitCode` to fail the
+task at once (no retry can fix it) or to let Airflow retry it. There is no second table to keep in
+step.
+
+Why these four kinds: a retry of the same task helps only when something outside it changes (the
+other writer's lease expires, a connection comes back). A wrong configuration, a lake that disagrees
+with the requested start, or a binlog that can no longer be read from the checkpoint stay wrong
+however often the task runs; retrying them only hides the message a data engineer must act on.
+
+Errors that derive from :class:`CdcError` alone keep :attr:`ExitCode.FAILED`, the code Python exits
+with on an unexpected exception, so they are retried like any crash. Each error class also keeps
+the built-in base it had (``ValueError``, ``RuntimeError``, ...), so callers that catch those still do.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+from typing import ClassVar
+
+
+class ExitCode(IntEnum):
+    """An application's exit code, what it means, and whether a retry can help."""
+
+    OK = 0
+    FAILED = 1
+    CONFIGURATION = 2
+    FENCED = 3
+    LAKE_MISMATCH = 4
+    BINLOG = 5
+
+    @property
+    def retryable(self) -> bool:
+        """True when running the same task again can succeed without anyone changing anything."""
+        return self in (ExitCode.FAILED, ExitCode.FENCED)
+
+    @property
+    def meaning(self) -> str:
+        """What the code says, in the words the task log and docs use."""
+        return _MEANINGS[self]
+
+    @property
+    def label(self) -> str:
+        """The short word the entry points print after their error prefix."""
+        return _LABELS[self]
+
+
+_MEANINGS = {
+    ExitCode.OK: "success",
+    ExitCode.FAILED: "unexpected failure (a retry may help)",
+    ExitCode.CONFIGURATION: "configuration error",
+    ExitCode.FENCED: "another run holds the pipeline's lease",
+    ExitCode.LAKE_MISMATCH: "the lake and the requested start disagree, or a table cannot join",
+    ExitCode.BINLOG: "the binlog cannot be read from the checkpoint",
+}
+_LABELS = {
+    ExitCode.OK: "ok",
+    ExitCode.FAILED: "failed",
+    ExitCode.CONFIGURATION: "configuration",
+    ExitCode.FENCED: "fenced",
+    ExitCode.LAKE_MISMATCH: "lake/start mismatch",
+    ExitCode.BINLOG: "binlog",
+}
+
+
+class CdcError(Exception):
+    """Root of every error the engine raises on purpose; the class sets the exit code."""
+
+    exit_code: ClassVar[ExitCode] = ExitCode.FAILED
+
+    @property
+    def retryable(self) -> bool:
+        return self.exit_code.retryable
+
+
+class ConfigurationError(CdcError):
+    """The run's configuration cannot work: fix it (or the source it names), then rerun."""
+
+    exit_code = ExitCode.CONFIGURATION
+
+
+class FencedError(CdcError):
+    """Another run holds the pipeline: this one stops before writing, and a later retry may proceed."""
+
+    exit_code = ExitCode.FENCED
+
+
+class LakeMismatchError(CdcError):
+    """The lake and the requested start disagree, or a table cannot join at this position."""
+
+    exit_code = ExitCode.LAKE_MISMATCH
+
+
+class BinlogError(CdcError):
+    """The binlog cannot be read (on) from the checkpoint: purged, rejected, or holding what we refuse."""
+
+    exit_code = ExitCode.BINLOG
