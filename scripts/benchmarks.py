@@ -56,6 +56,7 @@ from airflow_mysql_cdc.engine.apply.range_reader import RangeTask, spark_range_r
 from airflow_mysql_cdc.engine.binlog.reader import BinlogReader  # noqa: E402
 from airflow_mysql_cdc.engine.binlog.stop_rules import UntilGtidSet  # noqa: E402
 from airflow_mysql_cdc.engine.lake.delta_layout import LakeLayout  # noqa: E402
+from airflow_mysql_cdc.engine.runtime.spark_tasks import SparkTasks  # noqa: E402
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint  # noqa: E402
 from airflow_mysql_cdc.engine.values.gtid import GtidSet  # noqa: E402
 from airflow_mysql_cdc.engine.values.gtid_ranges import split_segment  # noqa: E402
@@ -496,7 +497,7 @@ def main(argv: list[str] | None = None) -> int:
 
             spark = SparkSession.builder.master(f"local[{k}]").appName("bench-range-read").getOrCreate()
             spark.sparkContext.setLogLevel("ERROR")
-            runner = spark_range_runner(spark)
+            runner = spark_range_runner(SparkTasks(spark.sparkContext))
             phase = interleaved(
                 rows,
                 runs,

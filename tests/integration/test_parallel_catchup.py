@@ -9,6 +9,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from deltalake import DeltaTable
@@ -18,6 +19,7 @@ from airflow_mysql_cdc.engine.apply.loop import ApplyResult, run_apply
 from airflow_mysql_cdc.engine.apply.parallel_catchup import run_parallel_catchup
 from airflow_mysql_cdc.engine.apply.range_reader import RangeRunner, run_ranges_in_threads, spark_range_runner
 from airflow_mysql_cdc.engine.lake.delta_layout import GTID_COLUMN, SEQUENCE_COLUMN, LakeLayout
+from airflow_mysql_cdc.engine.runtime.spark_tasks import SparkTasks
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from tests.integration.test_binlog_reader import gtid_executed
@@ -103,14 +105,18 @@ def spark_local_2() -> Iterator[object]:
 
 
 def test_parallel_catchup_in_spark_local_2_tasks_gives_the_same_lake_as_the_single_reader(
-    mysql_database: MySqlEndpoint, tmp_path: Path, spark_local_2: object
+    mysql_database: MySqlEndpoint, tmp_path: Path, spark_local_2: Any
 ) -> None:
     database = mysql_database.database
     start = _write_history(mysql_database, seconds=1.0)
     target = gtid_executed(mysql_database)
     config = _config(database, tmp_path / "single", start, mode="until_gtid_set", target_gtids=str(target))
     single, parallel = _both(
-        mysql_database, tmp_path, config, spark_range_runner(spark_local_2), parallelism=2
+        mysql_database,
+        tmp_path,
+        config,
+        spark_range_runner(SparkTasks(spark_local_2.sparkContext)),
+        parallelism=2,
     )
     assert parallel.end_gtids == single.end_gtids == str(target)
     _assert_same_lake(tmp_path / "single", tmp_path / "parallel", database)

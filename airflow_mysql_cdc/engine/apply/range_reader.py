@@ -19,7 +19,6 @@ instead.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -31,6 +30,7 @@ from airflow_mysql_cdc.engine.binlog.reader import BinlogReader
 from airflow_mysql_cdc.engine.binlog.stop_rules import StopRule
 from airflow_mysql_cdc.engine.lake.change_table import build_change_tables, change_tables_to_ipc
 from airflow_mysql_cdc.engine.runtime.gc_pause import BatchCollector
+from airflow_mysql_cdc.engine.runtime.spark_tasks import SparkTasks
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.engine.values.gtid import Gtid, GtidSet
 
@@ -190,29 +190,14 @@ def _import_engine(_: int) -> int:
     return len(pa.array([0], pa.int64()).cast(pa.timestamp("us", tz="UTC")))
 
 
-def _warm_up_workers(context: Any, slots: int) -> None:
-    try:
-        context.parallelize(range(slots), numSlices=slots).map(_import_engine).collect()
-    except Exception as error:  # noqa: BLE001 - only a head start; the range tasks report real failures
-        log.info("range readers: warming up the Python workers failed (%s); they start cold", error)
-
-
-def spark_range_runner(spark: Any = None) -> RangeRunner:
+def spark_range_runner(spark: SparkTasks | None = None) -> RangeRunner:
     """Range readers as Spark tasks, one per range, each on its own replication connection."""
-    if spark is None:
-        from pyspark.sql import SparkSession
-
-        spark = SparkSession.builder.appName("mysql-cdc-parallel-catchup").getOrCreate()
-        spark.sparkContext.setLogLevel("WARN")
-    context = spark.sparkContext
+    spark = spark or SparkTasks.session("mysql-cdc-parallel-catchup")
     # Start the Python workers now, while the driver opens the pipeline: a cold worker spends 1-2 s
     # importing the engine and pyarrow.compute in its first task, which would delay the first wave.
-    slots = max(1, context.defaultParallelism)
-    threading.Thread(
-        target=_warm_up_workers, args=(context, slots), name="range-worker-warm-up", daemon=True
-    ).start()
+    spark.warm_up(_import_engine, name="range readers")
 
     def run(tasks: Sequence[RangeTask]) -> list[RangeResult]:
-        return context.parallelize(list(tasks), numSlices=len(tasks)).map(_run_task).collect()
+        return spark.run(_run_task, tasks, description=f"{len(tasks)} GTID-range readers")
 
     return run

@@ -38,6 +38,7 @@ from airflow_mysql_cdc.engine.lake.storage import (
     merged_storage_options,
     secret_storage_options_from_environment,
 )
+from airflow_mysql_cdc.engine.runtime.spark_tasks import SparkTasks
 from airflow_mysql_cdc.engine.snapshot.runner import (
     WindowRunner,
     WindowTask,
@@ -51,7 +52,7 @@ from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 
 if TYPE_CHECKING:
-    from pyspark import SparkContext
+    pass
 
 
 @dataclass(frozen=True)
@@ -89,15 +90,15 @@ class SnapshotConfig:
 
 
 def spark_runner(app_name: str) -> WindowRunner:
-    from pyspark.sql import SparkSession
+    return partial(run_windows_on_spark, SparkTasks.session(app_name))
 
-    spark = SparkSession.builder.appName(app_name).getOrCreate()
-    spark.sparkContext.setLogLevel("WARN")
-    return partial(run_windows_on_spark, spark.sparkContext)
+
+def _window_as_ipc(task: WindowTask) -> bytes:
+    return encode_window(run_on_process_connection(task))
 
 
 def run_windows_on_spark(
-    context: SparkContext,
+    spark: SparkTasks,
     tasks: Sequence[WindowTask],
     *,
     windows_per_job: int | None = None,
@@ -112,16 +113,14 @@ def run_windows_on_spark(
     third of a 20,000-row window (one-window jobs, four in flight, were slower). The driver holds at
     most ``windows_per_job * jobs_in_flight`` chunks.
     """
-    per_job = windows_per_job or max(1, context.defaultParallelism)
+    per_job = windows_per_job or spark.parallelism
 
     def run_job(group: list[WindowTask]) -> list[ChunkSnapshot]:
         first, last = group[0].chunk.index, group[-1].chunk.index
-        context.setJobDescription(f"snapshot windows of {group[0].table}, chunks {first}-{last}")
-        rdd = context.parallelize(group, numSlices=len(group))
-        payloads = rdd.map(
-            lambda window_task: encode_window(run_on_process_connection(window_task))
-        ).collect()
-        return [decode_window(payload) for payload in payloads]
+        description = f"snapshot windows of {group[0].table}, chunks {first}-{last}"
+        return [
+            decode_window(payload) for payload in spark.run(_window_as_ipc, group, description=description)
+        ]
 
     jobs = (list(tasks[start : start + per_job]) for start in range(0, len(tasks), per_job))
     with ThreadPoolExecutor(max_workers=jobs_in_flight, thread_name_prefix="snapshot-windows") as pool:

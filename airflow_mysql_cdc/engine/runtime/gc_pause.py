@@ -1,6 +1,14 @@
-"""The cyclic garbage collector, paused while micro-batches are built and run between them.
+"""The cyclic garbage collector, paused where we build many short-lived, acyclic objects.
 
-Invariant: no garbage cycle outlives the batch it was made in by more than
+One mechanism, three users: :class:`CollectorPaused` around one snapshot window's fetch
+(:mod:`~airflow_mysql_cdc.engine.snapshot.window`) and one rows event's decoding
+(:mod:`~airflow_mysql_cdc.engine.binlog.decoding.rows`), and :class:`BatchCollector` across the
+micro-batches of the binlog application, which also collects between batches.
+
+Invariant of :class:`CollectorPaused`: the collector's state after the block is the state before it
+(nested pauses and a process that runs without the collector are left as they were).
+
+Invariant of :class:`BatchCollector`: no garbage cycle outlives the batch it was made in by more than
 :data:`FULL_COLLECTION_EVERY` batches; the cyclic collector never runs while a batch is being built.
 
 Why: every object of a micro-batch (row images, changes, transactions, the lists a change table is
@@ -26,16 +34,21 @@ from types import TracebackType
 FULL_COLLECTION_EVERY = 20
 
 
-class BatchCollector:
-    """``with BatchCollector() as collector: ... collector.after_batch() ...``; restores the collector."""
+class CollectorPaused:
+    """``with CollectorPaused(): ...`` runs the block without cyclic collections, then restores the state.
+
+    A class rather than a generator context manager: the rows-event decoder enters it per event.
+    """
+
+    __slots__ = ("_was_enabled",)
 
     def __init__(self) -> None:
         self._was_enabled = False
-        self._batches = 0
 
-    def __enter__(self) -> BatchCollector:
+    def __enter__(self) -> CollectorPaused:
         self._was_enabled = gc.isenabled()
-        gc.disable()
+        if self._was_enabled:
+            gc.disable()
         return self
 
     def __exit__(
@@ -43,6 +56,20 @@ class BatchCollector:
     ) -> None:
         if self._was_enabled:
             gc.enable()
+
+
+class BatchCollector(CollectorPaused):
+    """``with BatchCollector() as collector: ... collector.after_batch() ...``; restores the collector."""
+
+    __slots__ = ("_batches",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._batches = 0
+
+    def __enter__(self) -> BatchCollector:
+        super().__enter__()
+        return self
 
     def after_batch(self) -> None:
         """Call when a batch has been applied and released."""

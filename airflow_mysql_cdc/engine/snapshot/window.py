@@ -38,11 +38,9 @@ value, as the binlog path has it, so a row's lake value does not depend on which
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import logging
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,6 +59,7 @@ from airflow_mysql_cdc.engine.mysql.types import (
     select_list,
     to_arrow_array,
 )
+from airflow_mysql_cdc.engine.runtime.gc_pause import CollectorPaused
 from airflow_mysql_cdc.engine.snapshot.chunks import Chunk, range_predicate
 from airflow_mysql_cdc.engine.snapshot.key_order import KeyColumn, KeyOrder
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
@@ -122,20 +121,6 @@ def open_window_connection(endpoint: MySqlEndpoint) -> pymysql.connections.Conne
     return connection
 
 
-@contextlib.contextmanager
-def _cyclic_collector_paused() -> Iterator[None]:
-    """Fetching builds a tuple per row, and every 700 of them start a cyclic collection, whose older
-    generations walk the whole heap (PyArrow, PySpark): 15% of a window's time, for rows that hold
-    no cycles. The collector is paused while a window fetches and converts."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
 def read_window(
     endpoint: MySqlEndpoint,
     table: TableRef,
@@ -164,7 +149,10 @@ def read_window(
     # alias is its CAST, which MySQL sorts instead of walking the key's index.
     order_by = ", ".join(f"{table.quoted}.{quote_identifier(name)}" for name in key)
     select = f"SELECT {select_list(columns)} FROM {table.quoted} WHERE {where} ORDER BY {order_by}"
-    with connection.cursor() as cursor, _cyclic_collector_paused():
+    # Fetching builds a tuple per row, and every 700 of them start a cyclic collection whose older
+    # generations walk the whole heap (PyArrow, PySpark): 15% of a window's time, for rows that hold
+    # no cycles. The collector is paused while the window fetches and converts.
+    with connection.cursor() as cursor, CollectorPaused():
         attempts = 0
         while True:
             attempts += 1

@@ -19,7 +19,6 @@ silently, each checked per event at the cost of one bytes comparison:
 
 from __future__ import annotations
 
-import gc
 import logging
 import struct
 from collections.abc import Callable, Collection
@@ -47,6 +46,7 @@ from airflow_mysql_cdc.engine.binlog.decoding.compiled import (
 )
 from airflow_mysql_cdc.engine.binlog.errors import UnsupportedServerSettingError
 from airflow_mysql_cdc.engine.mysql.types import ColumnType, Normaliser, binlog_normaliser
+from airflow_mysql_cdc.engine.runtime.gc_pause import CollectorPaused
 
 log = logging.getLogger(__name__)
 
@@ -148,19 +148,13 @@ class RowDecoder:
         # all stay alive until the commit, and collections triggered in the middle only rescan
         # them; pausing saved about 3% of throughput (scripts/bench_reader.py). Nothing is leaked:
         # any garbage made meanwhile is collected by the first collection after.
-        paused = gc.isenabled()
-        if paused:
-            gc.disable()
-        try:
+        with CollectorPaused():
             changes = None
             if decoding.read_image is not None and type(event) in _COMPILED_EVENTS:
                 changes = _compiled_changes(decoding, event)
             if changes is None:
                 self.library_events += 1
                 changes = _row_changes(decoding, event)
-        finally:
-            if paused:
-                gc.enable()
         images = 2 if isinstance(event, UpdateRowsEvent) else 1
         buffer.add(
             changes, estimated_bytes(event.event_size, len(changes), images * len(decoding.shape.columns))
