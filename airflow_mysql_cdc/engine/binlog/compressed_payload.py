@@ -24,8 +24,8 @@ from typing import IO, Any
 from pymysql.protocol import MysqlPacket
 from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.constants.BINLOG import TABLE_MAP_EVENT
-from pymysqlreplication.packet import BinLogPacketWrapper
 
+from airflow_mysql_cdc.engine.binlog.internals import decoding_settings, event_payload
 from airflow_mysql_cdc.engine.errors import CdcError
 
 _HEADER_END = 0
@@ -93,34 +93,14 @@ def _inner_events(stream: IO[bytes]) -> Iterator[bytes]:
 def payload_events(event: Any, reader: BinLogStreamReader) -> Iterator[Any]:
     """The decoded events carried by a type-40 ``NotImplementedEvent`` read by ``reader``.
 
-    Uses the reader's table map, control connection and decoding settings (private attributes of
-    mysql-replication 1.0.17, pinned in pyproject.toml), and keeps its table map up to date exactly
+    Uses the reader's table map, control connection and decoding settings (private parts of
+    mysql-replication, reached through :mod:`.internals`), and keeps its table map up to date exactly
     as ``BinLogStreamReader.fetchone`` does for uncompressed table maps.
     """
-    private = "_BinLogStreamReader__"
-    settings = vars(reader)
-    raw_event = bytes(event.packet.packet._data[1:])  # the OK byte stripped
-    stream = payload_stream(raw_event, settings[private + "use_checksum"])
+    decoding = decoding_settings(reader)
+    stream = payload_stream(event_payload(event), decoding.settings["use_checksum"])
     for inner in _inner_events(stream):
-        wrapper = BinLogPacketWrapper(
-            MysqlPacket(b"\x00" + inner, "utf8"),
-            reader.table_map,
-            reader._ctl_connection,
-            reader.mysql_version,
-            False,  # events inside a payload carry no checksum
-            settings[private + "allowed_events_in_packet"],
-            settings[private + "only_tables"],
-            settings[private + "ignored_tables"],
-            settings[private + "only_schemas"],
-            settings[private + "ignored_schemas"],
-            settings[private + "freeze_schema"],
-            settings[private + "ignore_decode_errors"],
-            False,
-            settings[private + "optional_meta_data"],
-            False,
-            settings[private + "use_column_name_cache"],
-            settings[private + "post_header_lengths"],
-        )
+        wrapper = decoding.wrap(MysqlPacket(b"\x00" + inner, "utf8"))
         if wrapper.event is None:
             continue
         if wrapper.event_type == TABLE_MAP_EVENT:

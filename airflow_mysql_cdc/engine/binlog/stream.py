@@ -38,7 +38,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import pymysql
-from pymysql.connections import MysqlPacket
 from pymysqlreplication import BinLogStreamReader
 
 from airflow_mysql_cdc.engine.binlog.errors import (
@@ -47,6 +46,7 @@ from airflow_mysql_cdc.engine.binlog.errors import (
     DuplicateServerIdError,
     UnsupportedServerSettingError,
 )
+from airflow_mysql_cdc.engine.binlog.internals import OwnedReconnectConnection
 from airflow_mysql_cdc.engine.errors import CdcError
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
@@ -68,16 +68,11 @@ class StreamInterrupted(CdcError):
         super().__init__(repr(cause))
 
 
-class OwnedReconnectConnection(pymysql.connections.Connection):
-    """A PyMySQL connection whose transient read errors escape mysql-replication's own retry."""
+class DumpConnection(OwnedReconnectConnection):
+    """The dump connection: a dropped connection surfaces as :class:`StreamInterrupted`."""
 
-    def _read_packet(self, packet_type: type = MysqlPacket) -> Any:
-        try:
-            return super()._read_packet(packet_type)
-        except pymysql.err.OperationalError as error:
-            if error.args and error.args[0] in TRANSIENT_ERROR_CODES:
-                raise StreamInterrupted(error) from error
-            raise
+    transient_codes = TRANSIENT_ERROR_CODES
+    interrupted = StreamInterrupted
 
 
 class _EmptyGtidSetText(str):
@@ -166,7 +161,7 @@ def open_stream(endpoint: MySqlEndpoint, position: GtidSet, settings: StreamSett
         freeze_schema=True,
         slave_heartbeat=settings.heartbeat_s,
         slave_uuid=str(uuid.uuid4()),
-        pymysql_wrapper=OwnedReconnectConnection,
+        pymysql_wrapper=DumpConnection,
         enable_logging=False,
     )
 

@@ -330,16 +330,3 @@ def compile_image_reader(
     namespace = dict(source.names)
     exec(compile(code, "<row image reader>", "exec"), namespace)  # noqa: S102 - code built from column types only
     return namespace["read_image"]
-
-
-def rows_buffer(event: RowsEvent) -> tuple[bytes, int, int] | None:
-    """The packet buffer and the offsets of this event's row images, if the library has not read them."""
-    wrapper = event.packet
-    if getattr(wrapper, "_BinLogPacketWrapper__data_buffer", b"") or not event.complete:
-        return None
-    packet = wrapper.packet
-    data = getattr(packet, "_data", None)
-    if not isinstance(data, bytes):
-        return None
-    start = packet._position
-    return data, start, start + event.event_size - wrapper.read_bytes

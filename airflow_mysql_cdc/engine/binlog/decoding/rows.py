@@ -42,9 +42,9 @@ from airflow_mysql_cdc.engine.binlog.decoding.compiled import (
     ImageReader,
     UncompilableColumn,
     compile_image_reader,
-    rows_buffer,
 )
 from airflow_mysql_cdc.engine.binlog.errors import UnsupportedServerSettingError
+from airflow_mysql_cdc.engine.binlog.internals import unread_row_images
 from airflow_mysql_cdc.engine.mysql.types import ColumnType, Normaliser, binlog_normaliser
 from airflow_mysql_cdc.engine.runtime.gc_pause import CollectorPaused
 
@@ -171,7 +171,7 @@ def _compiled_changes(decoding: _TableDecoding, event: RowsEvent) -> list[RowCha
     event again: after an error (the library then raises its own, or decodes what this could not)
     and when the images do not end exactly at the event's end.
     """
-    located = rows_buffer(event)
+    located = unread_row_images(event)
     if located is None:
         return None
     data, position, end = located
