@@ -1,5 +1,34 @@
-"""The CDC engine: GTID algebra, binlog reading, snapshot windows, type mapping and sinks.
+"""The CDC engine: from MySQL's binlog and tables to exact Delta tables. It never imports Airflow.
 
-This subpackage must never import Airflow: it is shipped to Spark drivers and executors where
-Airflow is not installed. ``tests/test_engine_isolation.py`` enforces that.
+It runs inside Spark drivers and executors where Airflow is not installed
+(``tests/unit/test_engine_isolation.py`` enforces that); the Airflow layer talks to it only through
+the entry points and the lake.
+
+The layers, each importing only those before it (a folder's ``__init__`` is its own map)::
+
+    errors ← values, runtime ← mysql ← binlog ← lake ← snapshot ← apply ← entrypoints
+
+- ``errors``: one root, :class:`~.errors.CdcError`. The error's class sets the process's exit code
+  (:class:`~.errors.ExitCode`: 2 configuration, 3 fenced by another run, 4 lake/start mismatch,
+  5 binlog unreadable, 1 anything else) and whether a retry can help (only 1 and 3).
+- ``values/``: GTID sets and ranges, the MySQL endpoint, the checkpoint record, resumability.
+- ``runtime/``: where Spark comes in (:mod:`.runtime.spark_tasks`) and the garbage-collector pause.
+- ``mysql/``: the source's schema (one column model), type mapping to Arrow, server state, grants,
+  prerequisites.
+
+The binlog path, in reading order:
+``binlog/stream`` (the dump connection) → ``binlog/reader`` (events to committed transactions) →
+``binlog/decoding/`` (row images to canonical values) → ``binlog/stop_rules`` (where a segment ends)
+→ ``apply/`` (open the pipeline, admit tables, read, apply batches) → ``lake/delta_sink`` (data and
+the applied GTID set committed together, exactly once).
+
+The snapshot path, in reading order:
+``snapshot/chunks`` → ``snapshot/window`` (a chunk between two GTID watermarks, without locks) →
+``snapshot/runner`` (windows as Spark tasks) → ``snapshot/lake_commits`` (chunks and progress in
+the table's Delta history) → ``snapshot/change_filter`` (the stream after it).
+
+The lake (``lake/``): the ``Sink`` contract, the Delta layout, change tables, the pipeline's state
+(applied set, lease, member tables), the checkpoint log, the comparison with the source.
+
+Entry points (``entrypoints/``): ``snapshot_to_delta`` and ``binlog_to_delta``, run by spark-submit.
 """

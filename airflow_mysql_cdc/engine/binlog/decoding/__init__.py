@@ -1,1 +1,11 @@
-"""binlog/decoding."""
+"""Row images to canonical values (the values a SELECT of the same row gives, see :mod:`...mysql.types`).
+
+- ``rows``: rows events to :class:`..changes.RowChange`, refusing images that are not whole (missing
+  column names, a MINIMAL image, a partial JSON update).
+- ``compiled``: a per-schema reader of row images that returns exactly what the library plus our
+  normalisers return, several times faster; the library's path stays for what it cannot compile.
+- ``binary_json``, ``packed_decimal``: MySQL's binary JSON and packed DECIMAL formats.
+
+Guarded by ``test_the_compiled_decoder_gives_the_library_values_for_every_type`` and the
+SELECT/binlog parity test (``tests/integration/test_mysql_types_parity.py``).
+"""
