@@ -1,0 +1,70 @@
+"""The engine's folders are layers: a module imports only from its own layer or the layers below."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import airflow_mysql_cdc.engine as engine
+
+# Lower rank first; a module may import a module of equal or lower rank (engine/__init__.py shows it).
+LAYER_RANK = {
+    "errors": 0,
+    "values": 1,
+    "runtime": 1,
+    "mysql": 2,
+    "binlog": 3,
+    "lake": 4,
+    "snapshot": 5,
+    "apply": 6,
+    "entrypoints": 7,
+}
+ROOT = Path(engine.__file__).parent
+
+
+def _layer(module: str) -> str:
+    return module.removeprefix("airflow_mysql_cdc.engine.").split(".")[0].removesuffix(".py")
+
+
+def _engine_imports(path: Path) -> set[str]:
+    imported: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+        elif isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        else:
+            continue
+        imported |= {name for name in names if name.startswith("airflow_mysql_cdc.engine.")}
+    return imported
+
+
+def test_engine_top_level_holds_only_the_map_the_error_root_and_folders() -> None:
+    files = sorted(path.name for path in ROOT.glob("*.py"))
+    assert files == ["__init__.py", "errors.py"]
+    folders = sorted(path.name for path in ROOT.iterdir() if path.is_dir() and path.name != "__pycache__")
+    assert folders == sorted(set(LAYER_RANK) - {"errors"})
+
+
+def test_every_import_points_down_the_layers() -> None:
+    upward = []
+    for path in ROOT.rglob("*.py"):
+        relative = path.relative_to(ROOT)
+        if len(relative.parts) == 1:
+            continue  # the map and the error root
+        own = LAYER_RANK[relative.parts[0]]
+        for name in _engine_imports(path):
+            layer = _layer(name)
+            if layer in LAYER_RANK and LAYER_RANK[layer] > own:
+                upward.append(f"{relative} imports {name}")
+    assert sorted(upward) == []
+
+
+def test_no_module_of_the_package_is_over_about_four_hundred_lines() -> None:
+    package = ROOT.parent
+    long = {
+        str(path.relative_to(package)): lines
+        for path in package.rglob("*.py")
+        if (lines := len(path.read_text().splitlines())) > 420
+    }
+    assert long == {}
