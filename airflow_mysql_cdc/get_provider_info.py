@@ -7,12 +7,21 @@ from typing import Any
 from airflow_mysql_cdc import __version__
 
 CONNECTION_TYPE = "mysql_cdc"
+INTEGRATION = "MySQL CDC"
+_PACKAGE = "airflow_mysql_cdc"
+
+
+def _modules(layer: str, *names: str) -> list[dict[str, Any]]:
+    return [{"integration-name": INTEGRATION, "python-modules": [f"{_PACKAGE}.{layer}.{n}" for n in names]}]
 
 
 def get_provider_info() -> dict[str, Any]:
     """Return the provider description Airflow's ProvidersManager reads.
 
-    ``package-name`` must equal the distribution name, or Airflow ignores the provider.
+    ``package-name`` must equal the distribution name, or Airflow ignores the provider. The
+    hooks, operators, sensors and triggers are listed by module, as the first-party providers list
+    theirs (Airflow's ``provider_info.schema.json``); tests/unit/airflow/test_provider_info.py
+    checks that every listed module imports and that every such class of the package is listed.
     """
     return {
         "package-name": "airflow-mysql-cdc",
@@ -20,11 +29,24 @@ def get_provider_info() -> dict[str, Any]:
         "description": "Replicate MySQL tables into Delta Lake by lock-free snapshot plus GTID binlog CDC "
         "on Apache Spark.",
         "versions": [__version__],
+        "integrations": [
+            {
+                "integration-name": INTEGRATION,
+                "external-doc-url": "https://dev.mysql.com/doc/refman/8.4/en/replication-gtids.html",
+                "tags": ["software"],
+            }
+        ],
+        "hooks": _modules("hooks", "mysql_cdc", "lake_storage", "spark_submit"),
+        "operators": _modules(
+            "operators", "prerequisites", "snapshot", "binlog_apply", "replicate", "spark_application"
+        ),
+        "sensors": _modules("sensors", "gtid_sensors"),
+        "triggers": _modules("triggers", "gtid_state"),
         "connection-types": [
             {
                 "connection-type": CONNECTION_TYPE,
                 "hook-class-name": "airflow_mysql_cdc.hooks.mysql_cdc.MySqlCdcHook",
-                "hook-name": "MySQL CDC",
+                "hook-name": INTEGRATION,
                 "ui-field-behaviour": {
                     "hidden-fields": [],
                     "relabeling": {"schema": "Database (optional)"},

@@ -1,7 +1,8 @@
 """Example pipeline DAG: replicate MySQL tables into Delta tables, one data interval per run.
 
-check_prerequisites >> load_checkpoint >> resumability >> plan_segment >> snapshot
->> apply_segment >> publish_checkpoint
+    check_prerequisites >> load_checkpoint >> resumability >> replicate
+
+(the DAG is :func:`airflow_mysql_cdc.pipeline.dag.build_pipeline_dag`; docs/pipeline-dag.md).
 
 Configure it without touching code: put a JSON file ``mysql_cdc_pipeline.json`` next to this file
 (or name one in ``$AIRFLOW_MYSQL_CDC_PIPELINE_CONFIG``), e.g.::
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from airflow_mysql_cdc.daily_dag import build_pipeline_dag
-from airflow_mysql_cdc.pipeline_config import load_pipeline_config
+from airflow_mysql_cdc.pipeline.config import load_pipeline_config
+from airflow_mysql_cdc.pipeline.dag import build_pipeline_dag
 
 dag = build_pipeline_dag(load_pipeline_config(Path(__file__).with_name("mysql_cdc_pipeline.json")))

@@ -33,8 +33,8 @@ from tests.support.pipeline import seed, writing  # noqa: E402
 
 DAG_SOURCE = """
 import json
-from airflow_mysql_cdc.daily_dag import build_pipeline_dag
-from airflow_mysql_cdc.pipeline_config import PipelineConfig
+from airflow_mysql_cdc.pipeline.dag import build_pipeline_dag
+from airflow_mysql_cdc.pipeline.config import PipelineConfig
 
 dag = build_pipeline_dag(PipelineConfig.from_dict(json.loads({config!r})))
 """

@@ -8,13 +8,11 @@ from typing import Any
 import pymysql
 from airflow.sdk import BaseHook
 
-from airflow_mysql_cdc.engine.mysql.grants import AccountGrants, read_account_grants
 from airflow_mysql_cdc.engine.mysql.prerequisites.checks import (
     PrerequisiteConfig,
     PrerequisiteReport,
     check_prerequisites,
 )
-from airflow_mysql_cdc.engine.mysql.schema import TableMetadata, TableRef, read_table_metadata
 from airflow_mysql_cdc.engine.mysql.server_state import ServerState, read_server_state
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint, TlsOptions
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
@@ -85,25 +83,6 @@ class MySqlCdcHook(BaseHook):
 
     def get_gtid_executed(self) -> GtidSet:
         return GtidSet.parse(self._select_one("SELECT @@GLOBAL.gtid_executed"))
-
-    def get_gtid_purged(self) -> GtidSet:
-        return GtidSet.parse(self._select_one("SELECT @@GLOBAL.gtid_purged"))
-
-    def get_variables(self, names: list[str]) -> dict[str, str]:
-        """Global variables by name (lower case); names the server does not know are absent."""
-        with self.get_conn() as connection, connection.cursor() as cursor:
-            placeholders = ", ".join(["%s"] * len(names))
-            cursor.execute(f"SHOW GLOBAL VARIABLES WHERE Variable_name IN ({placeholders})", names)
-            return {str(name).lower(): str(value) for name, value in cursor.fetchall()}
-
-    def get_account_grants(self) -> AccountGrants:
-        with self.get_conn() as connection, connection.cursor() as cursor:
-            return read_account_grants(cursor)
-
-    def get_table_metadata(self, table: str | TableRef) -> TableMetadata | None:
-        ref = table if isinstance(table, TableRef) else TableRef.parse(table)
-        with self.get_conn() as connection, connection.cursor() as cursor:
-            return read_table_metadata(cursor, ref)
 
     def check_prerequisites(self, config: PrerequisiteConfig) -> PrerequisiteReport:
         endpoint = self.get_endpoint()

@@ -83,7 +83,6 @@ class MySqlCdcBinlogApplyOperator(SparkApplicationOperator):
         soft_deletes: bool = False,
         rebase: bool | str = False,
         catchup_parallelism: int = 1,
-        application: str = APPLICATION,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -103,7 +102,6 @@ class MySqlCdcBinlogApplyOperator(SparkApplicationOperator):
         self.soft_deletes = soft_deletes
         self.rebase = rebase
         self.catchup_parallelism = catchup_parallelism
-        self.application = application
 
     def _segment_end_us(self, context: Any) -> int | None:
         if self.mode != "segment":
@@ -145,7 +143,6 @@ class MySqlCdcBinlogApplyOperator(SparkApplicationOperator):
             storage_options=self.storage_options,
             lake_conn_id=self.lake_conn_id,
             catchup_parallelism=self.catchup_parallelism,
-            application=self.application,
         )
 
 
@@ -161,7 +158,6 @@ def apply_binlog(
     storage_options: dict[str, str],
     lake_conn_id: str | None,
     catchup_parallelism: int = 1,
-    application: str = APPLICATION,
 ) -> dict[str, Any]:
     """Run the binlog application under ``runner`` (the operator whose task this is); its result."""
     endpoint = MySqlCdcHook(mysql_cdc_conn_id).get_endpoint()
@@ -175,7 +171,7 @@ def apply_binlog(
         config.start or "(empty)",
     )
     result = runner.run_application(
-        application,
+        APPLICATION,
         name=f"mysql-cdc-apply-{config.pipeline_id}",
         config_json=config.to_json(),
         secrets=ApplicationSecrets.of(endpoint, secret_options),

@@ -18,7 +18,6 @@ import datetime
 from collections.abc import Sequence
 from typing import Any
 
-from airflow_mysql_cdc import checkpoint_chain
 from airflow_mysql_cdc.engine.apply.config import ApplyConfig
 from airflow_mysql_cdc.engine.lake.storage import check_storage_options
 from airflow_mysql_cdc.hooks.lake_storage import LakeStorageHook
@@ -27,6 +26,8 @@ from airflow_mysql_cdc.operators.binlog_apply import apply_binlog, human_duratio
 from airflow_mysql_cdc.operators.prerequisites import parse_table_list
 from airflow_mysql_cdc.operators.snapshot import snapshot_tables
 from airflow_mysql_cdc.operators.spark_application import SparkApplicationOperator
+from airflow_mysql_cdc.pipeline import checkpoint_chain
+from airflow_mysql_cdc.pipeline.segment import plan_segment, segment_start
 
 
 class MySqlCdcReplicateOperator(SparkApplicationOperator):
@@ -102,9 +103,7 @@ class MySqlCdcReplicateOperator(SparkApplicationOperator):
             return record.to_dict()
         ti = context["ti"]
         resumable = ti.xcom_pull(task_ids=self.resumability_task_id) if self.resumability_task_id else None
-        plan = checkpoint_chain.plan_segment(
-            position.to_xcom(), resumable, self.tables, self.lake_root, lake_options
-        )
+        plan = plan_segment(position.to_xcom(), resumable, self.tables, self.lake_root, lake_options)
         ti.xcom_push(key="plan", value=plan)
         snapshot = snapshot_tables(
             self,
@@ -118,7 +117,7 @@ class MySqlCdcReplicateOperator(SparkApplicationOperator):
             mysql_cdc_conn_id=self.mysql_cdc_conn_id,
         )
         ti.xcom_push(key="snapshot", value=snapshot)
-        start = plan["start_gtids"] or snapshot["stream_start"]
+        start = segment_start(plan, snapshot)
         segment_end = self._segment_end(context, position.placement.kind)
         segment_end_us = int(segment_end.timestamp() * 1_000_000)
 
@@ -128,7 +127,7 @@ class MySqlCdcReplicateOperator(SparkApplicationOperator):
                 lake_root=self.lake_root,
                 storage_options=public_options,
                 tables=self.tables,
-                start_gtids=start,
+                start_gtids=str(start),
                 mode="segment",
                 segment_end_us=segment_end_us,
                 batch_max_seconds=self.batch_max_seconds,

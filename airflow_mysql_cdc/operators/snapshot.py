@@ -54,8 +54,6 @@ class MySqlCdcSnapshotOperator(SparkApplicationOperator):
         restart: bool | str = False,
         base_server_id: int | None = None,
         mysql_cdc_conn_id: str = MySqlCdcHook.default_conn_name,
-        use_spark: bool = True,
-        application: str = APPLICATION,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -68,8 +66,6 @@ class MySqlCdcSnapshotOperator(SparkApplicationOperator):
         self.restart = restart
         self.base_server_id = base_server_id
         self.mysql_cdc_conn_id = mysql_cdc_conn_id
-        self.use_spark = use_spark
-        self.application = application
 
     def execute(self, context: Any) -> dict[str, Any]:
         return snapshot_tables(
@@ -82,8 +78,6 @@ class MySqlCdcSnapshotOperator(SparkApplicationOperator):
             restart=str(self.restart).strip().lower() in ("true", "1", "yes"),
             base_server_id=self.base_server_id,
             mysql_cdc_conn_id=self.mysql_cdc_conn_id,
-            use_spark=self.use_spark,
-            application=self.application,
         )
 
 
@@ -98,8 +92,6 @@ def snapshot_tables(
     restart: bool,
     base_server_id: int | None,
     mysql_cdc_conn_id: str,
-    use_spark: bool = True,
-    application: str = APPLICATION,
 ) -> dict[str, Any]:
     """Run the snapshot application for ``tables`` under ``runner`` (the operator whose task this is)."""
     from airflow_mysql_cdc.engine.entrypoints.snapshot_to_delta import SnapshotConfig  # Spark, Delta: lazily
@@ -122,11 +114,10 @@ def snapshot_tables(
     )
     runner.log.info("Snapshotting %s from %s into %s", ", ".join(config.tables), endpoint, config.lake_root)
     result = runner.run_application(
-        application,
+        APPLICATION,
         name="mysql-cdc-snapshot",
         config_json=config.to_json(),
         secrets=ApplicationSecrets.of(endpoint, secret_options),
-        extra_args=() if use_spark else ("--no-spark",),
     )
     for table in result["tables"]:
         runner.log.info(

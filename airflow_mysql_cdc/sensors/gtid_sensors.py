@@ -1,7 +1,7 @@
 """Sensors on a server's GTID state: resumability of a checkpoint, and a target set being reached.
 
 Both support poke, reschedule and deferrable mode and judge the server through one shared
-function (:mod:`airflow_mysql_cdc.sensors.gtid_conditions`). A condition that waiting cannot fix
+function (:mod:`airflow_mysql_cdc.hooks.gtid_conditions`). A condition that waiting cannot fix
 (purged binlogs) fails at once with AirflowFailException, never retried; a timeout fails with
 AirflowSensorTimeout whose message says what was still missing.
 """
@@ -16,13 +16,13 @@ from typing import Any
 from airflow.sdk import BaseSensorOperator, PokeReturnValue
 from airflow.sdk.exceptions import AirflowFailException, AirflowSensorTimeout
 
-from airflow_mysql_cdc.hooks.mysql_cdc import MySqlCdcHook
-from airflow_mysql_cdc.sensors.gtid_conditions import (
+from airflow_mysql_cdc.hooks.gtid_conditions import (
     ConditionKind,
     ConditionOutcome,
     OnPurged,
     evaluate_condition,
 )
+from airflow_mysql_cdc.hooks.mysql_cdc import MySqlCdcHook
 from airflow_mysql_cdc.triggers.gtid_state import GtidStateTrigger
 
 

@@ -10,7 +10,7 @@ from typing import Any
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 from asgiref.sync import sync_to_async
 
-from airflow_mysql_cdc.sensors.gtid_conditions import ConditionKind, OnPurged, evaluate_condition
+from airflow_mysql_cdc.hooks.gtid_conditions import ConditionKind, OnPurged, evaluate_condition
 
 
 class GtidStateTrigger(BaseTrigger):

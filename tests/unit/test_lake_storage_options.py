@@ -18,7 +18,7 @@ from airflow_mysql_cdc.engine.lake.storage import (
     secret_storage_options_from_environment,
     secret_storage_options_to_environment,
 )
-from airflow_mysql_cdc.pipeline_config import PipelineConfig, PipelineConfigError
+from airflow_mysql_cdc.pipeline.config import PipelineConfig, PipelineConfigError
 
 SECRET = "sEcReT-value-for-the-leak-check"
 PUBLIC = {"AWS_ENDPOINT_URL": "http://127.0.0.1:9000", "AWS_REGION": "us-east-1", "AWS_ALLOW_HTTP": "true"}

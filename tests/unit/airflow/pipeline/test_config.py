@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from airflow_mysql_cdc.pipeline_config import PipelineConfig, PipelineConfigError, load_pipeline_config
+from airflow_mysql_cdc.pipeline.config import PipelineConfig, PipelineConfigError, load_pipeline_config
 
 
 def test_without_a_file_the_embedded_defaults_run_the_demo(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from airflow_mysql_cdc.daily_dag import build_pipeline_dag
-from airflow_mysql_cdc.pipeline_config import PipelineConfig
+from airflow_mysql_cdc.pipeline.config import PipelineConfig
+from airflow_mysql_cdc.pipeline.dag import build_pipeline_dag
 
 
 def test_runs_wait_for_no_other_run_and_one_replicate_runs_at_a_time() -> None:

@@ -1,4 +1,4 @@
-"""The DAG side of the checkpoint chain: where a run stands, what it snapshots, the record it publishes.
+"""The DAG side of the checkpoint chain: where a run stands, and the record it publishes.
 
 The chain lives in the lake (:class:`~airflow_mysql_cdc.engine.lake.checkpoint_log.CheckpointLog`):
 every published record, append-only, one per interval end. A run places itself by its interval end
@@ -177,48 +177,6 @@ def load_checkpoint(
         storage_options=storage_options,
         publish_task_id=publish_task_id,
     ).to_xcom()
-
-
-def plan_segment(
-    loaded: dict[str, Any],
-    resumability: dict[str, Any] | None,
-    tables: Sequence[str],
-    lake_root: str,
-    storage_options: dict[str, str] | None = None,
-) -> dict[str, Any]:
-    """Which tables this run snapshots, and where its segment starts.
-
-    - first run: every table (a finished snapshot is kept, an unfinished one resumed); the segment
-      starts at the snapshots' stream start;
-    - binlogs purged and ``on_purged="resnapshot"``: every table again, and the pipeline is
-      rebased onto the new snapshots' stream start;
-    - otherwise: tables that are not members of the pipeline and have no snapshot taken after the
-      checkpoint (the binlog application then joins them, see ``table_admission``); the segment
-      starts at the checkpoint.
-    """
-    from airflow_mysql_cdc.engine.snapshot.lake_commits import read_snapshot_progress
-
-    names = [str(TableRef.parse(t)) for t in tables]
-    if loaded["first_run"]:
-        return {"tables": names, "restart": False, "rebase": False, "start_gtids": ""}
-    if resumability and resumability.get("resnapshot_needed"):
-        log.warning("binlogs needed were purged: every table is snapshotted again (on_purged=resnapshot)")
-        return {"tables": names, "restart": True, "rebase": True, "start_gtids": ""}
-    checkpoint = GtidSet.parse(loaded["checkpoint"])
-    members = loaded.get("members") or {}
-    to_snapshot: list[str] = []
-    restart = False
-    for name in names:
-        if name in members:
-            continue
-        progress = read_snapshot_progress(lake_root, TableRef.parse(name), storage_options)
-        if progress is not None and progress.complete and checkpoint.issubset(progress.stream_start):
-            continue  # snapshotted after the checkpoint (an earlier attempt of this run): joins as it is
-        to_snapshot.append(name)
-        restart |= progress is not None and progress.complete
-    if to_snapshot:
-        log.info("new tables to snapshot before they join the pipeline: %s", ", ".join(to_snapshot))
-    return {"tables": to_snapshot, "restart": restart, "rebase": False, "start_gtids": loaded["checkpoint"]}
 
 
 def publish_checkpoint(

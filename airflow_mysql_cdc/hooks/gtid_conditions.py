@@ -4,6 +4,11 @@ A condition read returns one of three states: ``met`` (done, with a payload for 
 ``waiting`` (poke again: a replica may still catch up) or ``failed`` (waiting cannot help).
 Poke, reschedule and deferrable mode all call :func:`evaluate_condition`, so they can never
 disagree on what a server state means.
+
+It lives beside :class:`~airflow_mysql_cdc.hooks.mysql_cdc.MySqlCdcHook` because it is a query of
+the server: the sensors and the trigger both depend on it, and the trigger depends on nothing in
+``sensors/`` (as the first-party providers' triggers depend only on their hooks). Guarded by
+tests/unit/airflow/triggers/test_gtid_state.py and tests/integration/test_gtid_sensors_in_a_dag.py.
 """
 
 from __future__ import annotations

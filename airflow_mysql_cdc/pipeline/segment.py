@@ -1,0 +1,94 @@
+"""A run's segment plan: which tables it snapshots, and the GTID set its segment starts from.
+
+Invariant: a run that applies starts its segment either at the chain's checkpoint (the lake holds
+every transaction before it) or, when it snapshots every table (a first run, or a re-snapshot after
+purged binlogs), at the stream start of the snapshots it just took. Never anywhere else: a start
+after the checkpoint would skip transactions of the tables already in the lake, a start before it
+would apply transactions twice.
+
+The plan says which of the two it is: ``start_gtids`` holds the checkpoint's text, or None for "the
+snapshots' stream start". An empty string is the empty GTID set, a real start (a source that had
+executed nothing when the pipeline began), not "unknown"; :func:`segment_start` turns the plan and
+the snapshot step's result into the set. Guarded by tests/unit/airflow/pipeline/test_segment.py and,
+end to end, tests/integration/test_pipeline_dag.py and test_pipeline_dag_recovery.py (the rebase).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from airflow.sdk.exceptions import AirflowFailException
+
+from airflow_mysql_cdc.engine.mysql.schema import TableRef
+from airflow_mysql_cdc.engine.values.gtid import GtidSet
+
+log = logging.getLogger(__name__)
+
+
+class SegmentStartUnknownError(AirflowFailException):
+    """The plan starts the segment at the snapshots' stream start, but no snapshot was taken."""
+
+
+def plan_segment(
+    loaded: dict[str, Any],
+    resumability: dict[str, Any] | None,
+    tables: Sequence[str],
+    lake_root: str,
+    storage_options: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """Which tables this run snapshots, and where its segment starts (the XCom ``plan``).
+
+    - first run: every table (a finished snapshot is kept, an unfinished one resumed); the segment
+      starts at the snapshots' stream start (``start_gtids`` None);
+    - binlogs purged and ``on_purged="resnapshot"``: every table again, and the pipeline is
+      rebased onto the new snapshots' stream start (``start_gtids`` None);
+    - otherwise: tables that are not members of the pipeline and have no snapshot taken after the
+      checkpoint (the binlog application then joins them, see ``table_admission``); the segment
+      starts at the checkpoint.
+    """
+    from airflow_mysql_cdc.engine.snapshot.lake_commits import read_snapshot_progress
+
+    names = [str(TableRef.parse(t)) for t in tables]
+    if loaded["first_run"]:
+        return {"tables": names, "restart": False, "rebase": False, "start_gtids": None}
+    if resumability and resumability.get("resnapshot_needed"):
+        log.warning("binlogs needed were purged: every table is snapshotted again (on_purged=resnapshot)")
+        return {"tables": names, "restart": True, "rebase": True, "start_gtids": None}
+    checkpoint = GtidSet.parse(loaded["checkpoint"])
+    members = loaded.get("members") or {}
+    to_snapshot: list[str] = []
+    restart = False
+    for name in names:
+        if name in members:
+            continue
+        progress = read_snapshot_progress(lake_root, TableRef.parse(name), storage_options)
+        if progress is not None and progress.complete and checkpoint.issubset(progress.stream_start):
+            continue  # snapshotted after the checkpoint (an earlier attempt of this run): joins as it is
+        to_snapshot.append(name)
+        restart |= progress is not None and progress.complete
+    if to_snapshot:
+        log.info("new tables to snapshot before they join the pipeline: %s", ", ".join(to_snapshot))
+    return {"tables": to_snapshot, "restart": restart, "rebase": False, "start_gtids": loaded["checkpoint"]}
+
+
+def segment_start(plan: Mapping[str, Any], snapshot: Mapping[str, Any]) -> GtidSet:
+    """Where the run's segment starts: the plan's start set if it has one (the checkpoint, even the
+    empty set), else the stream start of the snapshots this run took (a first run, a rebase).
+
+    Raises :class:`SegmentStartUnknownError` when the plan leaves the start to the snapshots but
+    none was taken: there is no position that keeps every table exact, so nothing is applied.
+    """
+    planned = plan.get("start_gtids")
+    if planned is not None:
+        return GtidSet.parse(planned)
+    if snapshot.get("tables"):
+        return GtidSet.parse(snapshot.get("stream_start") or "")
+    raise SegmentStartUnknownError(
+        "this run's segment starts where its snapshots start streaming (a first run, or every table "
+        f"snapshotted again after purged binlogs), but the run took no snapshot (plan: tables "
+        f"{list(plan.get('tables') or [])}), so it has no start: nothing was applied. Name at least "
+        "one schema.table in the replicate task's tables; if it names some, the snapshot step "
+        "returned no table: report it with this task's log."
+    )

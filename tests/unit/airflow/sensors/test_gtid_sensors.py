@@ -1,0 +1,90 @@
+"""The GTID sensors: what a user sees when one times out or cannot succeed, and their templates."""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+import pytest
+from airflow.sdk import DAG
+from airflow.sdk.exceptions import AirflowFailException, AirflowSensorTimeout
+
+from airflow_mysql_cdc.sensors.gtid_sensors import MySqlCdcResumabilitySensor, MySqlGtidReachedSensor
+from tests.support.airflow_context import runtime_task_instance
+from tests.unit.airflow.fake_server import serve_gtid_state
+
+UUID = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
+
+
+def _in_a_dag(sensor_class: type, **arguments: Any):
+    with DAG("sensors", schedule="@daily", start_date=datetime.datetime(2026, 11, 1), params={"target": ""}):
+        return sensor_class(task_id="sensor", mysql_cdc_conn_id="cdc_source", **arguments)
+
+
+def _run(sensor) -> Any:
+    ti = runtime_task_instance(sensor)
+    return sensor.execute(ti.get_template_context())
+
+
+def test_a_gtid_reached_sensor_that_times_out_names_the_gtids_still_missing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    serve_gtid_state(monkeypatch, executed=f"{UUID}:1-3")
+    sensor = _in_a_dag(MySqlGtidReachedSensor, target=f"{UUID}:1-6", poke_interval=0.2, timeout=0.6)
+    with pytest.raises(AirflowSensorTimeout) as timeout:
+        _run(sensor)
+    message = str(timeout.value)
+    assert "Sensor has timed out" in message and "exceeds the specified timeout of 0.6" in message
+    assert f"Still: the server has not executed 3 GTID(s) of the target yet: {UUID}:4-6" in message
+
+
+def test_a_resumability_sensor_waiting_for_a_lagging_server_times_out_naming_what_it_lacks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    serve_gtid_state(monkeypatch, executed=f"{UUID}:1-40")
+    sensor = _in_a_dag(MySqlCdcResumabilitySensor, checkpoint=f"{UUID}:1-50", poke_interval=0.2, timeout=0.6)
+    with pytest.raises(AirflowSensorTimeout) as timeout:
+        _run(sensor)
+    message = str(timeout.value)
+    assert "Sensor has timed out" in message and "Still: " in message
+    assert f"{UUID}:41-50" in message  # the transactions the server lacks
+
+
+def test_a_deferred_sensor_that_times_out_in_the_triggerer_says_so_with_the_last_reading() -> None:
+    sensor = _in_a_dag(MySqlGtidReachedSensor, target=f"{UUID}:1-6", deferrable=True, timeout=5)
+    reading = f"the server has not executed 3 GTID(s) of the target yet: {UUID}:4-6"
+    with pytest.raises(AirflowSensorTimeout) as timeout:
+        sensor.execute_complete({}, {"state": "timeout", "message": reading, "payload": {}})
+    assert str(timeout.value) == f"timed out after 5.0s. Still: {reading}"
+
+
+def test_purged_binlogs_fail_at_once_without_waiting_for_the_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
+    serve_gtid_state(monkeypatch, executed=f"{UUID}:1-100", purged=f"{UUID}:1-60")
+    sensor = _in_a_dag(MySqlCdcResumabilitySensor, checkpoint=f"{UUID}:1-50", poke_interval=30, timeout=3600)
+    with pytest.raises(AirflowFailException, match=f"{UUID}:51-60"):
+        _run(sensor)
+
+
+def test_an_empty_checkpoint_passes_at_once_when_the_pipeline_starts_with_a_snapshot() -> None:
+    sensor = _in_a_dag(MySqlCdcResumabilitySensor, checkpoint="", empty_checkpoint_passes=True)
+    assert _run(sensor) == {"verdict": "first_run", "resumable": True, "resnapshot_needed": False}
+
+
+@pytest.mark.parametrize(
+    ("sensor_class", "field"),
+    [(MySqlCdcResumabilitySensor, "checkpoint"), (MySqlGtidReachedSensor, "target")],
+)
+def test_the_gtid_set_and_the_connection_render_from_the_runs_params(sensor_class: type, field: str) -> None:
+    with DAG(
+        "sensors",
+        schedule="@daily",
+        start_date=datetime.datetime(2026, 11, 1),
+        params={"set": "", "conn": ""},
+    ):
+        sensor = sensor_class(
+            task_id="sensor", mysql_cdc_conn_id="{{ params.conn }}", **{field: "{{ params.set }}"}
+        )
+    assert set(sensor_class.template_fields) == {field, "mysql_cdc_conn_id"}
+    ti = runtime_task_instance(sensor, conf={"set": f"{UUID}:1-9", "conn": "replica"})
+    ti.render_templates()
+    assert (getattr(ti.task, field), ti.task.mysql_cdc_conn_id) == (f"{UUID}:1-9", "replica")
