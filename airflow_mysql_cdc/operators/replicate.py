@@ -21,6 +21,7 @@ from typing import Any
 from airflow_mysql_cdc import checkpoint_chain
 from airflow_mysql_cdc.engine.apply.config import ApplyConfig
 from airflow_mysql_cdc.engine.lake.storage import check_storage_options
+from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from airflow_mysql_cdc.hooks.lake_storage import LakeStorageHook
 from airflow_mysql_cdc.hooks.mysql_cdc import MySqlCdcHook
 from airflow_mysql_cdc.operators.binlog_apply import apply_binlog, human_duration
@@ -128,7 +129,7 @@ class MySqlCdcReplicateOperator(SparkApplicationOperator):
                 lake_root=self.lake_root,
                 storage_options=public_options,
                 tables=self.tables,
-                start_gtids=start,
+                start_gtids=GtidSet.parse(start),
                 mode="segment",
                 segment_end_us=segment_end_us,
                 batch_max_seconds=self.batch_max_seconds,

@@ -34,9 +34,9 @@ from dataclasses import replace
 
 from airflow_mysql_cdc.engine.apply.admission import TableAdmissionError
 from airflow_mysql_cdc.engine.apply.config import ApplyConfig, ApplyConfigError
-from airflow_mysql_cdc.engine.apply.loop import run_apply
 from airflow_mysql_cdc.engine.apply.parallel_catchup import run_parallel_catchup
 from airflow_mysql_cdc.engine.apply.range_reader import spark_range_runner
+from airflow_mysql_cdc.engine.apply.single_reader import run_apply
 from airflow_mysql_cdc.engine.binlog.errors import BinlogReaderError
 from airflow_mysql_cdc.engine.entrypoints.common import (
     ERROR_PREFIX,
