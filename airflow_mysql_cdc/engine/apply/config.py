@@ -5,9 +5,9 @@ Invariant: everything here may be printed, logged and passed on a command line. 
 until the result is written (:meth:`ApplyResult.to_dict`); only those two methods see their text, so
 a malformed set is refused when the configuration is read, never halfway through a run. Credentials
 travel separately, in the environment: the MySQL endpoint (:meth:`MySqlEndpoint.from_environment`)
-and the lake's secret storage options (:func:`..lake_storage.secret_storage_options_from_environment`),
+and the lake's secret storage options (:func:`..lake.storage.secret_storage_options_from_environment`),
 which the entry point puts in ``secret_storage_options``, a field never written to JSON or shown
-in ``repr``. A secret key in ``storage_options`` is refused (:func:`..lake_storage.check_storage_options`).
+in ``repr``. A secret key in ``storage_options`` is refused (:func:`..lake.storage.check_storage_options`).
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ It holds because
 
 1. **the segment is known before reading**: ``end`` is ``@@gtid_executed`` read after the segment
    closed (``until_caught_up``; ``segment`` once the server clock is past the boundary plus the
-   settle margin of :class:`~.stop_rules.UntilCommitTimestamp`) or the target of
+   settle margin of :class:`~..binlog.stop_rules.UntilCommitTimestamp`) or the target of
    ``until_gtid_set``. Anything else (a live tail, a boundary still ahead) runs the single reader;
 2. **each range reader gets only its range** (:mod:`~airflow_mysql_cdc.engine.values.gtid_ranges`): it starts
 from

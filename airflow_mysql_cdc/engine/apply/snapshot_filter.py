@@ -1,4 +1,5 @@
-"""Connect a table's snapshot to the stream that follows it (the filter of :mod:`.change_filter`)."""
+"""Connect a table's snapshot to the stream that follows it (the filter of :mod:`..snapshot.change_filter`).
+"""
 
 from __future__ import annotations
 
