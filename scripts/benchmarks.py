@@ -50,9 +50,9 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 
 from airflow_mysql_cdc.engine.apply.config import ApplyConfig  # noqa: E402
-from airflow_mysql_cdc.engine.apply.loop import run_apply  # noqa: E402
 from airflow_mysql_cdc.engine.apply.parallel_catchup import run_parallel_catchup  # noqa: E402
 from airflow_mysql_cdc.engine.apply.range_reader import RangeTask, spark_range_runner  # noqa: E402
+from airflow_mysql_cdc.engine.apply.single_reader import run_apply  # noqa: E402
 from airflow_mysql_cdc.engine.binlog.reader import BinlogReader  # noqa: E402
 from airflow_mysql_cdc.engine.binlog.stop_rules import UntilGtidSet  # noqa: E402
 from airflow_mysql_cdc.engine.lake.delta_layout import LakeLayout  # noqa: E402
@@ -190,9 +190,9 @@ def _bench_config(start: GtidSet, end: GtidSet, lake: Path) -> ApplyConfig:
         pipeline_id="bench",
         lake_root=str(lake),
         tables=(f"{SCHEMA}.{TABLE}",),
-        start_gtids=str(start),
+        start_gtids=start,
         mode="until_gtid_set",
-        target_gtids=str(end),
+        target_gtids=end,
     )
 
 
@@ -317,7 +317,7 @@ def live_latencies(endpoint: MySqlEndpoint, seconds: float, interval: float = 0.
         pipeline_id="live",
         lake_root=str(lake),
         tables=(f"{SCHEMA}.events",),
-        start_gtids=str(_executed(endpoint)),
+        start_gtids=_executed(endpoint),
         mode="live",
     )
     stop = threading.Event()

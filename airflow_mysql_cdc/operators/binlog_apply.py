@@ -10,6 +10,7 @@ from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_mysql_cdc.engine.apply.config import ApplyConfig
 from airflow_mysql_cdc.engine.lake.storage import check_storage_options
+from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from airflow_mysql_cdc.hooks.lake_storage import LakeStorageHook
 from airflow_mysql_cdc.hooks.mysql_cdc import MySqlCdcHook
 from airflow_mysql_cdc.operators.prerequisites import parse_table_list
@@ -124,10 +125,10 @@ class MySqlCdcBinlogApplyOperator(SparkApplicationOperator):
             lake_root=self.lake_root,
             storage_options=storage_options if storage_options is not None else self.storage_options,
             tables=tuple(str(ref) for ref in parse_table_list(self.tables)),
-            start_gtids=self.start_gtids or "",
+            start_gtids=GtidSet.parse(self.start_gtids or ""),
             mode=self.mode,  # type: ignore[arg-type]
             segment_end_us=self._segment_end_us(context),
-            target_gtids=self.target_gtids,
+            target_gtids=GtidSet.parse(self.target_gtids) if self.target_gtids else None,
             batch_max_rows=self.batch_max_rows,
             batch_max_seconds=self.batch_max_seconds,
             soft_deletes=self.soft_deletes,

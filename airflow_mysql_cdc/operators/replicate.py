@@ -127,7 +127,7 @@ class MySqlCdcReplicateOperator(SparkApplicationOperator):
                 lake_root=self.lake_root,
                 storage_options=public_options,
                 tables=self.tables,
-                start_gtids=str(start),
+                start_gtids=start,
                 mode="segment",
                 segment_end_us=segment_end_us,
                 batch_max_seconds=self.batch_max_seconds,

@@ -11,6 +11,7 @@ from deltalake import DeltaTable
 from airflow_mysql_cdc.engine.lake.delta_sink import DeltaSink
 from airflow_mysql_cdc.engine.lake.pipeline_state import PipelineBusyError, PipelineFencedError
 from airflow_mysql_cdc.engine.lake.sink import SinkBehindError, SinkDivergedError
+from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from tests.unit.sink_fixtures import ITEMS, ORDERS, delete, insert, through, transaction, update
 
 
@@ -102,12 +103,7 @@ def test_start_the_sink_never_reached_is_refused_as_a_gap(tmp_path: Path) -> Non
     with pytest.raises(SinkBehindError, match="never reached the lake"):
         DeltaSink(tmp_path, "p1").open(through(3))
     with pytest.raises(SinkDivergedError, match="diverge"):
-        DeltaSink(tmp_path, "p1").open(
-            through(0)
-            | __import__("airflow_mysql_cdc.engine.values.gtid").engine.gtid.GtidSet.parse(
-                "4e11fa47-71ca-11e1-9e33-c80aa9429562:1"
-            )
-        )
+        DeltaSink(tmp_path, "p1").open(through(0) | GtidSet.parse("4e11fa47-71ca-11e1-9e33-c80aa9429562:1"))
 
 
 def test_crash_between_table_commits_replays_nothing_twice(

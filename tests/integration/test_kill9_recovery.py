@@ -18,7 +18,7 @@ import pytest
 from deltalake import DeltaTable
 
 from airflow_mysql_cdc.engine.apply.config import ApplyConfig
-from airflow_mysql_cdc.engine.apply.loop import run_apply
+from airflow_mysql_cdc.engine.apply.single_reader import run_apply
 from airflow_mysql_cdc.engine.lake.delta_layout import LakeLayout
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
@@ -36,9 +36,9 @@ def _config(database: str, lake: Path, start: GtidSet, target: GtidSet) -> Apply
         pipeline_id="kill9",
         lake_root=str(lake),
         tables=(f"{database}.orders",),
-        start_gtids=str(start),
+        start_gtids=start,
         mode="until_gtid_set",
-        target_gtids=str(target),
+        target_gtids=target,
         batch_max_rows=40,
         batch_max_seconds=0.05,
         heartbeat_s=0.5,

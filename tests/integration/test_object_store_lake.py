@@ -203,7 +203,7 @@ def test_the_daily_dag_on_an_s3_lake_recovers_refuses_a_second_writer_and_leaks_
         # Run 4 while another instance holds the pipeline: the lease refuses the second writer.
         holder_config = ApplyConfig(
             pipeline_id="e2e", lake_root=s3_lake.root, tables=tuple(tables),
-            start_gtids=str(pipeline.lake_position()), mode="live", batch_max_seconds=0.2, heartbeat_s=0.5,
+            start_gtids=pipeline.lake_position(), mode="live", batch_max_seconds=0.2, heartbeat_s=0.5,
             storage_options=s3_lake.store.public_options,
         )  # fmt: skip
         holder = launch_application(

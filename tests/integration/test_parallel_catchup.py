@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 from deltalake import DeltaTable
 
-from airflow_mysql_cdc.engine.apply.config import ApplyConfig
-from airflow_mysql_cdc.engine.apply.loop import ApplyResult, run_apply
+from airflow_mysql_cdc.engine.apply.config import ApplyConfig, ApplyResult
 from airflow_mysql_cdc.engine.apply.parallel_catchup import run_parallel_catchup
 from airflow_mysql_cdc.engine.apply.range_reader import RangeRunner, run_ranges_in_threads, spark_range_runner
+from airflow_mysql_cdc.engine.apply.single_reader import run_apply
 from airflow_mysql_cdc.engine.lake.delta_layout import GTID_COLUMN, SEQUENCE_COLUMN, LakeLayout
 from airflow_mysql_cdc.engine.runtime.spark_tasks import SparkTasks
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
@@ -110,7 +110,7 @@ def test_parallel_catchup_in_spark_local_2_tasks_gives_the_same_lake_as_the_sing
     database = mysql_database.database
     start = _write_history(mysql_database, seconds=1.0)
     target = gtid_executed(mysql_database)
-    config = _config(database, tmp_path / "single", start, mode="until_gtid_set", target_gtids=str(target))
+    config = _config(database, tmp_path / "single", start, mode="until_gtid_set", target_gtids=target)
     single, parallel = _both(
         mysql_database,
         tmp_path,
@@ -118,7 +118,7 @@ def test_parallel_catchup_in_spark_local_2_tasks_gives_the_same_lake_as_the_sing
         spark_range_runner(SparkTasks(spark_local_2.sparkContext)),
         parallelism=2,
     )
-    assert parallel.end_gtids == single.end_gtids == str(target)
+    assert parallel.end_gtids == single.end_gtids == target
     _assert_same_lake(tmp_path / "single", tmp_path / "parallel", database)
 
 
@@ -136,7 +136,7 @@ def test_parallel_segment_catchup_cuts_at_the_same_commit_timestamp_as_the_singl
     single, parallel = _both(
         mysql_database, tmp_path, config, run_ranges_in_threads, parallelism=2, wave_transactions=300
     )
-    end = GtidSet.parse(single.end_gtids)
+    end = single.end_gtids
     executed = gtid_executed(mysql_database)
     # The cut fell inside the written history.
     assert start.issubset(end) and end.issubset(executed) and start != end != executed

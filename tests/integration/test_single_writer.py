@@ -30,7 +30,7 @@ def test_second_instance_fails_with_a_clear_error_while_the_first_keeps_applying
         pipeline_id="fenced",
         lake_root=str(tmp_path / "lake"),
         tables=(f"{database}.orders",),
-        start_gtids=str(start),
+        start_gtids=start,
         mode="live",
         batch_max_seconds=0.2,
         heartbeat_s=0.5,

@@ -11,7 +11,7 @@ import pytest
 from deltalake import DeltaTable
 
 from airflow_mysql_cdc.engine.apply.config import ApplyConfig
-from airflow_mysql_cdc.engine.apply.loop import run_apply
+from airflow_mysql_cdc.engine.apply.single_reader import run_apply
 from airflow_mysql_cdc.engine.lake.compare import lake_table
 from airflow_mysql_cdc.engine.lake.delta_layout import LakeLayout
 from airflow_mysql_cdc.engine.snapshot.lake_commits import SnapshotIncompleteError
@@ -39,7 +39,7 @@ def _seed(endpoint: MySqlEndpoint, table: str, rows: int) -> None:
     execute(endpoint, f"INSERT INTO {table} VALUES {values}")
 
 
-def _stream(endpoint: MySqlEndpoint, lake: Path, tables: tuple[str, ...], start: str) -> None:
+def _stream(endpoint: MySqlEndpoint, lake: Path, tables: tuple[str, ...], start: GtidSet) -> None:
     run_apply(
         ApplyConfig(
             pipeline_id="snap", lake_root=str(lake), tables=tables, start_gtids=start,
@@ -71,7 +71,7 @@ def test_snapshot_during_writes_then_streaming_equals_the_source(
     assert all(result.chunks_total > 5 for result in results)
     # Streaming starts from the earliest low watermark of all chunks of all tables.
     start = GtidSet.parse(results[0].stream_start) & GtidSet.parse(results[1].stream_start)
-    _stream(mysql_database, tmp_path, (f"{database}.orders", f"{database}.payments"), str(start))
+    _stream(mysql_database, tmp_path, (f"{database}.orders", f"{database}.payments"), start)
     for table in ("orders", "payments"):
         assert_lake_equals_source(mysql_database, tmp_path, database, table)
 
@@ -182,7 +182,7 @@ def test_float_heavy_table_snapshot_then_streamed_changes_equal_the_source_bit_f
         cursor.executemany(MEASUREMENTS_INSERT, [tuple(row.values()) for row in added])
         expected |= _exact_floats(added)
         connection.commit()
-    _stream(mysql_database, tmp_path, (table,), result.stream_start)
+    _stream(mysql_database, tmp_path, (table,), GtidSet.parse(result.stream_start))
 
     assert_lake_equals_source(mysql_database, tmp_path, database, "measurements")
     assert _exact_floats(lake_table(tmp_path, database, "measurements").to_pylist()) == expected

@@ -29,7 +29,7 @@ def orders_apply_config(database: str, lake: LakeRoot, start: GtidSet, **overrid
         "pipeline_id": "p",
         "lake_root": str(lake),
         "tables": (f"{database}.orders",),
-        "start_gtids": str(start),
+        "start_gtids": start,
         "batch_max_rows": 200,
         "batch_max_seconds": 0.3,
         "heartbeat_s": 0.5,

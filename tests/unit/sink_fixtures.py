@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from airflow_mysql_cdc.engine.binlog.changes import Op, RowChange, TableShape, Transaction
+from airflow_mysql_cdc.engine.lake.change_table import ChangeTable
+from airflow_mysql_cdc.engine.lake.sink import BatchResult
 from airflow_mysql_cdc.engine.mysql.types import ColumnType
 from airflow_mysql_cdc.engine.values.gtid import Gtid, GtidSet
 
@@ -38,3 +41,63 @@ def transaction(number: int, *changes: RowChange) -> Transaction:
 
 def through(number: int) -> GtidSet:
     return GtidSet.parse(f"{SOURCE_UUID}:1-{number}") if number else GtidSet()
+
+
+class RecordingSink:
+    """An in-memory :class:`~airflow_mysql_cdc.engine.lake.sink.Sink` (the whole protocol) that records
+    each batch it is given, for the pure logic of the appliers; Delta's own behaviour is tested on Delta."""
+
+    def __init__(self, applied: GtidSet | None = None) -> None:
+        self._applied = applied or GtidSet()
+        self._members: dict[str, str] | None = {}
+        self.epoch = 0
+        self.batches: list[tuple[list[Gtid], GtidSet]] = []
+        self.heartbeats = 0
+        self.released = False
+
+    def open(self, requested_start: GtidSet, *, rebase: bool = False) -> GtidSet:
+        self.epoch += 1
+        if rebase or not requested_start.issubset(self._applied):
+            self._applied = requested_start
+        return self._applied
+
+    def heartbeat_if_due(self) -> None:
+        self.heartbeats += 1
+
+    def release(self) -> None:
+        self.released = True
+
+    @property
+    def members(self) -> dict[str, str] | None:
+        return self._members
+
+    @property
+    def is_new(self) -> bool:
+        return not self.batches and not self._members
+
+    def record_members(self, members: dict[str, str]) -> None:
+        self._members = dict(members)
+
+    @property
+    def applied_gtids(self) -> GtidSet:
+        return self._applied
+
+    def apply(self, transactions: Sequence[Transaction], position_after: GtidSet) -> BatchResult:
+        rows: dict[str, int] = {}
+        for one in transactions:
+            for change in one.changes:
+                name = f"{change.shape.schema}.{change.shape.table}"
+                rows[name] = rows.get(name, 0) + 1
+        return self._commit([one.gtid for one in transactions], position_after, rows)
+
+    def apply_change_tables(
+        self, tables: Mapping[str, ChangeTable], position_after: GtidSet, transactions: int
+    ) -> BatchResult:
+        rows = {name: table.change_count for name, table in tables.items()}
+        return self._commit([], position_after, rows)
+
+    def _commit(self, gtids: list[Gtid], position_after: GtidSet, rows: dict[str, int]) -> BatchResult:
+        assert self._applied.issubset(position_after), "the position went backwards"
+        self.batches.append((gtids, position_after))
+        self._applied = position_after
+        return BatchResult(len(self.batches), position_after, len(gtids), rows)

@@ -1,16 +1,19 @@
-"""What one run of the binlog application does: a JSON document, never credentials.
+"""What one run of the binlog application does and what it did: typed values, JSON at the edge only.
 
-Invariant: everything here may be printed, logged and passed on a command line. Credentials
+Invariant: everything here may be printed, logged and passed on a command line. GTID sets are
+:class:`GtidSet` values from the moment the configuration is read (:meth:`ApplyConfig.from_dict`)
+until the result is written (:meth:`ApplyResult.to_dict`); only those two methods see their text, so
+a malformed set is refused when the configuration is read, never halfway through a run. Credentials
 travel separately, in the environment: the MySQL endpoint (:meth:`MySqlEndpoint.from_environment`)
-and the lake's secret storage options (:func:`..lake_storage.secret_storage_options_from_environment`),
+and the lake's secret storage options (:func:`..lake.storage.secret_storage_options_from_environment`),
 which the entry point puts in ``secret_storage_options``, a field never written to JSON or shown
-in ``repr``. A secret key in ``storage_options`` is refused (:func:`..lake_storage.check_storage_options`).
+in ``repr``. A secret key in ``storage_options`` is refused (:func:`..lake.storage.check_storage_options`).
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal
 
@@ -39,11 +42,11 @@ class ApplyConfig:
     pipeline_id: str
     lake_root: str
     tables: tuple[str, ...]
-    start_gtids: str = ""
+    start_gtids: GtidSet = field(default_factory=GtidSet)
     mode: Mode = "until_caught_up"
     segment_end_us: int | None = None
     """segment mode: apply every transaction committed before this instant (microseconds, UTC)."""
-    target_gtids: str | None = None
+    target_gtids: GtidSet | None = None
     """until_gtid_set mode: stop once the position contains this set."""
     within_target: bool = False
     """until_gtid_set mode: also stop before any transaction outside the target (never pass it)."""
@@ -73,7 +76,6 @@ class ApplyConfig:
             raise ApplyConfigError("until_gtid_set mode needs target_gtids")
         if not self.tables:
             raise ApplyConfigError("tables is empty: name at least one schema.table")
-        GtidSet.parse(self.start_gtids)
         if self.batch_max_rows < 1 or self.batch_max_seconds <= 0:
             raise ApplyConfigError("batch_max_rows and batch_max_seconds must be positive")
         check_storage_options(self.storage_options, where="the binlog application's configuration")
@@ -84,30 +86,31 @@ class ApplyConfig:
 
     @property
     def start(self) -> GtidSet:
-        return GtidSet.parse(self.start_gtids)
+        return self.start_gtids
 
     def stop_rule(self, consistent_point: GtidSet | None = None) -> StopRule:
         """The rule ending this run's read; it never ends before ``consistent_point`` is contained.
 
         ``consistent_point`` is where every member table is exact (the union of their snapshot
-        chunks' high watermarks, see :func:`..apply_loop.consistent_point`): a segment or a target
-        that ends before it is extended to it. ``within_target`` reads (a joining table's catch-up)
-        must not leave their target and take none.
+        chunks' high watermarks, see :func:`.admission.consistent_point`): a segment or a target
+        that ends before it is extended to it. ``within_target`` reads must not leave their target
+        and take none. (A joining table's catch-up has its own rule: :mod:`.opening`.)
         """
         consistent = consistent_point or GtidSet()
         if self.mode == "segment":
             assert self.segment_end_us is not None
             return UntilCommitTimestamp(self.segment_end_us, consistent_point=consistent)
         if self.mode == "until_gtid_set":
-            target = GtidSet.parse(self.target_gtids)
+            target = self.target_gtids or GtidSet()
             return WithinGtidSet(target) if self.within_target else UntilGtidSet(target | consistent)
         if self.mode == "until_caught_up":
             return UntilCaughtUp(at_least=consistent)
         return Live()
 
     def to_json(self) -> str:
-        public = {key: value for key, value in asdict(self).items() if key != "secret_storage_options"}
-        return json.dumps(public, indent=2)
+        public = {item.name: getattr(self, item.name) for item in fields(self)}
+        del public["secret_storage_options"]
+        return json.dumps(public, indent=2, default=str)  # GtidSet: its text form
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ApplyConfig:
@@ -121,8 +124,72 @@ class ApplyConfig:
             raise ApplyConfigError(f"unknown configuration keys: {', '.join(unknown)}")
         values = dict(data)
         values["tables"] = tuple(values.get("tables") or ())
+        values["start_gtids"] = _gtid_set(values.get("start_gtids"), "start_gtids")
+        if values.get("target_gtids") is not None:
+            values["target_gtids"] = _gtid_set(values["target_gtids"], "target_gtids")
         return cls(**values)
 
     @classmethod
     def from_file(cls, path: str | Path) -> ApplyConfig:
         return cls.from_dict(json.loads(Path(path).read_text()))
+
+
+def _gtid_set(text: Any, key: str) -> GtidSet:
+    """A GTID set of the JSON configuration (``""`` and null: the empty set)."""
+    if text is not None and not isinstance(text, str):
+        raise ApplyConfigError(f"{key} must be a GTID set in MySQL's text form, not {text!r}")
+    return GtidSet.parse(text)
+
+
+@dataclass
+class ApplyResult:
+    """What a run applied and where it ended; :meth:`to_dict` is the result file's JSON form."""
+
+    pipeline_id: str
+    requested_start: GtidSet
+    resumed_from: GtidSet
+    end_gtids: GtidSet
+    transactions: int = 0
+    rows_by_table: dict[str, int] = field(default_factory=dict)
+    batches: int = 0
+    duration_s: float = 0.0
+    last_commit_timestamp_us: int | None = None
+    lag_s: float | None = None
+    """Seconds between the last applied transaction's commit and the end of the run."""
+    sink_epoch: int = 0
+    caught_up: dict[str, GtidSet] = field(default_factory=dict)
+    """Tables that joined the pipeline after a catch-up, with the GTID set it ended at."""
+    consistent_point: GtidSet = field(default_factory=GtidSet)
+    """The smallest end at which every table is exact (their snapshots' high watermarks): the run
+    did not end before it, even when its interval ended earlier (``admission.consistent_point``)."""
+    already_applied: bool = False
+    """The lake held the whole segment before the run (a retried or cleared run): nothing applied."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form: every GTID set as MySQL's text."""
+        data = {item.name: getattr(self, item.name) for item in fields(self)}
+        data["rows_by_table"] = dict(self.rows_by_table)
+        data["caught_up"] = {table: str(end) for table, end in self.caught_up.items()}
+        for key in ("requested_start", "resumed_from", "end_gtids", "consistent_point"):
+            data[key] = str(data[key])
+        return data
+
+    @classmethod
+    def starting(
+        cls,
+        pipeline_id: str,
+        requested_start: GtidSet,
+        resume_from: GtidSet,
+        *,
+        sink_epoch: int = 0,
+        consistent: GtidSet | None = None,
+    ) -> ApplyResult:
+        """The result of a run that has applied nothing yet, resuming from ``resume_from``."""
+        return cls(
+            pipeline_id=pipeline_id,
+            requested_start=requested_start,
+            resumed_from=resume_from,
+            end_gtids=resume_from,
+            sink_epoch=sink_epoch,
+            consistent_point=consistent or GtidSet(),
+        )

@@ -1,14 +1,14 @@
 """Catch up a past segment with k binlog readers at once, one per GTID range, applied in binlog order.
 
 Invariant: the sink receives exactly the transactions, in exactly the order, that the single reader
-of :func:`~.apply_loop.run_apply` would give it for the same configuration, each batch with the
+of :func:`~.single_reader.run_apply` would give it for the same configuration, each batch with the
 position ``resume point ∪ {GTIDs fed so far}``, so the lake ends in the same state (target tables,
 changelog, applied set); only where batches are cut may differ (the single loop also cuts by time).
 It holds because
 
 1. **the segment is known before reading**: ``end`` is ``@@gtid_executed`` read after the segment
    closed (``until_caught_up``; ``segment`` once the server clock is past the boundary plus the
-   settle margin of :class:`~.stop_rules.UntilCommitTimestamp`) or the target of
+   settle margin of :class:`~..binlog.stop_rules.UntilCommitTimestamp`) or the target of
    ``until_gtid_set``. Anything else (a live tail, a boundary still ahead) runs the single reader;
 2. **each range reader gets only its range** (:mod:`~airflow_mysql_cdc.engine.values.gtid_ranges`): it starts
 from
@@ -17,7 +17,8 @@ from
    that is not a prefix of the binlog), it reports a violation and nothing of its wave is applied;
 3. **ranges are concatenated in number order**, which within one server UUID is binlog order, so
    the driver feeds the sink one ordered stream, cut into micro-batches between transactions, each
-   with ``resume point ∪ {GTIDs fed so far}`` as its position, like the single reader;
+   with ``resume point ∪ {GTIDs fed so far}`` as its position, by the single reader's own batch
+   applier (:class:`~.batches.BatchApplier`);
 4. **the commit-timestamp cut is exact**: in ``segment`` mode a range reader stops *before* its first
    transaction committed at or after the boundary and reports its GTID; the earliest such GTID over
    all ranges is the first one in binlog order, i.e. where the single reader stops (prefix
@@ -46,26 +47,26 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from airflow_mysql_cdc.engine.apply.config import ApplyConfig
-from airflow_mysql_cdc.engine.apply.loop import ApplyResult, finish_result, open_pipeline, run_apply
+from airflow_mysql_cdc.engine.apply.batches import BatchApplier, finish_result
+from airflow_mysql_cdc.engine.apply.config import ApplyConfig, ApplyResult
+from airflow_mysql_cdc.engine.apply.opening import open_pipeline
 from airflow_mysql_cdc.engine.apply.range_reader import (
     RangeResult,
     RangeRunner,
     RangeTask,
     run_ranges_in_threads,
 )
+from airflow_mysql_cdc.engine.apply.single_reader import run_apply
 from airflow_mysql_cdc.engine.apply.snapshot_filter import load_snapshot_filter
 from airflow_mysql_cdc.engine.binlog.changes import Transaction
-from airflow_mysql_cdc.engine.binlog.position import PositionTracker
 from airflow_mysql_cdc.engine.binlog.stop_rules import UntilCommitTimestamp
 from airflow_mysql_cdc.engine.binlog.stream import ControlConnection, random_server_id
 from airflow_mysql_cdc.engine.errors import CdcError
 from airflow_mysql_cdc.engine.lake.change_table import change_tables_from_ipc, concat_change_tables
 from airflow_mysql_cdc.engine.lake.sink import Sink
 from airflow_mysql_cdc.engine.runtime.gc_pause import BatchCollector
-from airflow_mysql_cdc.engine.snapshot.lake_commits import SnapshotProgress
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
-from airflow_mysql_cdc.engine.values.gtid import Gtid, GtidSet
+from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from airflow_mysql_cdc.engine.values.gtid_ranges import RangePlan, split_segment
 
 log = logging.getLogger("airflow_mysql_cdc.apply")
@@ -94,7 +95,7 @@ def catchup_segment(config: ApplyConfig, endpoint: MySqlEndpoint) -> CatchupSegm
         if config.mode == "until_caught_up":
             return CatchupSegment(control.gtid_executed(), None)
         if config.mode == "until_gtid_set":
-            target = GtidSet.parse(config.target_gtids)
+            target = config.target_gtids or GtidSet()
             # A target the server has not executed yet: the single reader refuses it with its error.
             return CatchupSegment(target, None) if target.issubset(control.gtid_executed()) else None
         if config.mode == "segment":
@@ -153,7 +154,13 @@ def run_parallel_catchup(
     if opened.done is not None:
         return opened.done
     sink, resume_from = opened.sink, opened.resume_from
-    result = ApplyResult.starting(config, resume_from, sink, opened.consistent_point)
+    result = ApplyResult.starting(
+        config.pipeline_id,
+        config.start,
+        resume_from,
+        sink_epoch=sink.epoch,
+        consistent=opened.consistent_point,
+    )
     result.caught_up = opened.caught_up
     end = segment.end | resume_from
     segment_count = (end - resume_from).count()
@@ -169,10 +176,19 @@ def run_parallel_catchup(
         len(plan.ranges),
         parallelism,
     )
-    applier = _Applier(config, endpoint, sink, resume_from, result, opened.snapshots)
+    snapshot_filter = load_snapshot_filter(
+        endpoint,
+        config.lake_root,
+        config.tables,
+        resume_from,
+        config.lake_storage_options(),
+        opened.snapshots,
+    )
+    collector = BatchCollector()
+    applier = BatchApplier(sink, resume_from, result, snapshot_filter, collector)
     # Range readers build the Arrow change tables themselves, unless a snapshot filter must see
-    # each change (a table whose snapshot is still in progress) or the sink takes transactions only.
-    possible = applier.snapshot_filter is None and hasattr(sink, "apply_change_tables")
+    # each change (a table whose snapshot is still in progress).
+    possible = snapshot_filter is None
     columnar = possible if columnar is None else columnar and possible
     try:
         _apply_waves(
@@ -182,24 +198,22 @@ def run_parallel_catchup(
             ),
             run_ranges,
             applier,
+            collector,
+            config.batch_max_rows,
             stop_requested,
         )
-        if not opened.consistent_point.issubset(applier.tracker.value) and not _stopped(stop_requested):
+        if not opened.consistent_point.issubset(applier.position) and not _stopped(stop_requested):
             raise _Fallback(
-                f"the ranges ended at {applier.tracker.value}, before the consistent point "
+                f"the ranges ended at {applier.position}, before the consistent point "
                 f"{opened.consistent_point}"
             )
     except _Fallback as reason:
         log.warning("parallel catch-up: %s; continuing with the single reader from the lake", reason)
-        release = getattr(sink, "release", None)
-        if release is not None:
-            release()
+        sink.release()
         rest = run_apply(config, endpoint, stop_requested=stop_requested)
         return _combined(result, rest, started)
-    release = getattr(sink, "release", None)
-    if release is not None:
-        release()
-    return finish_result(result, applier.tracker.value, started, "parallel catch-up applied")
+    sink.release()
+    return finish_result(result, applier.position, started, "parallel catch-up applied")
 
 
 def _waves(
@@ -237,7 +251,9 @@ def _apply_waves(
     plan: RangePlan,
     waves: list[_Wave],
     run_ranges: RangeRunner,
-    applier: _Applier,
+    applier: BatchApplier,
+    collector: BatchCollector,
+    batch_max_rows: int,
     stop_requested: threading.Event | None,
 ) -> None:
     """Read wave n+1 while wave n is applied; stop after the wave that holds the boundary cut."""
@@ -245,7 +261,7 @@ def _apply_waves(
         return
     with (
         ThreadPoolExecutor(max_workers=1, thread_name_prefix="range-wave") as prefetch,
-        BatchCollector() as collector,
+        collector,
     ):
         waves[0].future = prefetch.submit(run_ranges, waves[0].tasks)
         for number, wave in enumerate(waves):
@@ -274,87 +290,38 @@ def _apply_waves(
                 ", ".join(f"{r.seconds:.1f}" for r in results),
             )
             if all(r.change_tables is not None for r in results):
-                applier.feed_change_tables(results)
+                # The wave as one micro-batch: its change tables concatenated in number order.
+                applier.apply_change_tables(
+                    [mark for r in results for mark in r.marks],
+                    concat_change_tables([change_tables_from_ipc(r.change_tables or []) for r in results]),
+                )
                 fed = not _stopped(stop_requested)
             else:
-                fed = applier.feed([t for r in results for t in r.transactions], stop_requested)
-            collector.after_batch()
+                transactions = [t for r in results for t in r.transactions]
+                fed = _feed(applier, transactions, batch_max_rows, stop_requested)
             if not fed:
                 return
             if cuts:
                 return
-    if applier.tracker.value != plan.end:
-        raise _Fallback(f"the ranges ended at {applier.tracker.value}, not at the segment end {plan.end}")
+    if applier.position != plan.end:
+        raise _Fallback(f"the ranges ended at {applier.position}, not at the segment end {plan.end}")
 
 
-class _Applier:
-    """Cuts the ordered stream into micro-batches, exactly like the single reader's loop."""
-
-    def __init__(
-        self,
-        config: ApplyConfig,
-        endpoint: MySqlEndpoint,
-        sink: Sink,
-        resume_from: GtidSet,
-        result: ApplyResult,
-        snapshots: dict[str, SnapshotProgress | None],
-    ) -> None:
-        self.config = config
-        self.sink = sink
-        self.result = result
-        self.tracker = PositionTracker(resume_from)
-        self.snapshot_filter = load_snapshot_filter(
-            endpoint, config.lake_root, config.tables, resume_from, config.lake_storage_options(), snapshots
-        )
-
-    def feed(self, transactions: list[Transaction], stop_requested: threading.Event | None) -> bool:
-        """Apply ``transactions`` in order; False when a stop was requested (pending batch committed)."""
-        pending: list[Transaction] = []
-        pending_rows = 0
-        for transaction in transactions:
-            self.tracker.add(transaction.gtid)
-            if self.snapshot_filter is not None:
-                transaction = self.snapshot_filter.filter(transaction)
-            pending.append(transaction)
-            pending_rows += len(transaction.changes)
-            self.result.transactions += 1
-            self.result.last_commit_timestamp_us = transaction.commit_timestamp_us
-            if pending_rows >= self.config.batch_max_rows:
-                self._flush(pending)
-                pending, pending_rows = [], 0
-                if _stopped(stop_requested):
-                    return False
-        self._flush(pending)
-        return not _stopped(stop_requested)
-
-    def feed_change_tables(self, results: list[RangeResult]) -> None:
-        """Apply a wave the range readers shipped as change tables, as one micro-batch."""
-        count = 0
-        for result in results:
-            for gtid_text, commit_us in result.marks:
-                self.tracker.add(Gtid.parse(gtid_text))
-                self.result.last_commit_timestamp_us = commit_us
-            count += len(result.marks)
-        self.result.transactions += count
-        position = self.tracker.value
-        if position == self.sink.applied_gtids:
-            return
-        tables = concat_change_tables(
-            [change_tables_from_ipc(result.change_tables or []) for result in results]
-        )
-        batch = self.sink.apply_change_tables(tables, position, count)  # type: ignore[attr-defined]
-        self._count(batch)
-
-    def _flush(self, pending: list[Transaction]) -> None:
-        position = self.tracker.value
-        if position == self.sink.applied_gtids:
-            return
-        self._count(self.sink.apply(pending, position))
-
-    def _count(self, batch: object) -> None:
-        self.result.batches += 1
-        for table, rows in getattr(batch, "rows_by_table", {}).items():
-            self.result.rows_by_table[table] = self.result.rows_by_table.get(table, 0) + rows
+def _feed(
+    applier: BatchApplier,
+    transactions: list[Transaction],
+    batch_max_rows: int,
+    stop_requested: threading.Event | None,
+) -> bool:
+    """Apply ``transactions`` in order, cut by rows; False when a stop was requested (batch committed)."""
+    for transaction in transactions:
+        applier.add(transaction)
+        if applier.pending_rows >= batch_max_rows:
+            applier.flush()
+            if _stopped(stop_requested):
+                return False
+    applier.flush()
+    return not _stopped(stop_requested)
 
 
 def _combined(parallel: ApplyResult, rest: ApplyResult, started: float) -> ApplyResult:

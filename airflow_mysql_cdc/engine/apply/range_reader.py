@@ -3,7 +3,7 @@
 Invariant: a :class:`RangeTask` returns either *all* transactions of its range, in the order the
 server sent them (binlog order), or a ``problem`` describing why not; never a silent subset. It
 starts from ``end - range - {first GTID of the next range}``
-(:meth:`.gtid_ranges.RangePlan.reader_start`), so the server sends its range and, after it, that
+(:meth:`..values.gtid_ranges.RangePlan.reader_start`), so the server sends its range and, after it, that
 next GTID. Anything that arrives before the range is complete and is not in it (the next range's
 first GTID: numbers are not binlog order; a GTID outside the segment end: the end was no prefix of
 the binlog), or comes with a smaller number than one already seen (GTIDs assigned out of order by

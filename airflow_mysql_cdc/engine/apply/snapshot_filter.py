@@ -1,4 +1,4 @@
-"""Connect a table's snapshot to the stream that follows it (the filter of :mod:`.change_filter`)."""
+"""Connect a table's snapshot to the stream that follows it (:mod:`..snapshot.change_filter`)."""
 
 from __future__ import annotations
 

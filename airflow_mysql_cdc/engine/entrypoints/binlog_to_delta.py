@@ -33,9 +33,9 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from airflow_mysql_cdc.engine.apply.config import ApplyConfig
-from airflow_mysql_cdc.engine.apply.loop import run_apply
 from airflow_mysql_cdc.engine.apply.parallel_catchup import run_parallel_catchup
 from airflow_mysql_cdc.engine.apply.range_reader import spark_range_runner
+from airflow_mysql_cdc.engine.apply.single_reader import run_apply
 from airflow_mysql_cdc.engine.entrypoints.common import (
     CONFIGURATION_FAILURES,
     argument_parser,

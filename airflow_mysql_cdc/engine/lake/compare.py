@@ -3,7 +3,7 @@
 Invariant: both sides go through the same conversions the pipeline uses (the shared type mapping,
 then Delta's storage types), so a table that was replicated exactly compares equal value for
 value, and any lost, duplicated or stale row shows up as a missing or extra row. The source is read
-with the pipeline's select list (:func:`.mysql_types.select_list`), so it sees the stored FLOAT and
+with the pipeline's select list (:func:`..mysql.types.select_list`), so it sees the stored FLOAT and
 DOUBLE values, not MySQL's rounded text of them: a comparison through that text hid a lake that
 held rounded values and reported exact ones as different.
 """

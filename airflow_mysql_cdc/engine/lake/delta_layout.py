@@ -13,13 +13,11 @@ int64 microseconds (MySQL TIME may be negative or above 24 h), DECIMAL(p>38) to 
 from __future__ import annotations
 
 import decimal
-from collections.abc import Mapping, Sequence
-from typing import Any
 
 import pyarrow as pa
 
 from airflow_mysql_cdc.engine.lake.layout import LakeLayout, LakeRoot, lake_uri
-from airflow_mysql_cdc.engine.mysql.types import ColumnType, to_arrow_array
+from airflow_mysql_cdc.engine.mysql.types import ColumnType
 
 __all__ = ["LakeLayout", "LakeRoot", "lake_uri"]  # where the tables live; imported from here for long
 
@@ -60,14 +58,6 @@ def to_delta_array(array: pa.Array) -> pa.Array:
     if pa.types.is_string(target):
         return pa.array([None if v is None else str(v) for v in array.to_pylist()], type=target)
     return array.cast(target)
-
-
-def source_arrays(columns: Sequence[ColumnType], rows: Sequence[Mapping[str, Any]]) -> dict[str, pa.Array]:
-    """Canonical rows as one Delta-typed Arrow array per source column."""
-    return {
-        column.name: to_delta_array(to_arrow_array(column, [row.get(column.name) for row in rows]))
-        for column in columns
-    }
 
 
 def source_columns_schema(columns: tuple[ColumnType, ...]) -> list[pa.Field]:

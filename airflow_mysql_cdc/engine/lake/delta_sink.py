@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
@@ -58,7 +58,7 @@ from airflow_mysql_cdc.engine.lake.pipeline_state import (
     PipelineStateStore,
     default_owner,
 )
-from airflow_mysql_cdc.engine.lake.sink import SinkBehindError, SinkDivergedError
+from airflow_mysql_cdc.engine.lake.sink import BatchResult, SinkBehindError, SinkDivergedError
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 
 log = logging.getLogger(__name__)
@@ -73,15 +73,6 @@ class _TableHandle:
     table: DeltaTable | None
     expected_version: int | None
     already_applied: GtidSet
-
-
-@dataclass
-class BatchResult:
-    batch_seq: int
-    applied_gtids: GtidSet
-    transactions: int
-    rows_by_table: dict[str, int] = field(default_factory=dict)
-    table_versions: dict[str, int] = field(default_factory=dict)
 
 
 def _applied_by_table(table: DeltaTable, pipeline_app_id: str) -> GtidSet:
@@ -254,7 +245,7 @@ class DeltaSink:
             counts = []
             target = without_gtids(tables[name], self._handle(name, "target").already_applied)
             if target.rows.num_rows:
-                result.table_versions[name] = self._merge_target(name, target, properties)
+                self._merge_target(name, target, properties)
                 counts.append(target.change_count)
             changelog = without_gtids(tables[name], self._handle(name, "changelog").already_applied)
             if changelog.rows.num_rows:
@@ -315,7 +306,7 @@ class DeltaSink:
     def _commit_failed(self, handle: _TableHandle, error: Exception) -> PipelineFencedError:
         return PipelineFencedError(f"commit to {handle.path} conflicted with another writer: {error}")
 
-    def _merge_target(self, name: str, batch: ChangeTable, properties: CommitProperties) -> int:
+    def _merge_target(self, name: str, batch: ChangeTable, properties: CommitProperties) -> None:
         handle = self._handle(name, "target")
         table = self._checked_table(handle, target_schema(batch.shape.columns), None)
         source = final_actions(batch)
@@ -342,7 +333,6 @@ class DeltaSink:
         except CommitFailedError as error:
             raise self._commit_failed(handle, error) from error
         handle.expected_version = table.version()
-        return table.version()
 
     def _append_changelog(self, name: str, batch: ChangeTable, properties: CommitProperties) -> None:
         handle = self._handle(name, "changelog")

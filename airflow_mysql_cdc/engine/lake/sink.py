@@ -1,14 +1,21 @@
-"""The contract every sink keeps, so a Spark-native ``MERGE INTO`` sink can be added beside Delta's.
+"""The contract every sink keeps: exactly what the apply code calls, with its lifecycle.
 
 A sink receives micro-batches of whole committed transactions in binlog order, together with the
 reader's position after the batch, and must:
 
 - commit each batch's data together with that position (a replay is then recognisable);
-- on :meth:`Sink.open`, return the position to resume from: its own applied set when the requested
-  start is contained in it, and refuse (``SinkBehindError``/``SinkDivergedError``) otherwise;
+- on :meth:`Sink.open` (the *claim*), return the position to resume from: its own applied set when
+  the requested start is contained in it, and refuse (``SinkBehindError``/``SinkDivergedError``)
+  otherwise;
 - let only one writer make progress: a second instance fails at start while the first holds the
   lease (``PipelineBusyError``), and a writer that lost the pipeline fails at its next commit
-  (``PipelineFencedError``).
+  (``PipelineFencedError``). The writer's :attr:`Sink.epoch` names its claim; an idle writer keeps
+  its lease with :meth:`Sink.heartbeat_if_due`, and :meth:`Sink.release` hands it on at the end;
+- record which tables the pipeline streams (:attr:`Sink.members`), so a table joins only once its
+  lake copy fits the position (:mod:`~airflow_mysql_cdc.engine.apply.admission`).
+
+Lifecycle: ``open`` → (``record_members``) → ``apply``/``apply_change_tables``/``heartbeat_if_due``
+… → ``release``. Every member but ``open`` needs an opened sink.
 
 Only the delta-rs sink (:class:`~airflow_mysql_cdc.engine.lake.delta_sink.DeltaSink`) exists:
 a catalog ``MERGE INTO`` sink cannot be tested on this project's machines, so none is shipped.
@@ -16,11 +23,13 @@ a catalog ``MERGE INTO`` sink cannot be tested on this project's machines, so no
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, Protocol
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
 
 from airflow_mysql_cdc.engine.binlog.changes import Transaction
 from airflow_mysql_cdc.engine.errors import LakeMismatchError
+from airflow_mysql_cdc.engine.lake.change_table import ChangeTable
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 
 
@@ -32,10 +41,69 @@ class SinkDivergedError(LakeMismatchError, RuntimeError):
     """The requested start and the sink's applied set are not ordered: different histories."""
 
 
+@dataclass
+class BatchResult:
+    """What one micro-batch committed: its number, the position it recorded and its rows per table."""
+
+    batch_seq: int
+    applied_gtids: GtidSet
+    transactions: int
+    rows_by_table: dict[str, int] = field(default_factory=dict)
+
+
 class Sink(Protocol):
-    def open(self, requested_start: GtidSet) -> GtidSet: ...
+    # --- lifecycle: claim, keep, hand on ---------------------------------------------------------
+
+    def open(self, requested_start: GtidSet, *, rebase: bool = False) -> GtidSet:
+        """Claim the pipeline (next epoch) and return the position to read from.
+
+        ``rebase`` moves a pipeline whose lake is behind or off ``requested_start`` to it (after a
+        re-snapshot of every table) and clears its members.
+        """
+        ...
 
     @property
-    def applied_gtids(self) -> GtidSet: ...
+    def epoch(self) -> int:
+        """This writer's claim; a later claim fences it."""
+        ...
 
-    def apply(self, transactions: Sequence[Transaction], position_after: GtidSet) -> Any: ...
+    def heartbeat_if_due(self) -> None:
+        """Renew the lease when no batch has done it lately (an idle live stream)."""
+        ...
+
+    def release(self) -> None:
+        """Let the next instance claim the pipeline at once (the run ended normally)."""
+        ...
+
+    # --- membership ------------------------------------------------------------------------------
+
+    @property
+    def members(self) -> dict[str, str] | None:
+        """Table -> snapshot id it joined with; None for a state recorded before membership was."""
+        ...
+
+    @property
+    def is_new(self) -> bool:
+        """Nothing was ever applied or admitted: the pipeline's first run."""
+        ...
+
+    def record_members(self, members: dict[str, str]) -> None:
+        """Make ``members`` the pipeline's tables, from its current position on."""
+        ...
+
+    # --- applying --------------------------------------------------------------------------------
+
+    @property
+    def applied_gtids(self) -> GtidSet:
+        """The position every member table reflects."""
+        ...
+
+    def apply(self, transactions: Sequence[Transaction], position_after: GtidSet) -> BatchResult:
+        """Apply one micro-batch; ``position_after`` is the reader's position after its last transaction."""
+        ...
+
+    def apply_change_tables(
+        self, tables: Mapping[str, ChangeTable], position_after: GtidSet, transactions: int
+    ) -> BatchResult:
+        """Apply one micro-batch already gathered per table (range readers build these in parallel)."""
+        ...

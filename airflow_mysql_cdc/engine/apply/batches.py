@@ -1,0 +1,157 @@
+"""The one batch applier: an ordered stream of transactions becomes micro-batches on an opened sink.
+
+Invariant: every batch reaches the sink with ``resume point ∪ {GTID of every transaction fed so
+far}`` as its position, and batches are cut only between transactions, so the sink's applied set is
+always a prefix of the binlog order. A batch whose position the sink already holds (a replay that
+brought nothing new) is not applied. Both appliers feed it: the single reader
+(:mod:`.single_reader`, cutting by rows and by time) and parallel catch-up (:mod:`.parallel_catchup`,
+cutting by rows, or a whole wave of change tables at once), so "the sink receives exactly what the
+single reader would give it" is kept by this one implementation. Guarded by
+``test_parallel_catchup_gives_the_same_lake_as_the_single_reader`` and the kill -9 trials
+(``tests/integration/test_kill9_recovery.py``).
+
+Transactions of a table whose snapshot is still in progress pass the snapshot filter here, after
+their GTID counted for the position (a change the snapshot already holds is dropped, its
+transaction is not). After every applied batch the garbage collector runs (:mod:`..runtime.gc_pause`).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+
+from airflow_mysql_cdc.engine.apply.config import ApplyResult
+from airflow_mysql_cdc.engine.binlog.changes import Transaction
+from airflow_mysql_cdc.engine.binlog.position import PositionTracker
+from airflow_mysql_cdc.engine.lake.change_table import ChangeTable
+from airflow_mysql_cdc.engine.lake.sink import BatchResult, Sink
+from airflow_mysql_cdc.engine.runtime.gc_pause import BatchCollector
+from airflow_mysql_cdc.engine.snapshot.change_filter import SnapshotChangeFilter
+from airflow_mysql_cdc.engine.values.gtid import Gtid, GtidSet
+
+log = logging.getLogger("airflow_mysql_cdc.apply")
+
+OnBatch = Callable[[int, GtidSet], None]
+"""Called after each applied batch with its number in the run and the position it recorded."""
+
+
+@dataclass
+class _Progress:
+    started: float = field(default_factory=time.monotonic)
+    last_report: float = field(default_factory=time.monotonic)
+    rows: int = 0
+
+
+class BatchApplier:
+    """Collects transactions in binlog order and applies them to ``sink`` as micro-batches."""
+
+    def __init__(
+        self,
+        sink: Sink,
+        resume_from: GtidSet,
+        result: ApplyResult,
+        snapshot_filter: SnapshotChangeFilter | None,
+        collector: BatchCollector,
+        on_batch: OnBatch | None = None,
+    ) -> None:
+        self.sink = sink
+        self.result = result
+        self.tracker = PositionTracker(resume_from)
+        self.snapshot_filter = snapshot_filter
+        self.collector = collector
+        self.on_batch = on_batch
+        self.pending: list[Transaction] = []
+        self.pending_rows = 0
+        self._progress = _Progress()
+
+    @property
+    def position(self) -> GtidSet:
+        """``resume point ∪ {GTIDs fed so far}``: what the sink holds after the next flush."""
+        return self.tracker.value
+
+    def add(self, transaction: Transaction) -> None:
+        """Take the next transaction in binlog order into the pending batch."""
+        self.tracker.add(transaction.gtid)
+        if self.snapshot_filter is not None:
+            transaction = self.snapshot_filter.filter(transaction)
+        self.pending.append(transaction)
+        self.pending_rows += len(transaction.changes)
+        self.result.transactions += 1
+        self.result.last_commit_timestamp_us = transaction.commit_timestamp_us
+
+    def flush(self) -> None:
+        """Apply the pending transactions as one batch (nothing when the sink already holds them)."""
+        pending, rows = self.pending, self.pending_rows
+        self.pending, self.pending_rows = [], 0
+        position = self.tracker.value
+        if position == self.sink.applied_gtids:
+            return
+        self._applied(self.sink.apply(pending, position), position, rows)
+
+    def apply_change_tables(
+        self, marks: Iterable[tuple[str, int]], tables: Mapping[str, ChangeTable]
+    ) -> None:
+        """Apply change tables built by the range readers as one batch.
+
+        ``marks`` are the ``(GTID, commit timestamp)`` of every transaction they hold, in binlog order.
+        """
+        count = 0
+        for gtid_text, commit_us in marks:
+            self.tracker.add(Gtid.parse(gtid_text))
+            self.result.last_commit_timestamp_us = commit_us
+            count += 1
+        self.result.transactions += count
+        position = self.tracker.value
+        if position == self.sink.applied_gtids:
+            return
+        batch = self.sink.apply_change_tables(tables, position, count)
+        self._applied(batch, position, sum(batch.rows_by_table.values()))
+
+    def _applied(self, batch: BatchResult, position: GtidSet, rows: int) -> None:
+        self.result.batches += 1
+        for table, table_rows in batch.rows_by_table.items():
+            self.result.rows_by_table[table] = self.result.rows_by_table.get(table, 0) + table_rows
+        self._progress.rows += rows
+        if self.on_batch is not None:
+            self.on_batch(self.result.batches, position)
+        self.collector.after_batch()
+
+    def report_if_due(self, interval_s: float) -> None:
+        """Log throughput, batches and lag at most every ``interval_s`` seconds."""
+        now = time.monotonic()
+        if now - self._progress.last_report < interval_s:
+            return
+        elapsed = max(now - self._progress.started, 1e-9)
+        last_commit_us = self.result.last_commit_timestamp_us
+        lag = f"{time.time() - last_commit_us / 1e6:.1f}s" if last_commit_us is not None else "n/a"
+        log.info(
+            "progress: %d transaction(s), %d row change(s) applied (%.0f rows/s), %d batch(es), "
+            "last applied commit %s ago, position %s",
+            self.result.transactions,
+            self._progress.rows,
+            self._progress.rows / elapsed,
+            self.result.batches,
+            lag,
+            self.tracker.value,
+        )
+        self._progress.last_report = now
+
+
+def finish_result(result: ApplyResult, end: GtidSet, started: float, what: str) -> ApplyResult:
+    """Stamp the end position, duration and lag on a run's result, and log them."""
+    result.end_gtids = end
+    result.duration_s = round(time.monotonic() - started, 3)
+    if result.last_commit_timestamp_us is not None:
+        result.lag_s = round(time.time() - result.last_commit_timestamp_us / 1e6, 3)
+    log.info(
+        "%s %d transaction(s), %d row change(s) in %d batch(es) in %.1fs; end position %s",
+        what,
+        result.transactions,
+        sum(result.rows_by_table.values()),
+        result.batches,
+        result.duration_s,
+        result.end_gtids or "(empty)",
+    )
+    return result

@@ -1,0 +1,199 @@
+"""Open the pipeline for a run: claim the sink, settle where to resume, admit the tables.
+
+Invariant: every applier (the single reader, parallel catch-up) starts from what
+:func:`open_pipeline` returns, and nothing is applied before it returned:
+
+1. **the claim**: the sink is opened (the next epoch, fencing any older writer) and names the
+   position to resume from: the lake's applied set when the requested start is contained in it,
+   a refusal when the lake is behind or off the start (:mod:`..lake.sink`);
+2. **the consistent point**: every configured table's snapshot high watermarks, read from the lake
+   before anything is applied, so every retry of a run finds the same one; the run does not end
+   before it;
+3. **a segment the lake already holds** (a retried or cleared run) is read without applying and
+   reported as ``already_applied``: the lake never moves backwards;
+4. **admission**: a table that is not yet a member joins only once its lake copy fits the position
+   (:mod:`.admission`); a catch-up it needs is its own read (:class:`~.reading.Read`) of that table
+   only, from what it reflects, never past the pipeline's position (``WithinGtidSet``), written
+   under its own state so the pipeline's lease is untouched.
+
+On any failure the sink is released, so the next attempt need not wait out the lease. Guarded by
+``tests/integration/test_table_admission.py`` and ``test_rerunning_the_same_segment_applies_nothing``.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+
+from airflow_mysql_cdc.engine.apply.admission import (
+    admit_tables,
+    consistent_point,
+    join_state,
+    read_snapshots,
+)
+from airflow_mysql_cdc.engine.apply.config import ApplyConfig, ApplyResult
+from airflow_mysql_cdc.engine.apply.reading import Read, read_into_sink
+from airflow_mysql_cdc.engine.binlog.reader import BinlogReader
+from airflow_mysql_cdc.engine.binlog.stop_rules import WithinGtidSet
+from airflow_mysql_cdc.engine.lake.delta_sink import DeltaSink
+from airflow_mysql_cdc.engine.lake.sink import Sink
+from airflow_mysql_cdc.engine.mysql.schema import TableRef
+from airflow_mysql_cdc.engine.snapshot.lake_commits import SnapshotProgress
+from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
+from airflow_mysql_cdc.engine.values.gtid import GtidSet
+
+log = logging.getLogger("airflow_mysql_cdc.apply")
+
+
+@dataclass
+class OpenedPipeline:
+    sink: Sink
+    resume_from: GtidSet
+    caught_up: dict[str, GtidSet]
+    snapshots: dict[str, SnapshotProgress | None] = field(default_factory=dict)
+    """Snapshot progress read while admitting tables (see ``load_snapshot_filter``)."""
+    consistent_point: GtidSet = field(default_factory=GtidSet)
+    """The run may not end before this (``admission.consistent_point``)."""
+    done: ApplyResult | None = None
+    """Set when the lake already holds the whole segment: nothing is to be read (sink released)."""
+
+
+def open_pipeline(
+    config: ApplyConfig,
+    endpoint: MySqlEndpoint,
+    *,
+    sink: Sink | None = None,
+    stop_requested: threading.Event | None = None,
+) -> OpenedPipeline:
+    """Claim the pipeline, settle where to resume, and admit new tables: every applier starts here."""
+    sink = sink or delta_sink(config)
+    resume_from = sink.open(config.start, rebase=True) if config.rebase else sink.open(config.start)
+    if resume_from != config.start:
+        log.info("the lake is ahead of the requested start; resuming from the lake: %s", resume_from)
+    caught_up: dict[str, GtidSet] = {}
+    try:
+        snapshots = read_snapshots(config.tables, config.lake_root, config.lake_storage_options())
+        consistent = consistent_point(snapshots)
+        if not consistent.issubset(resume_from):
+            log.info(
+                "every table is exact only from %s on (its snapshot's high watermarks): this run does not "
+                "end before it, even if its interval ends earlier",
+                consistent,
+            )
+        if config.mode == "segment" and resume_from != config.start:
+            done = _segment_already_applied(config, endpoint, resume_from, consistent)
+            if done is not None:
+                sink.release()
+                return OpenedPipeline(sink, resume_from, caught_up, consistent_point=consistent, done=done)
+        snapshots = _admit(config, endpoint, sink, resume_from, stop_requested, caught_up, snapshots)
+    except BaseException:
+        sink.release()
+        raise
+    return OpenedPipeline(sink, resume_from, caught_up, snapshots, consistent)
+
+
+def delta_sink(
+    config: ApplyConfig, state_path: str | None = None, pipeline_id: str | None = None
+) -> DeltaSink:
+    """The Delta sink of ``config``'s lake; ``state_path`` and ``pipeline_id`` give it its own state."""
+    return DeltaSink(
+        config.lake_root,
+        pipeline_id or config.pipeline_id,
+        soft_deletes=config.soft_deletes,
+        storage_options=config.lake_storage_options(),
+        lease_s=config.lease_s,
+        state_path=state_path,
+    )
+
+
+def _segment_already_applied(
+    config: ApplyConfig, endpoint: MySqlEndpoint, lake_position: GtidSet, consistent: GtidSet
+) -> ApplyResult | None:
+    """The result of a segment the lake already holds entirely (a retried or cleared run), or None.
+
+    A segment's end is a pure function of its start and boundary (``UntilCommitTimestamp`` cuts
+    the binlog order at the first transaction committed at or after the boundary), so reading the
+    binlog from the requested start without applying anything gives the same end set as the
+    original run. If the lake contains it, nothing is applied and the sink is not moved backwards.
+    """
+    reader = BinlogReader(endpoint, tables=config.tables, server_id=config.server_id)
+    for _ in reader.read(config.start, config.stop_rule(consistent)):
+        pass
+    end = reader.position
+    if not end.issubset(lake_position):
+        return None
+    log.info(
+        "the lake already holds this whole segment (it ends at %s; the lake is at %s): nothing to apply",
+        end or "(empty)",
+        lake_position,
+    )
+    result = ApplyResult.starting(config.pipeline_id, config.start, lake_position, consistent=consistent)
+    result.end_gtids, result.already_applied = end, True
+    return result
+
+
+def _admit(
+    config: ApplyConfig,
+    endpoint: MySqlEndpoint,
+    sink: Sink,
+    position: GtidSet,
+    stop_requested: threading.Event | None,
+    caught_up: dict[str, GtidSet],
+    snapshots: dict[str, SnapshotProgress | None],
+) -> dict[str, SnapshotProgress | None]:
+    """Admit the configured tables to the pipeline; returns the snapshot progress it used, for the filter."""
+
+    def catch_up(ref: TableRef, progress: SnapshotProgress, reflected: GtidSet, target: GtidSet) -> GtidSet:
+        caught_up[str(ref)] = _catch_up_joining_table(
+            config, endpoint, ref, progress, reflected, target, stop_requested
+        )
+        return caught_up[str(ref)]
+
+    admission = admit_tables(
+        config.tables,
+        lake_root=config.lake_root,
+        pipeline_id=config.pipeline_id,
+        position=position,
+        members=sink.members,
+        first_run=sink.is_new,
+        catch_up=catch_up,
+        storage_options=config.lake_storage_options(),
+        snapshots=snapshots,
+    )
+    if admission.members != sink.members:
+        sink.record_members(admission.members)
+    return admission.snapshots
+
+
+def _catch_up_joining_table(
+    config: ApplyConfig,
+    endpoint: MySqlEndpoint,
+    ref: TableRef,
+    progress: SnapshotProgress,
+    reflected: GtidSet,
+    pipeline_position: GtidSet,
+    stop_requested: threading.Event | None,
+) -> GtidSet:
+    """Read ``ref`` alone from what it ``reflected`` up to the pipeline's position; returns where it ended.
+
+    Its own state table (and pipeline id) keeps the pipeline's lease and position untouched; its stop
+    rule never passes ``pipeline_position ∪ reflected`` and takes nothing outside it.
+    """
+    store = join_state(
+        config.lake_root, config.pipeline_id, ref, progress.snapshot_id, config.lake_storage_options()
+    )
+    join_sink = delta_sink(config, store.path, store.pipeline_id)
+    start = join_sink.open(reflected)
+    read = Read(
+        tables=(str(ref),),
+        start=start,
+        stop_rule=WithinGtidSet(pipeline_position | reflected),
+        snapshots={str(ref): progress},
+    )
+    result = ApplyResult.starting(store.pipeline_id, reflected, start, sink_epoch=join_sink.epoch)
+    result = read_into_sink(
+        read, config, endpoint, join_sink, result, started=time.monotonic(), stop_requested=stop_requested
+    )
+    return result.end_gtids

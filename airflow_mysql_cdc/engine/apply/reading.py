@@ -1,0 +1,141 @@
+"""One read of the binlog into an opened sink: a reader thread, and batches cut by rows and by time.
+
+Invariant: the sink receives the transactions of :attr:`Read.tables` from :attr:`Read.start` until
+:attr:`Read.stop_rule` says stop, in binlog order, through the one batch applier
+(:class:`~.batches.BatchApplier`, whose invariant makes the position of every batch exact). What
+is read is given by the :class:`Read` alone; the configuration supplies only how (batch limits,
+reader settings, the lake), so the pipeline's stream and a joining table's catch-up
+(:mod:`.opening`) run the same loop with their own tables and stop rules.
+
+Reading and writing overlap: the reader runs in a thread feeding a bounded queue (backpressure:
+a slow sink stops the reader, never grows memory), while this thread cuts a batch when it holds
+``batch_max_rows`` row changes or its oldest transaction waited ``batch_max_seconds`` (the live
+latency bound), and at the end of the read. An idle read keeps the sink's lease
+(:meth:`~..lake.sink.Sink.heartbeat_if_due`).
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from airflow_mysql_cdc.engine.apply.batches import BatchApplier, OnBatch, finish_result
+from airflow_mysql_cdc.engine.apply.config import ApplyConfig, ApplyResult
+from airflow_mysql_cdc.engine.apply.snapshot_filter import load_snapshot_filter
+from airflow_mysql_cdc.engine.binlog.reader import BinlogReader
+from airflow_mysql_cdc.engine.binlog.stop_rules import StopRule
+from airflow_mysql_cdc.engine.lake.sink import Sink
+from airflow_mysql_cdc.engine.runtime.gc_pause import BatchCollector
+from airflow_mysql_cdc.engine.snapshot.lake_commits import SnapshotProgress
+from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
+from airflow_mysql_cdc.engine.values.gtid import GtidSet
+
+_QUEUE_TRANSACTIONS = 10_000
+_END = object()
+
+
+@dataclass(frozen=True)
+class Read:
+    """What one read applies: these tables, from ``start`` (the sink's position) until ``stop_rule``."""
+
+    tables: tuple[str, ...]
+    start: GtidSet
+    stop_rule: StopRule
+    snapshots: Mapping[str, SnapshotProgress | None] = field(default_factory=dict)
+    """Snapshot progress already read (table admission), for the snapshot filter to reuse."""
+
+
+class _ReaderThread(threading.Thread):
+    def __init__(self, reader: BinlogReader, start: GtidSet, stop_rule: StopRule) -> None:
+        super().__init__(name="binlog-reader", daemon=True)
+        self.reader = reader
+        self.start_position = start
+        self.stop_rule = stop_rule
+        self.queue: queue.Queue[Any] = queue.Queue(maxsize=_QUEUE_TRANSACTIONS)
+        self.stopping = threading.Event()
+
+    def run(self) -> None:
+        try:
+            for transaction in self.reader.read(self.start_position, self.stop_rule):
+                while not self.stopping.is_set():
+                    try:
+                        self.queue.put(transaction, timeout=0.5)
+                        break
+                    except queue.Full:
+                        continue
+                if self.stopping.is_set():
+                    return
+            self.queue.put(_END)
+        except BaseException as error:  # noqa: BLE001 - handed to the applying thread
+            self.queue.put(error)
+
+
+def read_into_sink(
+    read: Read,
+    config: ApplyConfig,
+    endpoint: MySqlEndpoint,
+    sink: Sink,
+    result: ApplyResult,
+    *,
+    started: float,
+    on_batch: OnBatch | None = None,
+    stop_requested: threading.Event | None = None,
+) -> ApplyResult:
+    """Apply ``read`` to the opened ``sink``, then release it; ``result`` is completed and returned.
+
+    ``stop_requested`` ends the read early: the pending batch is committed first, so the result's
+    end set is exactly what the sink holds.
+    """
+    reader = BinlogReader(
+        endpoint,
+        tables=read.tables,
+        server_id=config.server_id,
+        heartbeat_s=config.heartbeat_s,
+        max_buffered_bytes=config.max_buffered_bytes,
+    )
+    snapshot_filter = load_snapshot_filter(
+        endpoint, config.lake_root, read.tables, read.start, config.lake_storage_options(), read.snapshots
+    )
+    thread = _ReaderThread(reader, read.start, read.stop_rule)
+    collector = BatchCollector()
+    applier = BatchApplier(sink, read.start, result, snapshot_filter, collector, on_batch)
+    oldest_pending: float | None = None
+
+    # Paused before the reader thread starts: that thread's own pause per rows event then sees
+    # the collector disabled and leaves it alone (two threads toggling it could re-enable it).
+    collector.__enter__()
+    try:
+        thread.start()
+        while True:
+            timeout = min(config.batch_max_seconds, 0.5)
+            if oldest_pending is not None:
+                timeout = max(0.0, oldest_pending + config.batch_max_seconds - time.monotonic())
+            try:
+                item = thread.queue.get(timeout=timeout)
+            except queue.Empty:
+                item = None
+            if item is _END or (stop_requested is not None and stop_requested.is_set()):
+                break
+            if isinstance(item, BaseException):
+                raise item
+            if item is not None:
+                applier.add(item)
+                if oldest_pending is None:
+                    oldest_pending = time.monotonic()
+            due = oldest_pending is not None and time.monotonic() - oldest_pending >= config.batch_max_seconds
+            if applier.pending_rows >= config.batch_max_rows or due:
+                applier.flush()
+                oldest_pending = None
+            elif item is None and not applier.pending:
+                sink.heartbeat_if_due()
+            applier.report_if_due(config.progress_interval_s)
+        applier.flush()
+        sink.release()
+    finally:
+        thread.stopping.set()
+        collector.__exit__(None, None, None)
+    return finish_result(result, applier.position, started, "applied")
