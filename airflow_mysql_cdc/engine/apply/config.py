@@ -23,7 +23,6 @@ from airflow_mysql_cdc.engine.binlog.stop_rules import (
     UntilCaughtUp,
     UntilCommitTimestamp,
     UntilGtidSet,
-    WithinGtidSet,
 )
 from airflow_mysql_cdc.engine.errors import ConfigurationError
 from airflow_mysql_cdc.engine.lake.storage import check_storage_options, merged_storage_options
@@ -48,7 +47,6 @@ class ApplyConfig:
     """segment mode: apply every transaction committed before this instant (microseconds, UTC)."""
     target_gtids: GtidSet | None = None
     """until_gtid_set mode: stop once the position contains this set."""
-    within_target: bool = False
     """until_gtid_set mode: also stop before any transaction outside the target (never pass it)."""
     batch_max_rows: int = 50_000
     batch_max_seconds: float = 1.0
@@ -93,8 +91,8 @@ class ApplyConfig:
 
         ``consistent_point`` is where every member table is exact (the union of their snapshot
         chunks' high watermarks, see :func:`.admission.consistent_point`): a segment or a target
-        that ends before it is extended to it. ``within_target`` reads must not leave their target
-        and take none. (A joining table's catch-up has its own rule: :mod:`.opening`.)
+        that ends before it is extended to it. (A joining table's catch-up, which must not leave its
+        target, has its own rule: :mod:`.opening`.)
         """
         consistent = consistent_point or GtidSet()
         if self.mode == "segment":
@@ -102,7 +100,7 @@ class ApplyConfig:
             return UntilCommitTimestamp(self.segment_end_us, consistent_point=consistent)
         if self.mode == "until_gtid_set":
             target = self.target_gtids or GtidSet()
-            return WithinGtidSet(target) if self.within_target else UntilGtidSet(target | consistent)
+            return UntilGtidSet(target | consistent)
         if self.mode == "until_caught_up":
             return UntilCaughtUp(at_least=consistent)
         return Live()
