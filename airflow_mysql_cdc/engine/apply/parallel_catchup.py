@@ -10,9 +10,8 @@ It holds because
    closed (``until_caught_up``; ``segment`` once the server clock is past the boundary plus the
    settle margin of :class:`~..binlog.stop_rules.UntilCommitTimestamp`) or the target of
    ``until_gtid_set``. Anything else (a live tail, a boundary still ahead) runs the single reader;
-2. **each range reader gets only its range** (:mod:`~airflow_mysql_cdc.engine.values.gtid_ranges`): it starts
-from
-   ``end - range`` and stops when its range is consumed. It checks, per transaction, that the GTID
+2. **each range reader gets only its range** (:mod:`~airflow_mysql_cdc.engine.values.gtid_ranges`):
+   it starts from ``end - range`` and stops when its range is consumed. It checks, per transaction, that the GTID
    belongs to its range and that numbers grow; if not (GTIDs assigned out of order by hand, a target
    that is not a prefix of the binlog), it reports a violation and nothing of its wave is applied;
 3. **ranges are concatenated in number order**, which within one server UUID is binlog order, so

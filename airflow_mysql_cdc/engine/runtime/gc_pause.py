@@ -17,8 +17,8 @@ triggered by their allocation only rescan them, more slowly as the batch grows. 
 benchmark table (docs/benchmarks.md): the single reader's application ran 100,000 changes in
 2.34-2.46 s with the default thresholds and 2.04-2.13 s with the collector paused; a range reader's
 task took 1.26-1.29 s instead of 1.10 s. The reader's own pause per rows event
-(:mod:`~airflow_mysql_cdc.engine.binlog.decoding.rows`) does not cover what is allocated between events and
-in the sink.
+(:mod:`~airflow_mysql_cdc.engine.binlog.decoding.rows`) does not cover what is allocated between
+events and in the sink.
 
 Nothing leaks: after each batch, when the batch's objects have been freed by reference counting,
 the young generation (everything allocated since, as the collector is paused: the few survivors)
