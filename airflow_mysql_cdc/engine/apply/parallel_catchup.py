@@ -13,7 +13,8 @@ It holds because
 2. **each range reader gets only its range** (:mod:`~airflow_mysql_cdc.engine.values.gtid_ranges`):
    it starts from ``end - range`` and stops when its range is consumed. It checks, per transaction,
    that the GTID belongs to its range and that numbers grow; if not (GTIDs assigned out of order by
-   hand, a target that is not a prefix of the binlog), it reports a violation and nothing of its wave is applied;
+   hand, a target that is not a prefix of the binlog), it reports a violation and nothing of its
+   wave is applied;
 3. **ranges are concatenated in number order**, which within one server UUID is binlog order, so
    the driver feeds the sink one ordered stream, cut into micro-batches between transactions, each
    with ``resume point ∪ {GTIDs fed so far}`` as its position, by the single reader's own batch
