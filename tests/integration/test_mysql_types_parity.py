@@ -22,7 +22,7 @@ from airflow_mysql_cdc.engine.mysql.types import (
     to_arrow_table,
 )
 from airflow_mysql_cdc.engine.snapshot.chunks import Chunk
-from airflow_mysql_cdc.engine.snapshot.key_order import read_key_columns
+from airflow_mysql_cdc.engine.snapshot.key_order import KeyOrder, read_key_columns
 from airflow_mysql_cdc.engine.snapshot.window import read_window
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
@@ -340,3 +340,47 @@ def test_mysql_text_rounds_float_and_scaled_double_but_not_double_or_decimal(
     assert min(inexact["d_scaled"], inexact["d_wide"]) > 0
     exact_text = ("d", *EXACT_DECIMALS)
     assert {name: inexact[name] for name in exact_text} == dict.fromkeys(exact_text, 0)
+
+
+def test_enum_and_set_members_with_quotes_commas_and_capitals_are_one_model_on_every_path(
+    mysql_database: MySqlEndpoint,
+):
+    """``information_schema`` prints a member ``x','y`` as ``'x'',''y'``: two parsers of that text disagreed
+    (one split on ``','``), and one read the declaration lower-cased, so the snapshot and the binlog
+    described the same column differently and a key of such an ENUM could not be ordered."""
+    ref = TableRef(mysql_database.database, "members")
+    start = gtid_executed(mysql_database)
+    execute(
+        mysql_database,
+        "CREATE TABLE members (e ENUM('x'',''y', 'Red', 'z') NOT NULL, id INT NOT NULL,"
+        " s SET('It''s', 'Blue', 'a''b', 'back\\\\slash'), PRIMARY KEY (e, id))",
+        "INSERT INTO members VALUES ('x'',''y', 1, 'It''s,Blue'), ('Red', 2, 'a''b'), ('z', 3, ''),"
+        " ('Red', 4, 'Blue,It''s,a''b,back\\\\slash')",
+    )
+    members = ("x','y", "Red", "z")
+
+    with mysql_database.connect() as connection, connection.cursor() as cursor:
+        select_columns = read_table_column_types(cursor, ref.schema, ref.table)
+        key_columns = read_key_columns(cursor, ref, ("e", "id"))
+        cursor.execute("SELECT e, id FROM members ORDER BY e, id")
+        keys_in_mysql_order = [tuple(row) for row in cursor.fetchall()]
+        order = KeyOrder(connection, key_columns)
+        ordered_in_python = sorted(keys_in_mysql_order[::-1], key=order.sort_key)
+
+    transactions, _ = read_all(mysql_database, start, tables=[table_name(mysql_database, "members")])
+    binlog_columns = [c for t in transactions for c in t.changes][0].shape.columns
+    assert select_columns[0].members == members
+    assert select_columns[2].members == ("It's", "Blue", "a'b", "back\\slash")
+    assert binlog_columns == select_columns
+    assert key_columns[0].members == members
+    assert ordered_in_python == keys_in_mysql_order
+    snapshot = sorted(_snapshot_window_rows_keyed(mysql_database, ref), key=lambda row: row["id"])
+    assert snapshot == sorted(_binlog_rows(mysql_database, start, "members"), key=lambda row: row["id"])
+
+
+def _snapshot_window_rows_keyed(endpoint: MySqlEndpoint, ref: TableRef) -> list[dict[str, Any]]:
+    with endpoint.connect() as connection, connection.cursor() as cursor:
+        columns = read_table_column_types(cursor, ref.schema, ref.table)
+        key_columns = read_key_columns(cursor, ref, ("e", "id"))
+    window = read_window(endpoint, ref, columns, ("e", "id"), key_columns, Chunk(0, None, None))
+    return window.rows.to_pylist()

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from airflow_mysql_cdc.engine.binlog.changes import TableShape
 from airflow_mysql_cdc.engine.lake.delta_layout import to_delta_array
+from airflow_mysql_cdc.engine.mysql.schema import Column, parse_members
 from airflow_mysql_cdc.engine.mysql.types import (
     ColumnType,
     UnsupportedColumnTypeError,
@@ -24,8 +25,9 @@ from airflow_mysql_cdc.engine.mysql.types import (
 )
 
 
-def schema_row(name: str, data_type: str, column_type: str | None = None, **extra) -> dict:
-    return {"COLUMN_NAME": name, "DATA_TYPE": data_type, "COLUMN_TYPE": column_type or data_type, **extra}
+def schema_row(name: str, data_type: str, column_type: str | None = None, **extra: int) -> Column:
+    """A column as :func:`read_columns` builds it from ``information_schema``."""
+    return Column(name, data_type, column_type or data_type, True, **extra)
 
 
 @pytest.mark.parametrize(
@@ -34,30 +36,45 @@ def schema_row(name: str, data_type: str, column_type: str | None = None, **extr
         (schema_row("a", "tinyint", "tinyint unsigned"), pa.uint8()),
         (schema_row("a", "mediumint"), pa.int32()),
         (schema_row("a", "bigint", "bigint unsigned"), pa.decimal128(20, 0)),
-        (schema_row("a", "decimal", NUMERIC_PRECISION=12, NUMERIC_SCALE=3), pa.decimal128(12, 3)),
-        (schema_row("a", "datetime", DATETIME_PRECISION=3), pa.timestamp("us")),
-        (schema_row("a", "timestamp", DATETIME_PRECISION=0), pa.timestamp("us", tz="UTC")),
-        (schema_row("a", "time", DATETIME_PRECISION=0), pa.duration("us")),
+        (schema_row("a", "decimal", numeric_precision=12, numeric_scale=3), pa.decimal128(12, 3)),
+        (schema_row("a", "datetime", datetime_precision=3), pa.timestamp("us")),
+        (schema_row("a", "timestamp", datetime_precision=0), pa.timestamp("us", tz="UTC")),
+        (schema_row("a", "time", datetime_precision=0), pa.duration("us")),
         (schema_row("a", "year"), pa.int16()),
         (schema_row("a", "longtext"), pa.string()),
-        (schema_row("a", "binary", CHARACTER_OCTET_LENGTH=4), pa.binary()),
+        (schema_row("a", "binary", octet_length=4), pa.binary()),
         (schema_row("a", "json"), pa.string()),
-        (schema_row("a", "bit", NUMERIC_PRECISION=7), pa.uint64()),
+        (schema_row("a", "bit", numeric_precision=7), pa.uint64()),
         (schema_row("a", "multipolygon"), pa.binary()),
     ],
 )
 def test_information_schema_types_map_to_arrow(row, arrow_type):
-    assert ColumnType.from_information_schema(row).arrow_type() == arrow_type
+    assert ColumnType.from_column(row).arrow_type() == arrow_type
 
 
 def test_enum_and_set_members_keep_definition_order_and_quotes():
-    column = ColumnType.from_information_schema(schema_row("e", "enum", "enum('b','a''s','c,d')"))
+    column = ColumnType.from_column(schema_row("e", "enum", "enum('b','a''s','c,d')"))
     assert column.members == ("b", "a's", "c,d")
+
+
+@pytest.mark.parametrize(
+    ("column_type", "members"),
+    [
+        ("enum('x'',''y','z')", ("x','y", "z")),
+        ("enum('Red','GREEN')", ("Red", "GREEN")),
+        ("set('It''s','a,b','''')", ("It's", "a,b", "'")),
+        (r"enum('a\\b','tab\there')", ("a\\b", "tab\there")),
+        ("enum('')", ("",)),
+    ],
+)
+def test_the_one_member_parser_reads_quotes_commas_escapes_and_case(column_type: str, members: tuple) -> None:
+    assert parse_members(column_type) == members
+    assert Column("c", column_type.split("(")[0], column_type, False).members == members
 
 
 def test_unknown_types_are_refused_by_name():
     with pytest.raises(UnsupportedColumnTypeError, match="'v'.*vector"):
-        ColumnType.from_information_schema(schema_row("v", "vector", "vector(3)"))
+        ColumnType.from_column(schema_row("v", "vector", "vector(3)"))
 
 
 def test_binlog_quirks_are_fixed():

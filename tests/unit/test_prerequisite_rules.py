@@ -13,7 +13,7 @@ from airflow_mysql_cdc.engine.mysql.prerequisites.checks import (
     ServerFacts,
     evaluate,
 )
-from airflow_mysql_cdc.engine.mysql.schema import ColumnInfo, TableMetadata, TableRef
+from airflow_mysql_cdc.engine.mysql.schema import Column, TableMetadata, TableRef
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 
 U = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
@@ -34,8 +34,8 @@ HEALTHY_VARIABLES = {
 }
 
 
-def _orders(key: tuple[str, ...] = ("id",), extra_columns: tuple[ColumnInfo, ...] = ()) -> TableMetadata:
-    columns = (ColumnInfo("id", "bigint", "bigint", False), *extra_columns)
+def _orders(key: tuple[str, ...] = ("id",), extra_columns: tuple[Column, ...] = ()) -> TableMetadata:
+    columns = (Column("id", "bigint", "bigint", False), *extra_columns)
     return TableMetadata(
         ORDERS, "InnoDB", columns, key, "primary" if key else None, "PRIMARY" if key else None
     )
@@ -162,7 +162,7 @@ def test_missing_table_is_named() -> None:
 
 
 def test_unsupported_column_type_is_named() -> None:
-    vector = ColumnInfo("embedding", "vector", "vector(3)", True)
+    vector = Column("embedding", "vector", "vector(3)", True)
     results = {
         r.name: r for r in evaluate(_facts(tables={ORDERS: _orders(extra_columns=(vector,))}), _config())
     }

@@ -1,6 +1,14 @@
-"""Table identity and shape, read from ``information_schema``: columns, types, and the row key.
+"""Table identity and shape, read from ``information_schema``: the one column model, and the row key.
 
-Invariant: every replicated table has a *row key*, its primary key or else a unique key whose
+Invariant (one model): :class:`Column` is the only description of a source column read from
+``information_schema.COLUMNS``, and :func:`read_columns` the only query that reads it. The type
+mapping (:meth:`.types.ColumnType.from_column`), the key order of snapshot chunks
+(:mod:`~airflow_mysql_cdc.engine.snapshot.key_order`) and the prerequisite checks all start from
+it, so they cannot disagree about a column: three readers with two ENUM member parsers once did, on
+a member containing ``','`` and on members with capitals (one reader lower-cased the declaration).
+Guarded by ``test_enum_and_set_members_with_quotes_commas_and_capitals_are_one_model_on_every_path``.
+
+Invariant (row key): every replicated table has a *row key*, its primary key or else a unique key whose
 columns are all NOT NULL. The key is what the sink merges on and what snapshot chunks are cut by;
 a unique key with a nullable column is not a key (MySQL allows many NULL rows in it), so it is
 never chosen.
@@ -8,6 +16,7 @@ never chosen.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Literal
 
@@ -42,26 +51,110 @@ class TableRef:
         return f"{quote_identifier(self.schema)}.{quote_identifier(self.table)}"
 
 
+_MEMBER = re.compile(r"'((?:[^'\\]|''|\\.)*)'")
+_ESCAPES = {"0": "\0", "b": "\b", "n": "\n", "r": "\r", "t": "\t", "Z": "\x1a"}
+
+
+def parse_members(column_type: str) -> tuple[str, ...]:
+    """The members of an ``enum(...)``/``set(...)`` declaration as ``COLUMN_TYPE`` prints it, in order.
+
+    MySQL prints each member as a quoted string literal: a quote inside doubled (``'x'',''y'`` is the
+    one member ``x','y``), a backslash escaped; commas inside a member are plain text.
+    """
+    inside = column_type[column_type.index("(") + 1 : column_type.rindex(")")]
+    return tuple(_unquote(literal) for literal in _MEMBER.findall(inside))
+
+
+def _unquote(literal: str) -> str:
+    out = []
+    characters = iter(literal)
+    for character in characters:
+        if character == "'":
+            next(characters, None)  # the second quote of a doubled one
+            out.append("'")
+        elif character == "\\":
+            escaped = next(characters, "")
+            out.append(_ESCAPES.get(escaped, escaped))
+        else:
+            out.append(character)
+    return "".join(out)
+
+
 @dataclass(frozen=True)
-class ColumnInfo:
+class Column:
+    """One source column as ``information_schema`` declares it: the engine's one column model."""
+
     name: str
     data_type: str
     """Base type in lower case, as ``information_schema.COLUMNS.DATA_TYPE`` (``int``, ``varchar``)."""
     column_type: str
-    """Full declaration (``int unsigned``, ``enum('a','b')``, ``datetime(6)``)."""
+    """The declaration as MySQL prints it (``int unsigned``, ``enum('Red','x'',''y')``, ``datetime(6)``);
+    not lower-cased, because ENUM and SET members keep their case."""
     nullable: bool
     character_set: str | None = None
+    collation: str | None = None
+    pad_space: bool = False
+    """The collation ignores trailing spaces (``PAD SPACE``), as key comparisons must too."""
+    numeric_precision: int | None = None
+    """DECIMAL precision, or BIT width."""
+    numeric_scale: int | None = None
+    datetime_precision: int | None = None
+    octet_length: int | None = None
+    """``CHARACTER_OCTET_LENGTH``: the padded length of a ``BINARY(n)``."""
 
     @property
     def unsigned(self) -> bool:
-        return "unsigned" in self.column_type
+        return "unsigned" in self.column_type.lower()
+
+    @property
+    def members(self) -> tuple[str, ...]:
+        """ENUM/SET members in definition order (empty for other types)."""
+        return parse_members(self.column_type) if self.data_type in ("enum", "set") else ()
+
+
+_COLUMNS_QUERY = (
+    "SELECT c.COLUMN_NAME, c.DATA_TYPE, c.COLUMN_TYPE, c.IS_NULLABLE, c.CHARACTER_SET_NAME, c.COLLATION_NAME,"
+    " co.PAD_ATTRIBUTE, c.NUMERIC_PRECISION, c.NUMERIC_SCALE, c.DATETIME_PRECISION, c.CHARACTER_OCTET_LENGTH"
+    " FROM information_schema.COLUMNS c"
+    " LEFT JOIN information_schema.COLLATIONS co ON co.COLLATION_NAME = c.COLLATION_NAME"
+    " WHERE c.TABLE_SCHEMA = %s AND c.TABLE_NAME = %s ORDER BY c.ORDINAL_POSITION"
+)
+
+
+def read_columns(cursor: pymysql.cursors.Cursor, ref: TableRef) -> tuple[Column, ...]:
+    """The table's columns in definition order (empty if it does not exist or is not visible)."""
+    cursor.execute(_COLUMNS_QUERY, (ref.schema, ref.table))
+    return tuple(_column(*row) for row in cursor.fetchall())
+
+
+def _column(
+    name: str, data_type: str, column_type: str, nullable: str, charset: str | None, collation: str | None,
+    pad: str | None, precision: object, scale: object, fsp: object, octets: object,
+) -> Column:  # fmt: skip
+    return Column(
+        name=name,
+        data_type=str(data_type).lower(),
+        column_type=str(column_type),
+        nullable=nullable == "YES",
+        character_set=charset,
+        collation=collation,
+        pad_space=pad == "PAD SPACE",
+        numeric_precision=_int_or_none(precision),
+        numeric_scale=_int_or_none(scale),
+        datetime_precision=_int_or_none(fsp),
+        octet_length=_int_or_none(octets),
+    )
+
+
+def _int_or_none(value: object) -> int | None:
+    return None if value is None else int(value)  # type: ignore[call-overload]
 
 
 @dataclass(frozen=True)
 class TableMetadata:
     ref: TableRef
     engine: str | None
-    columns: tuple[ColumnInfo, ...]
+    columns: tuple[Column, ...]
     key_columns: tuple[str, ...]
     key_kind: KeyKind | None
     key_name: str | None
@@ -70,7 +163,7 @@ class TableMetadata:
     def has_row_key(self) -> bool:
         return bool(self.key_columns)
 
-    def column(self, name: str) -> ColumnInfo:
+    def column(self, name: str) -> Column:
         for column in self.columns:
             if column.name == name:
                 return column
@@ -87,22 +180,7 @@ def read_table_metadata(cursor: pymysql.cursors.Cursor, ref: TableRef) -> TableM
     table_row = cursor.fetchone()
     if table_row is None:
         return None
-    cursor.execute(
-        "SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, IS_NULLABLE, CHARACTER_SET_NAME"
-        " FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s"
-        " ORDER BY ORDINAL_POSITION",
-        (ref.schema, ref.table),
-    )
-    columns = tuple(
-        ColumnInfo(
-            name=name,
-            data_type=str(data_type).lower(),
-            column_type=str(column_type).lower(),
-            nullable=nullable == "YES",
-            character_set=charset,
-        )
-        for name, data_type, column_type, nullable, charset in cursor.fetchall()
-    )
+    columns = read_columns(cursor, ref)
     key_name, key_columns = _choose_row_key(cursor, ref, {c.name: c for c in columns})
     key_kind: KeyKind | None = None
     if key_name == "PRIMARY":
@@ -120,7 +198,7 @@ def read_table_metadata(cursor: pymysql.cursors.Cursor, ref: TableRef) -> TableM
 
 
 def _choose_row_key(
-    cursor: pymysql.cursors.Cursor, ref: TableRef, columns: dict[str, ColumnInfo]
+    cursor: pymysql.cursors.Cursor, ref: TableRef, columns: dict[str, Column]
 ) -> tuple[str | None, tuple[str, ...]]:
     cursor.execute(
         "SELECT INDEX_NAME, COLUMN_NAME, SUB_PART, EXPRESSION FROM information_schema.STATISTICS"

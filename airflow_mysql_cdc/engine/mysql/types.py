@@ -53,7 +53,6 @@ from __future__ import annotations
 import datetime
 import decimal
 import json
-import re
 import struct
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -64,7 +63,7 @@ import pyarrow as pa
 from pymysqlreplication.constants import FIELD_TYPE
 
 from airflow_mysql_cdc.engine.errors import ConfigurationError
-from airflow_mysql_cdc.engine.mysql.schema import quote_identifier
+from airflow_mysql_cdc.engine.mysql.schema import Column, TableRef, quote_identifier, read_columns
 
 SNAPSHOT_SESSION_STATEMENTS = ("SET time_zone = '+00:00'",)
 """Run these on a snapshot (SELECT) connection so TIMESTAMP values arrive in UTC."""
@@ -160,46 +159,33 @@ class ColumnType:
         raise UnsupportedColumnTypeError(f"column {name!r}: binlog field type {field_type} is not mapped")
 
     @classmethod
-    def from_information_schema(cls, row: Mapping[str, Any]) -> ColumnType:
-        """From an ``information_schema.COLUMNS`` row (keys as the column names, upper case)."""
-        name = row["COLUMN_NAME"]
-        data_type = str(row["DATA_TYPE"]).lower()
-        column_type = str(row["COLUMN_TYPE"]).lower()
+    def from_column(cls, column: Column) -> ColumnType:
+        """From the one column model read from ``information_schema`` (:class:`.schema.Column`)."""
+        name, data_type = column.name, column.data_type
         if data_type in _SCHEMA_INTEGER_BITS:
-            kind = "uint" if "unsigned" in column_type else "int"
-            return cls(name, kind, bits=_SCHEMA_INTEGER_BITS[data_type])
+            return cls(name, "uint" if column.unsigned else "int", bits=_SCHEMA_INTEGER_BITS[data_type])
         if data_type == "decimal":
-            return cls(
-                name, "decimal", precision=int(row["NUMERIC_PRECISION"]), scale=int(row["NUMERIC_SCALE"])
-            )
+            precision, scale = column.numeric_precision or 0, column.numeric_scale or 0
+            return cls(name, "decimal", precision=precision, scale=scale)
         if data_type in _SCHEMA_SIMPLE_KINDS:
-            return cls(name, _SCHEMA_SIMPLE_KINDS[data_type], fsp=int(row.get("DATETIME_PRECISION") or 0))
+            return cls(name, _SCHEMA_SIMPLE_KINDS[data_type], fsp=column.datetime_precision or 0)
         if data_type in ("char", "varchar", "tinytext", "text", "mediumtext", "longtext"):
             return cls(name, "text")
         if data_type in ("binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob"):
-            fixed = int(row["CHARACTER_OCTET_LENGTH"]) if data_type == "binary" else 0
+            fixed = (column.octet_length or 0) if data_type == "binary" else 0
             return cls(name, "binary", fixed_length=fixed)
         if data_type in ("enum", "set"):
-            return cls(name, data_type, members=_parse_members(column_type))
+            return cls(name, data_type, members=column.members)
         if data_type == "bit":
-            return cls(name, "bit", bits=int(row["NUMERIC_PRECISION"]))
+            return cls(name, "bit", bits=column.numeric_precision or 0)
         if data_type in _GEOMETRY_TYPES:
             return cls(name, "geometry")
-        raise UnsupportedColumnTypeError(f"column {name!r}: MySQL type {column_type!r} is not mapped")
-
-
-INFORMATION_SCHEMA_QUERY = (
-    "SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, NUMERIC_PRECISION, NUMERIC_SCALE, DATETIME_PRECISION,"
-    " CHARACTER_OCTET_LENGTH FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s"
-    " ORDER BY ORDINAL_POSITION"
-)
+        raise UnsupportedColumnTypeError(f"column {name!r}: MySQL type {column.column_type!r} is not mapped")
 
 
 def read_table_column_types(cursor: Any, schema: str, table: str) -> tuple[ColumnType, ...]:
-    """Column types of a table as the snapshot path sees them (one information_schema query)."""
-    cursor.execute(INFORMATION_SCHEMA_QUERY, (schema, table))
-    names = [description[0].upper() for description in cursor.description]
-    return tuple(ColumnType.from_information_schema(dict(zip(names, row, strict=True))) for row in cursor)
+    """Column types of a table as the snapshot path sees them (the one ``information_schema`` reader)."""
+    return tuple(ColumnType.from_column(column) for column in read_columns(cursor, TableRef(schema, table)))
 
 
 _KINDS = frozenset(
@@ -242,14 +228,6 @@ _GEOMETRY_TYPES = frozenset(
     ("geometry", "point", "linestring", "polygon", "multipoint", "multilinestring", "multipolygon")
     + ("geometrycollection", "geomcollection")
 )
-_MEMBER = re.compile(r"'((?:[^']|'')*)'")
-
-
-def _parse_members(column_type: str) -> tuple[str, ...]:
-    inside = column_type[column_type.index("(") + 1 : column_type.rindex(")")]
-    return tuple(member.replace("''", "'") for member in _MEMBER.findall(inside))
-
-
 def _arrow_type(column: ColumnType) -> pa.DataType:
     kind = column.kind
     if kind == "int":

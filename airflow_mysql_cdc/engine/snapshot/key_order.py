@@ -18,66 +18,31 @@ Per column kind:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import pymysql
 
-from airflow_mysql_cdc.engine.mysql.schema import TableRef
+from airflow_mysql_cdc.engine.mysql.schema import Column, TableRef, read_columns
 
 _WEIGHTS_PER_QUERY = 500
 _TEXT_TYPES = frozenset({"char", "varchar", "tinytext", "text", "mediumtext", "longtext"})
 
 
-@dataclass(frozen=True)
-class KeyColumn:
-    name: str
-    data_type: str
-    charset: str | None = None
-    collation: str | None = None
-    pad_space: bool = False
-    members: tuple[str, ...] = ()
-
-    @property
-    def uses_weights(self) -> bool:
-        return self.data_type in _TEXT_TYPES and self.collation is not None and self.collation != "binary"
+def uses_weights(column: Column) -> bool:
+    """A string compared under its collation: ordered by MySQL's ``WEIGHT_STRING``."""
+    return column.data_type in _TEXT_TYPES and column.collation is not None and column.collation != "binary"
 
 
-def read_key_columns(
-    cursor: pymysql.cursors.Cursor, ref: TableRef, key: Sequence[str]
-) -> tuple[KeyColumn, ...]:
-    cursor.execute(
-        "SELECT c.COLUMN_NAME, c.DATA_TYPE, c.CHARACTER_SET_NAME, c.COLLATION_NAME, c.COLUMN_TYPE,"
-        " co.PAD_ATTRIBUTE FROM information_schema.COLUMNS c"
-        " LEFT JOIN information_schema.COLLATIONS co ON co.COLLATION_NAME = c.COLLATION_NAME"
-        " WHERE c.TABLE_SCHEMA = %s AND c.TABLE_NAME = %s",
-        (ref.schema, ref.table),
-    )
-    by_name = {row[0]: row for row in cursor.fetchall()}
-    columns = []
-    for name in key:
-        _, data_type, charset, collation, column_type, pad = by_name[name]
-        members: tuple[str, ...] = ()
-        if str(data_type).lower() in ("enum", "set"):
-            inner = str(column_type)[str(column_type).index("(") + 1 : -1]
-            members = tuple(part.strip("'").replace("''", "'") for part in inner.split("','"))
-        columns.append(
-            KeyColumn(
-                name=name,
-                data_type=str(data_type).lower(),
-                charset=charset,
-                collation=collation,
-                pad_space=pad == "PAD SPACE",
-                members=members,
-            )
-        )
-    return tuple(columns)
+def read_key_columns(cursor: pymysql.cursors.Cursor, ref: TableRef, key: Sequence[str]) -> tuple[Column, ...]:
+    """The key's columns, in key order, from the one column model (:func:`.schema.read_columns`)."""
+    by_name = {column.name: column for column in read_columns(cursor, ref)}
+    return tuple(by_name[name] for name in key)
 
 
 class KeyOrder:
     """Turns key tuples into Python-comparable sort keys; asks MySQL only for string weights."""
 
-    def __init__(self, connection: pymysql.connections.Connection, columns: Sequence[KeyColumn]) -> None:
+    def __init__(self, connection: pymysql.connections.Connection, columns: Sequence[Column]) -> None:
         self.connection = connection
         self.columns = tuple(columns)
 
@@ -95,10 +60,10 @@ class KeyOrder:
         return self.sort_keys([key])[0]
 
     @staticmethod
-    def _part(column: KeyColumn, value: Any, weight: bytes | None) -> Any:
+    def _part(column: Column, value: Any, weight: bytes | None) -> Any:
         if value is None:
             raise ValueError(f"key column {column.name!r} is NULL; row keys are NOT NULL")
-        if column.uses_weights:
+        if uses_weights(column):
             assert weight is not None
             return weight
         if column.data_type == "enum":
@@ -114,7 +79,7 @@ class KeyOrder:
         slots: list[tuple[int, int]] = []
         for row_index, key in enumerate(keys):
             for column_index, column in enumerate(self.columns):
-                if not column.uses_weights:
+                if not uses_weights(column):
                     continue
                 value = key[column_index]
                 if isinstance(value, bytes):
@@ -122,7 +87,7 @@ class KeyOrder:
                 if column.pad_space:
                     value = value.rstrip(" ")
                 expressions.append(
-                    f"WEIGHT_STRING(CONVERT(%s USING {column.charset}) COLLATE {column.collation})"
+                    f"WEIGHT_STRING(CONVERT(%s USING {column.character_set}) COLLATE {column.collation})"
                 )
                 params.append(value)
                 slots.append((row_index, column_index))

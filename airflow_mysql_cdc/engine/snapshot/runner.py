@@ -18,10 +18,10 @@ from typing import Any
 import pymysql
 
 from airflow_mysql_cdc.engine.lake.delta_layout import LakeRoot
-from airflow_mysql_cdc.engine.mysql.schema import TableRef, read_table_metadata
+from airflow_mysql_cdc.engine.mysql.schema import Column, TableRef, read_table_metadata
 from airflow_mysql_cdc.engine.mysql.types import ColumnType, read_table_column_types
 from airflow_mysql_cdc.engine.snapshot.chunks import Chunk, plan_chunks, require_row_key
-from airflow_mysql_cdc.engine.snapshot.key_order import KeyColumn, read_key_columns
+from airflow_mysql_cdc.engine.snapshot.key_order import read_key_columns
 from airflow_mysql_cdc.engine.snapshot.lake_commits import DeltaSnapshotWriter
 from airflow_mysql_cdc.engine.snapshot.window import ChunkSnapshot, open_window_connection, read_window
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
@@ -37,7 +37,7 @@ class WindowTask:
     table: TableRef
     columns: tuple[ColumnType, ...]
     key: tuple[str, ...]
-    key_columns: tuple[KeyColumn, ...]
+    key_columns: tuple[Column, ...]
     chunk: Chunk
     reader_server_id: int | None
 

@@ -51,7 +51,7 @@ from airflow_mysql_cdc.engine.binlog.changes import Op
 from airflow_mysql_cdc.engine.binlog.reader import BinlogReader
 from airflow_mysql_cdc.engine.binlog.stop_rules import UntilGtidSet
 from airflow_mysql_cdc.engine.errors import CdcError
-from airflow_mysql_cdc.engine.mysql.schema import TableRef, quote_identifier
+from airflow_mysql_cdc.engine.mysql.schema import Column, TableRef, quote_identifier
 from airflow_mysql_cdc.engine.mysql.select_arrow import TEXT_RESULT_CONVERSIONS, text_rows_to_arrow
 from airflow_mysql_cdc.engine.mysql.types import (
     SNAPSHOT_SESSION_STATEMENTS,
@@ -61,7 +61,7 @@ from airflow_mysql_cdc.engine.mysql.types import (
 )
 from airflow_mysql_cdc.engine.runtime.gc_pause import CollectorPaused
 from airflow_mysql_cdc.engine.snapshot.chunks import Chunk, range_predicate
-from airflow_mysql_cdc.engine.snapshot.key_order import KeyColumn, KeyOrder
+from airflow_mysql_cdc.engine.snapshot.key_order import KeyOrder
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 
@@ -126,7 +126,7 @@ def read_window(
     table: TableRef,
     columns: Sequence[ColumnType],
     key: Sequence[str],
-    key_columns: Sequence[KeyColumn],
+    key_columns: Sequence[Column],
     chunk: Chunk,
     *,
     reader_server_id: int | None = None,
