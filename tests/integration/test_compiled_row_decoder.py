@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from airflow_mysql_cdc.engine.binlog.decoding import rows as row_decoding
 from airflow_mysql_cdc.engine.binlog.reader import BinlogReader
 from airflow_mysql_cdc.engine.binlog.stop_rules import UntilCaughtUp
-from airflow_mysql_cdc.engine.mysql.types import canonical_json
+from airflow_mysql_cdc.engine.mysql.normalise import canonical_json
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
 from tests.integration.test_binlog_reader import gtid_executed, row_images, table_name
 from tests.integration.test_mysql_types_parity import write_every_type_rows

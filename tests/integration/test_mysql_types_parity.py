@@ -12,15 +12,14 @@ import pyarrow as pa
 import pytest
 
 from airflow_mysql_cdc.engine.lake.compare import source_table
-from airflow_mysql_cdc.engine.mysql.schema import TableRef
-from airflow_mysql_cdc.engine.mysql.select_arrow import TEXT_RESULT_CONVERSIONS, text_rows_to_arrow
-from airflow_mysql_cdc.engine.mysql.types import (
+from airflow_mysql_cdc.engine.mysql.normalise import (
     SNAPSHOT_SESSION_STATEMENTS,
     normalise_select_row,
-    read_table_column_types,
     select_list,
-    to_arrow_table,
 )
+from airflow_mysql_cdc.engine.mysql.schema import TableRef
+from airflow_mysql_cdc.engine.mysql.select_arrow import TEXT_RESULT_CONVERSIONS, text_rows_to_arrow
+from airflow_mysql_cdc.engine.mysql.types import read_table_column_types, to_arrow_table
 from airflow_mysql_cdc.engine.snapshot.chunks import Chunk
 from airflow_mysql_cdc.engine.snapshot.key_order import KeyOrder, read_key_columns
 from airflow_mysql_cdc.engine.snapshot.window import read_window

@@ -10,8 +10,9 @@ import pytest
 from airflow_mysql_cdc.engine.binlog.changes import Op
 from airflow_mysql_cdc.engine.binlog.reader import BinlogReader
 from airflow_mysql_cdc.engine.binlog.stop_rules import UntilGtidSet
+from airflow_mysql_cdc.engine.mysql.normalise import normalise_select_row, select_list
 from airflow_mysql_cdc.engine.mysql.schema import TableRef, read_table_metadata
-from airflow_mysql_cdc.engine.mysql.types import normalise_select_row, read_table_column_types, select_list
+from airflow_mysql_cdc.engine.mysql.types import read_table_column_types
 from airflow_mysql_cdc.engine.snapshot import runner as runner_module
 from airflow_mysql_cdc.engine.snapshot import window as window_module
 from airflow_mysql_cdc.engine.snapshot.change_filter import (

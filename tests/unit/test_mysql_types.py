@@ -13,16 +13,14 @@ from hypothesis import strategies as st
 
 from airflow_mysql_cdc.engine.binlog.changes import TableShape
 from airflow_mysql_cdc.engine.lake.delta_layout import to_delta_array
-from airflow_mysql_cdc.engine.mysql.schema import Column, parse_members
-from airflow_mysql_cdc.engine.mysql.types import (
-    ColumnType,
-    UnsupportedColumnTypeError,
+from airflow_mysql_cdc.engine.mysql.normalise import (
     binlog_normaliser,
     canonical_json,
     select_list,
     select_normaliser,
-    to_arrow_array,
 )
+from airflow_mysql_cdc.engine.mysql.schema import Column, parse_members
+from airflow_mysql_cdc.engine.mysql.types import ColumnType, UnsupportedColumnTypeError, to_arrow_array
 
 
 def schema_row(name: str, data_type: str, column_type: str | None = None, **extra: int) -> Column:

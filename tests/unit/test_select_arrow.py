@@ -18,8 +18,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pymysql import converters
 
+from airflow_mysql_cdc.engine.mysql.normalise import select_normaliser
 from airflow_mysql_cdc.engine.mysql.select_arrow import text_column_to_arrow, text_rows_to_arrow
-from airflow_mysql_cdc.engine.mysql.types import ColumnType, select_normaliser, to_arrow_array
+from airflow_mysql_cdc.engine.mysql.types import ColumnType, to_arrow_array
 
 PYMYSQL_DECODER_BY_KIND = {
     "int": int,

@@ -9,7 +9,7 @@ Reading order (docs/binlog-application.md tells the algorithm):
    (``position``), statements that end or change a transaction (``statements``), compressed payloads
    (``compressed_payload``), bounded memory (``backpressure``).
 4. ``decoding/``: row images to values: the library's path and the compiled one, both ending in the
-   canonical values of :mod:`..mysql.types`.
+   canonical values of :mod:`..mysql.normalise`.
 5. ``changes``: what a read yields (transactions of row changes). ``stop_rules``: when a read ends
    (caught up, a GTID set, a commit time, within a set), decided on GTID sets and commit timestamps.
 6. ``errors``: one class per reason a read stops, each a :class:`..errors.BinlogError` with what to do.

@@ -3,7 +3,7 @@
 Invariant: both sides go through the same conversions the pipeline uses (the shared type mapping,
 then Delta's storage types), so a table that was replicated exactly compares equal value for
 value, and any lost, duplicated or stale row shows up as a missing or extra row. The source is read
-with the pipeline's select list (:func:`..mysql.types.select_list`), so it sees the stored FLOAT and
+with the pipeline's select list (:func:`..mysql.normalise.select_list`), so it sees the stored FLOAT and
 DOUBLE values, not MySQL's rounded text of them: a comparison through that text hid a lake that
 held rounded values and reported exact ones as different.
 """
@@ -25,14 +25,13 @@ from airflow_mysql_cdc.engine.lake.delta_layout import (
     LakeRoot,
     to_delta_array,
 )
-from airflow_mysql_cdc.engine.mysql.schema import TableRef
-from airflow_mysql_cdc.engine.mysql.types import (
+from airflow_mysql_cdc.engine.mysql.normalise import (
     SNAPSHOT_SESSION_STATEMENTS,
     normalise_select_row,
-    read_table_column_types,
     select_list,
-    to_arrow_table,
 )
+from airflow_mysql_cdc.engine.mysql.schema import TableRef
+from airflow_mysql_cdc.engine.mysql.types import read_table_column_types, to_arrow_table
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
 
 

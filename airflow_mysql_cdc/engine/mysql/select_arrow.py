@@ -44,12 +44,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pymysql import converters
 
-from airflow_mysql_cdc.engine.mysql.types import (
-    ColumnType,
-    canonical_json,
-    select_normaliser,
-    to_arrow_array,
-)
+from airflow_mysql_cdc.engine.mysql.normalise import canonical_json, select_normaliser
+from airflow_mysql_cdc.engine.mysql.types import ColumnType, to_arrow_array
 
 TEXT_RESULT_CONVERSIONS: dict[Any, Any] = {
     key: value for key, value in converters.conversions.items() if not isinstance(key, int)

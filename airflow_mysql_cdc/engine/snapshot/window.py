@@ -51,14 +51,10 @@ from airflow_mysql_cdc.engine.binlog.changes import Op
 from airflow_mysql_cdc.engine.binlog.reader import BinlogReader
 from airflow_mysql_cdc.engine.binlog.stop_rules import UntilGtidSet
 from airflow_mysql_cdc.engine.errors import CdcError
+from airflow_mysql_cdc.engine.mysql.normalise import SNAPSHOT_SESSION_STATEMENTS, select_list
 from airflow_mysql_cdc.engine.mysql.schema import Column, TableRef, quote_identifier
 from airflow_mysql_cdc.engine.mysql.select_arrow import TEXT_RESULT_CONVERSIONS, text_rows_to_arrow
-from airflow_mysql_cdc.engine.mysql.types import (
-    SNAPSHOT_SESSION_STATEMENTS,
-    ColumnType,
-    select_list,
-    to_arrow_array,
-)
+from airflow_mysql_cdc.engine.mysql.types import ColumnType, to_arrow_array
 from airflow_mysql_cdc.engine.runtime.gc_pause import CollectorPaused
 from airflow_mysql_cdc.engine.snapshot.chunks import Chunk, range_predicate
 from airflow_mysql_cdc.engine.snapshot.key_order import KeyOrder

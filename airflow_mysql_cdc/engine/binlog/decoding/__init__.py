@@ -1,4 +1,4 @@
-"""Row images to canonical values (the values a SELECT of the same row gives, see :mod:`...mysql.types`).
+"""Row images to canonical values (the values a SELECT of the same row gives, see :mod:`...mysql.normalise`).
 
 - ``rows``: rows events to :class:`..changes.RowChange`, refusing images that are not whole (missing
   column names, a MINIMAL image, a partial JSON update).

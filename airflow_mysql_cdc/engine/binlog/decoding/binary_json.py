@@ -1,5 +1,5 @@
 """MySQL's binary JSON (the binlog's JSON column format) to the canonical JSON text of
-:mod:`~airflow_mysql_cdc.engine.mysql.types`.
+:mod:`~airflow_mysql_cdc.engine.mysql.normalise`.
 
 Invariant: ``canonical_json(binary_json_value(payload))`` is the text ``canonical_json`` prints for
 the document MySQL's ``SELECT`` shows for that column, and for every payload it is the text the

@@ -1,10 +1,9 @@
 """A row-image decoder compiled per table schema: the library's per-column dispatch, without the dispatch.
 
 Invariant: for every row image of a table it accepts, the compiled reader returns exactly the values
-``mysql-replication`` decodes and :mod:`~airflow_mysql_cdc.engine.mysql.types` then normalises (same Python
-types, same
-``Decimal`` exponents, same zero-date nulls), except that a JSON document holding only the literal
-``null`` is the text ``"null"`` rather than SQL NULL (see :mod:`.binary_json`). Guarded by
+``mysql-replication`` decodes and :mod:`~airflow_mysql_cdc.engine.mysql.normalise` then normalises
+(same Python types, same ``Decimal`` exponents, same zero-date nulls), except that a JSON document
+holding only the literal ``null`` is the text ``"null"`` rather than SQL NULL (see :mod:`.binary_json`). Guarded by
 ``test_the_compiled_decoder_gives_the_library_values_for_every_type`` (every MySQL type, extremes,
 zero values, NULLs) and the SELECT/binlog parity test, which reads through this decoder.
 
@@ -38,7 +37,8 @@ from pymysqlreplication.row_event import RowsEvent
 from airflow_mysql_cdc.engine.binlog.decoding.binary_json import binary_json_value
 from airflow_mysql_cdc.engine.binlog.decoding.packed_decimal import decimal_size, packed_decimal_reader
 from airflow_mysql_cdc.engine.errors import CdcError
-from airflow_mysql_cdc.engine.mysql.types import ColumnType, binlog_normaliser, canonical_json
+from airflow_mysql_cdc.engine.mysql.normalise import binlog_normaliser, canonical_json
+from airflow_mysql_cdc.engine.mysql.types import ColumnType
 
 ImageReader = Callable[[bytes, int], tuple[dict[str, Any], tuple[Any, ...], int]]
 """``(buffer, offset) -> (values by column name, primary key, offset after the image)``."""

@@ -1,9 +1,8 @@
 """Rows events to :class:`~.changes.RowChange` values, refusing images that are not whole.
 
 Invariant: a row change leaves here only if its images hold *every* column, by name, with values
-in the canonical form of :mod:`~airflow_mysql_cdc.engine.mysql.types`. Three library behaviours would
-otherwise corrupt data
-silently, each checked per event at the cost of one bytes comparison:
+in the canonical form of :mod:`~airflow_mysql_cdc.engine.mysql.normalise`. Three library behaviours
+would otherwise corrupt data silently, each checked per event at the cost of one bytes comparison:
 
 - ``binlog_row_image`` MINIMAL or NOBLOB (settable per session) leaves columns out of the image;
   the library fills them with None, indistinguishable from NULL. The columns-present bitmap must
@@ -45,7 +44,8 @@ from airflow_mysql_cdc.engine.binlog.decoding.compiled import (
 )
 from airflow_mysql_cdc.engine.binlog.errors import UnsupportedServerSettingError
 from airflow_mysql_cdc.engine.binlog.internals import unread_row_images
-from airflow_mysql_cdc.engine.mysql.types import ColumnType, Normaliser, binlog_normaliser
+from airflow_mysql_cdc.engine.mysql.normalise import Normaliser, binlog_normaliser
+from airflow_mysql_cdc.engine.mysql.types import ColumnType
 from airflow_mysql_cdc.engine.runtime.gc_pause import CollectorPaused
 
 log = logging.getLogger(__name__)
