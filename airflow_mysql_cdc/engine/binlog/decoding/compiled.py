@@ -3,8 +3,8 @@
 Invariant: for every row image of a table it accepts, the compiled reader returns exactly the values
 ``mysql-replication`` decodes and :mod:`~airflow_mysql_cdc.engine.mysql.normalise` then normalises
 (same Python types, same ``Decimal`` exponents, same zero-date nulls), except that a JSON document
-holding only the literal ``null`` is the text ``"null"`` rather than SQL NULL (see :mod:`.binary_json`). Guarded by
-``test_the_compiled_decoder_gives_the_library_values_for_every_type`` (every MySQL type, extremes,
+holding only the literal ``null`` is the text ``"null"`` rather than SQL NULL (see :mod:`.binary_json`).
+Guarded by ``test_the_compiled_decoder_gives_the_library_values_for_every_type`` (every MySQL type, extremes,
 zero values, NULLs) and the SELECT/binlog parity test, which reads through this decoder.
 
 Why: the library decodes every value through ``__read_values_name``, a chain of ``if column.type
