@@ -13,6 +13,7 @@ from airflow_mysql_cdc.engine.mysql.prerequisites.checks import (
     ServerFacts,
     evaluate,
 )
+from airflow_mysql_cdc.engine.mysql.prerequisites.requirements import REQUIRED_SETTINGS, STREAM_SETTINGS
 from airflow_mysql_cdc.engine.mysql.schema import Column, TableMetadata, TableRef
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 
@@ -88,12 +89,6 @@ def test_each_wrong_setting_is_an_error_with_a_fix(variable: str, bad_value: str
 def test_compression_is_accepted_because_the_engine_decodes_it() -> None:
     facts = _facts(variables={**HEALTHY_VARIABLES, "binlog_transaction_compression": "ON"})
     assert "binlog_transaction_compression" not in _by_name(facts)
-
-
-def test_compression_is_an_error_for_an_engine_that_cannot_decode_it() -> None:
-    facts = _facts(variables={**HEALTHY_VARIABLES, "binlog_transaction_compression": "ON"})
-    config = _config(engine_decodes_compressed_transactions=False)
-    assert _by_name(facts, config)["binlog_transaction_compression"] == "error"
 
 
 def test_tagged_gtids_in_gtid_executed_are_named() -> None:
@@ -199,3 +194,15 @@ def test_report_table_lists_failures_first_with_their_fix() -> None:
     assert "fix: SET PERSIST binlog_format = 'ROW';" in table
     assert table.endswith("FAILED: 1 error(s), 0 warning(s), 13 passed on mysql://cdc@db:3306/ (MySQL 8.4.3)")
     assert report.to_dict()["error_count"] == 1
+
+
+def test_the_report_and_the_binlog_stream_read_one_requirements_table() -> None:
+    reported = {result.name for result in evaluate(_facts(), _config())}
+    assert {setting.name for setting in REQUIRED_SETTINGS} <= reported
+    assert set(STREAM_SETTINGS) <= set(REQUIRED_SETTINGS)
+    assert {setting.name for setting in STREAM_SETTINGS} == {
+        "gtid_mode",
+        "binlog_format",
+        "binlog_row_image",
+        "binlog_row_metadata",
+    }

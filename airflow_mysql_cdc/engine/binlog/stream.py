@@ -48,6 +48,7 @@ from airflow_mysql_cdc.engine.binlog.errors import (
 )
 from airflow_mysql_cdc.engine.binlog.internals import OwnedReconnectConnection
 from airflow_mysql_cdc.engine.errors import CdcError
+from airflow_mysql_cdc.engine.mysql.prerequisites.requirements import STREAM_SETTINGS
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 
@@ -185,18 +186,6 @@ def rejection_error(
 
 # --- the control connection ------------------------------------------------------------------
 
-REQUIRED_SETTINGS = (
-    ("gtid_mode", "ON", "transactions have no GTIDs, so there is no position to resume from"),
-    ("binlog_format", "ROW", "changes are logged as statements whose rows cannot be known"),
-    ("binlog_row_image", "FULL", "row images lack columns, so rows cannot be rebuilt"),
-    (
-        "binlog_row_metadata",
-        "FULL",
-        "table maps carry no column names; the library then invents UNKNOWN_COLn names, reads unsigned "
-        "columns as signed and ENUM/SET values as None",
-    ),
-)
-
 
 class ControlConnection:
     """A plain SQL connection next to the dump: settings checks, the clock, ``gtid_executed``."""
@@ -228,13 +217,14 @@ class ControlConnection:
         return int(self._scalar("SELECT UNIX_TIMESTAMP(NOW(6))") * 1_000_000)
 
     def check_settings(self, server_id: int) -> None:
-        names = [name for name, _, _ in REQUIRED_SETTINGS]
+        """The settings of :data:`STREAM_SETTINGS` (the prerequisites' one table), and our server_id."""
+        names = [setting.name for setting in STREAM_SETTINGS]
         with self._cursor() as cursor:
             cursor.execute("SELECT " + ", ".join(f"@@GLOBAL.{name}" for name in names) + ", @@server_id")
             *values, source_server_id = cursor.fetchone()
-        for (name, required, consequence), value in zip(REQUIRED_SETTINGS, values, strict=True):
-            if str(value).upper() != required:
-                raise UnsupportedServerSettingError(name, str(value), required, consequence)
+        for setting, value in zip(STREAM_SETTINGS, values, strict=True):
+            if not setting.is_met_by(str(value)):
+                raise UnsupportedServerSettingError(setting.name, str(value), setting.expected, setting.why)
         if int(source_server_id) == server_id:
             raise DuplicateServerIdError(
                 server_id, f"the source server {self._endpoint} itself (@@server_id)"

@@ -1,1 +1,19 @@
-"""mysql."""
+"""The source: what a MySQL table is, how its values read, and whether the server can feed CDC.
+
+Reading order:
+1. ``schema``: :class:`TableRef`, the ONE column model (:class:`Column`, read only by
+   :func:`read_columns`, with the one ENUM/SET member parser) and the row key a table is merged and
+   chunked by. Guarded by
+   ``test_enum_and_set_members_with_quotes_commas_and_capitals_are_one_model_on_every_path``.
+2. ``types``: :class:`ColumnType`, one type mapping to Arrow, built from the column model or from the
+   binlog's table map; both give the same type (``assert binlog_columns == select_columns``).
+3. ``normalise``: the canonical value of every type, the same from a SELECT and from the binlog;
+   the select list that reads FLOAT/DOUBLE exactly. Guarded by
+   ``test_every_type_maps_to_identical_arrow_values_from_select_and_binlog`` and
+   ``test_snapshot_comparison_and_binlog_read_floats_doubles_decimals_bit_for_bit``.
+4. ``select_arrow``: text protocol rows straight to Arrow, without per-value Python objects.
+5. ``server_state``: ``gtid_executed``, ``gtid_purged``, the server's identity; ``grants``: the account.
+6. ``prerequisites/``: can this server feed a pipeline (its own map).
+
+Imports: values, runtime, errors; never binlog, lake, snapshot or apply.
+"""

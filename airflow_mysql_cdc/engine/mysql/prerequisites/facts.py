@@ -40,9 +40,6 @@ class PrerequisiteConfig:
     tables: tuple[TableRef, ...]
     min_binlog_retention_s: int = MIN_RETENTION_FLOOR_S
     reader_server_ids: tuple[int, ...] = ()
-    # The reader decodes compressed transaction payloads (engine/binlog/compressed_payload.py).
-    engine_decodes_compressed_transactions: bool = True
-    engine_supports_tagged_gtids: bool = False
 
 
 @dataclass(frozen=True)
