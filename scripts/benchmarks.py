@@ -55,7 +55,7 @@ from airflow_mysql_cdc.engine.apply.range_reader import RangeTask, spark_range_r
 from airflow_mysql_cdc.engine.apply.single_reader import run_apply  # noqa: E402
 from airflow_mysql_cdc.engine.binlog.reader import BinlogReader  # noqa: E402
 from airflow_mysql_cdc.engine.binlog.stop_rules import UntilGtidSet  # noqa: E402
-from airflow_mysql_cdc.engine.lake.delta_layout import LakeLayout  # noqa: E402
+from airflow_mysql_cdc.engine.lake.layout import LakeLayout  # noqa: E402
 from airflow_mysql_cdc.engine.runtime.spark_tasks import SparkTasks  # noqa: E402
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint  # noqa: E402
 from airflow_mysql_cdc.engine.values.gtid import GtidSet  # noqa: E402

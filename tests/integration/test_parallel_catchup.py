@@ -18,7 +18,8 @@ from airflow_mysql_cdc.engine.apply.config import ApplyConfig, ApplyResult
 from airflow_mysql_cdc.engine.apply.parallel_catchup import run_parallel_catchup
 from airflow_mysql_cdc.engine.apply.range_reader import RangeRunner, run_ranges_in_threads, spark_range_runner
 from airflow_mysql_cdc.engine.apply.single_reader import run_apply
-from airflow_mysql_cdc.engine.lake.delta_layout import GTID_COLUMN, SEQUENCE_COLUMN, LakeLayout
+from airflow_mysql_cdc.engine.lake.delta_layout import GTID_COLUMN, SEQUENCE_COLUMN
+from airflow_mysql_cdc.engine.lake.layout import LakeLayout
 from airflow_mysql_cdc.engine.runtime.spark_tasks import SparkTasks
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.engine.values.gtid import GtidSet

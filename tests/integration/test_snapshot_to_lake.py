@@ -13,7 +13,7 @@ from deltalake import DeltaTable
 from airflow_mysql_cdc.engine.apply.config import ApplyConfig
 from airflow_mysql_cdc.engine.apply.single_reader import run_apply
 from airflow_mysql_cdc.engine.lake.compare import lake_table
-from airflow_mysql_cdc.engine.lake.delta_layout import LakeLayout
+from airflow_mysql_cdc.engine.lake.layout import LakeLayout
 from airflow_mysql_cdc.engine.snapshot.lake_commits import SnapshotIncompleteError
 from airflow_mysql_cdc.engine.snapshot.runner import run_sequentially, snapshot_table
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint

@@ -13,7 +13,7 @@ import pytest
 from airflow_mysql_cdc.engine.apply.admission import TableAdmissionError, join_pipeline_id
 from airflow_mysql_cdc.engine.apply.config import ApplyConfig, ApplyResult
 from airflow_mysql_cdc.engine.apply.single_reader import run_apply
-from airflow_mysql_cdc.engine.lake.delta_layout import LakeLayout
+from airflow_mysql_cdc.engine.lake.layout import LakeLayout
 from airflow_mysql_cdc.engine.lake.pipeline_state import PipelineStateStore
 from airflow_mysql_cdc.engine.mysql.schema import TableRef
 from airflow_mysql_cdc.engine.snapshot.runner import snapshot_table

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import pymysql
 
 from airflow_mysql_cdc.engine.lake.compare import TableComparison, compare_table
-from airflow_mysql_cdc.engine.lake.delta_layout import LakeRoot
+from airflow_mysql_cdc.engine.lake.layout import LakeRoot
 from airflow_mysql_cdc.engine.mysql.schema import quote_identifier
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.engine.values.gtid import GtidSet

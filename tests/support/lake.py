@@ -12,13 +12,8 @@ from airflow_mysql_cdc.engine.apply.config import ApplyConfig
 from airflow_mysql_cdc.engine.binlog.reader import BinlogReader
 from airflow_mysql_cdc.engine.binlog.stop_rules import UntilGtidSet
 from airflow_mysql_cdc.engine.lake.compare import compare_table
-from airflow_mysql_cdc.engine.lake.delta_layout import (
-    GTID_COLUMN,
-    OP_COLUMN,
-    SEQUENCE_COLUMN,
-    LakeLayout,
-    LakeRoot,
-)
+from airflow_mysql_cdc.engine.lake.delta_layout import GTID_COLUMN, OP_COLUMN, SEQUENCE_COLUMN
+from airflow_mysql_cdc.engine.lake.layout import LakeLayout, LakeRoot
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 

@@ -15,7 +15,7 @@ from typing import Any
 import psutil
 import pytest
 
-from airflow_mysql_cdc.engine.lake.delta_layout import LakeLayout, LakeRoot
+from airflow_mysql_cdc.engine.lake.layout import LakeLayout, LakeRoot
 from airflow_mysql_cdc.engine.lake.pipeline_state import PipelineStateStore
 from airflow_mysql_cdc.engine.lake.storage import lake_table_exists
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from airflow_mysql_cdc.engine.lake.delta_layout import LakeLayout, lake_uri
+from airflow_mysql_cdc.engine.lake.layout import LakeLayout, lake_uri
 
 ROOTS = {
     "s3://lake/shop": "s3://lake/shop",

@@ -18,13 +18,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from deltalake import DeltaTable
 
-from airflow_mysql_cdc.engine.lake.delta_layout import (
-    DELETED_COLUMN,
-    METADATA_PREFIX,
-    LakeLayout,
-    LakeRoot,
-    to_delta_array,
-)
+from airflow_mysql_cdc.engine.lake.delta_layout import DELETED_COLUMN, METADATA_PREFIX, to_delta_array
+from airflow_mysql_cdc.engine.lake.layout import LakeLayout, LakeRoot
 from airflow_mysql_cdc.engine.mysql.normalise import (
     SNAPSHOT_SESSION_STATEMENTS,
     normalise_select_row,

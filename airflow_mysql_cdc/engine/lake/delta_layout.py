@@ -2,7 +2,7 @@
 
 Invariant: the metadata column names are a public contract (documented in
 docs/binlog-application.md); downstream readers depend on them. Change them only with a migration.
-Where the tables live is :mod:`.layout` (re-exported here).
+Where the tables live is :mod:`.layout`.
 
 Delta Lake has no unsigned integers, no TIME type and no decimals wider than 38 digits, so the
 canonical Arrow values of :mod:`airflow_mysql_cdc.engine.mysql.types` are widened on the way in:
@@ -16,10 +16,7 @@ import decimal
 
 import pyarrow as pa
 
-from airflow_mysql_cdc.engine.lake.layout import LakeLayout, LakeRoot, lake_uri
 from airflow_mysql_cdc.engine.mysql.types import ColumnType
-
-__all__ = ["LakeLayout", "LakeRoot", "lake_uri"]  # where the tables live; imported from here for long
 
 GTID_COLUMN = "_cdc_gtid"
 COMMIT_TS_COLUMN = "_cdc_commit_ts"

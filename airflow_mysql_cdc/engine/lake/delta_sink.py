@@ -47,11 +47,10 @@ from airflow_mysql_cdc.engine.lake.delta_layout import (
     DELETED_AT_COLUMN,
     DELETED_COLUMN,
     GTID_COLUMN,
-    LakeLayout,
-    LakeRoot,
     changelog_schema,
     target_schema,
 )
+from airflow_mysql_cdc.engine.lake.layout import LakeLayout, LakeRoot
 from airflow_mysql_cdc.engine.lake.pipeline_state import (
     PipelineFencedError,
     PipelineState,

@@ -31,11 +31,10 @@ from airflow_mysql_cdc.engine.lake.delta_layout import (
     DELETED_AT_COLUMN,
     DELETED_COLUMN,
     GTID_COLUMN,
-    LakeLayout,
-    LakeRoot,
     target_schema,
     to_delta_array,
 )
+from airflow_mysql_cdc.engine.lake.layout import LakeLayout, LakeRoot
 from airflow_mysql_cdc.engine.mysql.schema import TableRef
 from airflow_mysql_cdc.engine.mysql.types import ColumnType
 from airflow_mysql_cdc.engine.snapshot.change_filter import SnapshottedChunk

@@ -17,7 +17,7 @@ from typing import Any
 
 import pymysql
 
-from airflow_mysql_cdc.engine.lake.delta_layout import LakeRoot
+from airflow_mysql_cdc.engine.lake.layout import LakeRoot
 from airflow_mysql_cdc.engine.mysql.schema import Column, TableRef, read_table_metadata
 from airflow_mysql_cdc.engine.mysql.types import ColumnType, read_table_column_types
 from airflow_mysql_cdc.engine.snapshot.chunks import Chunk, plan_chunks, require_row_key
