@@ -30,24 +30,20 @@ import resource
 import signal
 import threading
 from collections.abc import Sequence
-from dataclasses import replace
 
 from airflow_mysql_cdc.engine.apply.config import ApplyConfig
 from airflow_mysql_cdc.engine.apply.parallel_catchup import run_parallel_catchup
 from airflow_mysql_cdc.engine.apply.range_reader import spark_range_runner
 from airflow_mysql_cdc.engine.apply.single_reader import run_apply
 from airflow_mysql_cdc.engine.entrypoints.common import (
-    CONFIGURATION_FAILURES,
     argument_parser,
-    configuration_exit_code,
     configure_logging,
     exit_code_of,
     exit_hard,
+    read_configuration,
     write_result_atomically,
 )
-from airflow_mysql_cdc.engine.errors import CdcError
-from airflow_mysql_cdc.engine.lake.storage import secret_storage_options_from_environment
-from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
+from airflow_mysql_cdc.engine.errors import CdcError, ExitCode
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -60,12 +56,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     configure_logging()
-    try:
-        config = ApplyConfig.from_file(args.config)
-        config = replace(config, secret_storage_options=secret_storage_options_from_environment())
-        endpoint = MySqlEndpoint.from_environment()
-    except CONFIGURATION_FAILURES as error:
-        return configuration_exit_code(error)
+    configuration = read_configuration(ApplyConfig.from_file, args.config)
+    if isinstance(configuration, ExitCode):
+        return configuration
+    config, endpoint = configuration
     logging.getLogger("airflow_mysql_cdc.apply").info(
         "pipeline %s: %s from %s into %s (tables: %s), reading %s",
         config.pipeline_id,

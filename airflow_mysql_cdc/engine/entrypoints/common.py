@@ -12,13 +12,35 @@ import logging
 import os
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
+from typing import TypeVar
 
 from airflow_mysql_cdc.engine.errors import CdcError, ExitCode
+from airflow_mysql_cdc.engine.lake.storage import secret_storage_options_from_environment
+from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
 
 ERROR_PREFIX = "airflow-mysql-cdc ERROR"
 CONFIGURATION_FAILURES = (CdcError, LookupError, ValueError, TypeError)
 """What reading a configuration and the environment may raise: every one of them is a configuration error."""
+
+Config = TypeVar("Config")
+
+
+def read_configuration(
+    read_file: Callable[[Path], Config], path: Path
+) -> tuple[Config, MySqlEndpoint] | ExitCode:
+    """The config file, with the lake's secret storage options and the endpoint from the environment.
+
+    Returns the configuration error's exit code instead (printed for the task log): the config file
+    holds nothing secret, and the secrets never reach argv (see the entry points' docstrings).
+    """
+    try:
+        config = read_file(path)
+        config = replace(config, secret_storage_options=secret_storage_options_from_environment())  # type: ignore[type-var]
+        return config, MySqlEndpoint.from_environment()
+    except CONFIGURATION_FAILURES as error:
+        return configuration_exit_code(error)
 
 
 def exit_code_of(error: CdcError) -> ExitCode:

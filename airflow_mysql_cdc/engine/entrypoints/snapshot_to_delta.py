@@ -17,26 +17,24 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from functools import partial
 from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from airflow_mysql_cdc.engine.entrypoints.common import (
-    CONFIGURATION_FAILURES,
     argument_parser,
-    configuration_exit_code,
     configure_logging,
     exit_code_of,
     exit_hard,
+    read_configuration,
     write_result_atomically,
 )
-from airflow_mysql_cdc.engine.errors import CdcError
+from airflow_mysql_cdc.engine.errors import CdcError, ExitCode
 from airflow_mysql_cdc.engine.lake.storage import (
     check_storage_options,
     merged_storage_options,
-    secret_storage_options_from_environment,
 )
 from airflow_mysql_cdc.engine.runtime.spark_tasks import SparkTasks
 from airflow_mysql_cdc.engine.snapshot.runner import (
@@ -169,12 +167,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--no-spark", action="store_true", help="run windows one by one in this process")
     args = parser.parse_args(argv)
     configure_logging()
-    try:
-        config = SnapshotConfig.from_file(args.config)
-        config = replace(config, secret_storage_options=secret_storage_options_from_environment())
-        endpoint = MySqlEndpoint.from_environment()
-    except CONFIGURATION_FAILURES as error:
-        return configuration_exit_code(error)
+    configuration = read_configuration(SnapshotConfig.from_file, args.config)
+    if isinstance(configuration, ExitCode):
+        return configuration
+    config, endpoint = configuration
     runner = run_sequentially if args.no_spark else spark_runner("mysql-cdc-snapshot")
     try:
         result = run(config, endpoint, runner)
