@@ -246,3 +246,51 @@ def test_windows_in_one_process_share_a_connection_and_replace_a_dead_one(
     assert len(run_on_process_connection(tasks[2]).rows) == 10
     assert server_thread() != first
     runner_module._PROCESS_CONNECTIONS.pop(mysql_database).close()
+
+
+def test_a_table_keyed_by_an_enum_member_holding_quote_comma_quote_is_snapshotted_and_streamed_exactly(
+    mysql_database: MySqlEndpoint,
+) -> None:
+    """MySQL orders an ENUM key by member index; the key order read ``enum('x'',''y','z')`` as three
+    members and could not place the key ``x','y`` in its chunk."""
+    states = ["x','y", "z", "a\\b", "q's", "c,d"]
+    execute(
+        mysql_database,
+        r"CREATE TABLE tickets (state ENUM('a\\b', 'c,d', 'q\'s', 'x'',''y', 'z') NOT NULL, n INT NOT NULL,"
+        r" tags SET('x''y', 'a\\b', 'c'), PRIMARY KEY (state, n))",
+    )
+    with mysql_database.connect() as connection, connection.cursor() as cursor:
+        cursor.executemany(
+            "INSERT INTO tickets VALUES (%s, %s, %s)",
+            [(state, n, "x'y,c" if n % 2 else "a\\b") for state in states for n in range(20)],
+        )
+        connection.commit()
+    ref = TableRef(mysql_database.database, "tickets")
+
+    def race(writing: threading.Event, stop: threading.Event) -> None:
+        with mysql_database.connect(autocommit=False) as connection, connection.cursor() as cursor:
+            i = -1
+            while i < 60 or not stop.is_set():
+                i += 1
+                cursor.execute(
+                    "INSERT INTO tickets VALUES (%s, %s, 'c') ON DUPLICATE KEY UPDATE tags = 'x''y'",
+                    (states[i % len(states)], 100 + i),
+                )
+                cursor.execute(
+                    "DELETE FROM tickets WHERE state = %s AND n = %s", (states[(i + 1) % 5], i % 20)
+                )
+                # a key change that moves a row to another member, across chunk boundaries
+                cursor.execute(
+                    "UPDATE IGNORE tickets SET state = %s WHERE state = %s AND n = %s",
+                    (states[(i + 2) % 5], states[(i + 3) % 5], 20 + i % 20),
+                )
+                connection.commit()
+                writing.set()
+
+    chunks, _, lake = _snapshot_then_stream(mysql_database, ref, chunk_size=15, during=race)
+    with mysql_database.connect() as connection, connection.cursor() as cursor:
+        columns = read_table_column_types(cursor, ref.schema, ref.table)
+        cursor.execute(f"SELECT {select_list(columns)} FROM {ref.quoted}")
+        source = {(row["state"], row["n"]): row for row in (normalise_select_row(columns, r) for r in cursor)}
+    assert len(chunks) > 5
+    assert lake == source

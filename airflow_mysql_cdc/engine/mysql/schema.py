@@ -51,33 +51,37 @@ class TableRef:
         return f"{quote_identifier(self.schema)}.{quote_identifier(self.table)}"
 
 
-_MEMBER = re.compile(r"'((?:[^'\\]|''|\\.)*)'")
-_ESCAPES = {"0": "\0", "b": "\b", "n": "\n", "r": "\r", "t": "\t", "Z": "\x1a"}
+_QUOTED_MEMBER = re.compile(r"\s*'((?:[^'\\]|''|\\.)*)'\s*", re.DOTALL)
+_MEMBER_ESCAPE = re.compile(r"''|\\(.)", re.DOTALL)
+_ESCAPED = {"0": "\0", "n": "\n", "r": "\r", "t": "\t", "b": "\b", "Z": "\x1a"}
 
 
 def parse_members(column_type: str) -> tuple[str, ...]:
     """The members of an ``enum(...)``/``set(...)`` declaration as ``COLUMN_TYPE`` prints it, in order.
 
-    MySQL prints each member as a quoted string literal: a quote inside doubled (``'x'',''y'`` is the
-    one member ``x','y``), a backslash escaped; commas inside a member are plain text.
+    MySQL 9.7 prints each member as a quoted literal: a quote doubled, a backslash doubled, a newline
+    and a carriage return escaped, anything else (a comma, a tab, capitals) as it is. Members are read
+    quote by quote, never split at ``','``: ``enum('x'',''y','z')`` holds ``x','y`` and ``z``. Any
+    other text is refused rather than read as some members (``tests/unit/test_column_members.py``).
     """
-    inside = column_type[column_type.index("(") + 1 : column_type.rindex(")")]
-    return tuple(_unquote(literal) for literal in _MEMBER.findall(inside))
+    opening, closing = column_type.find("("), column_type.rfind(")")
+    inside = column_type[opening + 1 : closing] if 0 <= opening < closing else ""
+    members: list[str] = []
+    position = 0
+    while match := _QUOTED_MEMBER.match(inside, position):
+        members.append(_MEMBER_ESCAPE.sub(_unescape, match.group(1)))
+        position = match.end()
+        if position == len(inside):
+            return tuple(members)
+        if inside[position] != ",":
+            break
+        position += 1
+    raise ValueError(f"column type {column_type!r} does not hold a quoted member list")
 
 
-def _unquote(literal: str) -> str:
-    out = []
-    characters = iter(literal)
-    for character in characters:
-        if character == "'":
-            next(characters, None)  # the second quote of a doubled one
-            out.append("'")
-        elif character == "\\":
-            escaped = next(characters, "")
-            out.append(_ESCAPES.get(escaped, escaped))
-        else:
-            out.append(character)
-    return "".join(out)
+def _unescape(match: re.Match[str]) -> str:
+    escaped = match.group(1)
+    return "'" if escaped is None else _ESCAPED.get(escaped, escaped)
 
 
 @dataclass(frozen=True)
