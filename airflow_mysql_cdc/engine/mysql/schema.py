@@ -115,6 +115,18 @@ class Column:
         """ENUM/SET members in definition order (empty for other types)."""
         return parse_members(self.column_type) if self.data_type in ("enum", "set") else ()
 
+    @property
+    def ordered_by_number(self) -> bool:
+        """ENUM and SET values sort by the number MySQL stores (member index, bit set), not by text."""
+        return self.data_type in ("enum", "set")
+
+    def number_of(self, value: str) -> int:
+        """The number MySQL stores for an ENUM or SET value: what ``ORDER BY`` and ``col + 0`` use."""
+        if self.data_type == "enum":
+            return self.members.index(value) + 1 if value else 0
+        chosen = set(value.split(",")) if value else set()
+        return sum(1 << i for i, member in enumerate(self.members) if member in chosen)
+
 
 _COLUMNS_QUERY = (
     "SELECT c.COLUMN_NAME, c.DATA_TYPE, c.COLUMN_TYPE, c.IS_NULLABLE, c.CHARACTER_SET_NAME, c.COLLATION_NAME,"

@@ -66,11 +66,8 @@ class KeyOrder:
         if uses_weights(column):
             assert weight is not None
             return weight
-        if column.data_type == "enum":
-            return column.members.index(value) + 1 if value else 0
-        if column.data_type == "set":
-            chosen = set(value.split(",")) if value else set()
-            return sum(1 << i for i, member in enumerate(column.members) if member in chosen)
+        if column.ordered_by_number:
+            return column.number_of(value)
         return value
 
     def _weights(self, keys: Sequence[Sequence[Any]]) -> dict[tuple[int, int], bytes]:

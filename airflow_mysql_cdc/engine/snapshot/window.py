@@ -140,7 +140,7 @@ def read_window(
                 reader_server_id=reader_server_id, max_attempts=max_attempts, connection=own_connection,
             )  # fmt: skip
     started = time.monotonic()
-    where, params = range_predicate(key, chunk)
+    where, params = range_predicate(key_columns, chunk)
     # Qualified: a bare name in ORDER BY means the select list's alias, and a FLOAT or DOUBLE key's
     # alias is its CAST, which MySQL sorts instead of walking the key's index.
     order_by = ", ".join(f"{table.quoted}.{quote_identifier(name)}" for name in key)
