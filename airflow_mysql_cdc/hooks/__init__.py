@@ -1,0 +1,13 @@
+"""Hooks: everything that turns an Airflow connection into something the engine can use.
+
+- ``mysql_cdc``: :class:`MySqlCdcHook`, a ``mysql_cdc`` connection as a
+  :class:`~airflow_mysql_cdc.engine.values.endpoint.MySqlEndpoint` (the reader's server_id, TLS).
+- ``gtid_conditions``: the GTID questions the sensors and the trigger ask the server (reached,
+  resumable); one implementation for poke mode and deferral.
+- ``spark_submit``: :class:`MySqlCdcSparkSubmitHook`, a ``SparkSubmitHook`` that owns the process
+  group and the return code and passes secrets only in the process environment, never in argv.
+- ``lake_storage``: an ``aws`` connection as the lake's secret storage options.
+
+Guarded by ``tests/unit/airflow/hooks/`` and the spark-submit recorder test
+(``tests/unit/airflow/hooks/test_spark_submit.py``).
+"""

@@ -1,0 +1,11 @@
+"""Operators: orchestration and XCom; the data path runs in the engine under spark-submit.
+
+- ``prerequisites``: fail a run early, with every server setting to fix.
+- ``spark_application``: the shared machinery of the two Spark operators (config file, secrets in
+  the environment, a failure that no retry can fix fails at once, decided by the engine's
+  :class:`~airflow_mysql_cdc.engine.errors.ExitCode`).
+- ``snapshot`` and ``binlog_apply``: the two applications as operators for custom DAGs.
+- ``replicate``: the example DAG's one chain step (place, plan, snapshot, apply, publish).
+
+Guarded by ``tests/unit/airflow/operators/`` (template rendering, exit codes) and the DAG tests.
+"""
