@@ -8,6 +8,10 @@ it, so they cannot disagree about a column: three readers with two ENUM member p
 a member containing ``','`` and on members with capitals (one reader lower-cased the declaration).
 Guarded by ``test_enum_and_set_members_with_quotes_commas_and_capitals_are_one_model_on_every_path``.
 
+A known limit: ``information_schema`` holds COLUMN_TYPE as utf8mb3, so an ENUM/SET member with a
+4-byte character (an emoji) reads back as ``?`` here while the binlog's table map has it right; the
+snapshot's column type then differs from the stream's, and such a member cannot be a key's.
+
 Invariant (row key): every replicated table has a *row key*, its primary key or else a unique key whose
 columns are all NOT NULL. The key is what the sink merges on and what snapshot chunks are cut by;
 a unique key with a nullable column is not a key (MySQL allows many NULL rows in it), so it is
