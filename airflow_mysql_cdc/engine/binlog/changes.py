@@ -8,8 +8,9 @@ even when none of its rows belong to a tracked table (``changes`` is then empty)
 after a transaction is always ``start | {every yielded gtid}``, which a consumer can check.
 
 Values in ``before``/``after`` are canonical Python values as defined by
-:mod:`airflow_mysql_cdc.engine.mysql.types`, identical to what a snapshot SELECT gives for the
-same row, so both paths build the same Arrow values with :func:`~.mysql_types.to_arrow_table`.
+:mod:`airflow_mysql_cdc.engine.mysql.normalise`, identical to what a snapshot SELECT gives for the
+same row, so both paths build the same Arrow values with
+:func:`~airflow_mysql_cdc.engine.mysql.types.to_arrow_table`.
 """
 
 from __future__ import annotations

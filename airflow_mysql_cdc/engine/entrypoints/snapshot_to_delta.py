@@ -105,8 +105,9 @@ def run_windows_on_spark(
     """Windows as Spark tasks, ``windows_per_job`` (default: the cluster's parallelism) per job, with
     ``jobs_in_flight`` jobs submitted at once from driver threads.
 
-    Each task sends its window back as Arrow IPC bytes (:mod:`.window_ipc`). The next job is already
-    queued while the driver commits the previous job's chunks, so no core waits for the driver.
+    Each task sends its window back as Arrow IPC bytes
+    (:mod:`~airflow_mysql_cdc.engine.snapshot.window_ipc`). The next job is already queued while the
+    driver commits the previous job's chunks, so no core waits for the driver.
     Jobs are kept few because each cost the JVM about 90 ms of CPU on Spark local[2], as much as a
     third of a 20,000-row window (one-window jobs, four in flight, were slower). The driver holds at
     most ``windows_per_job * jobs_in_flight`` chunks.

@@ -15,7 +15,7 @@ with them (236,000 vs 135,000 rows/s, 10 mixed columns), and Arrow's casts parse
 
 - integers, YEAR, DECIMAL and BIGINT UNSIGNED (as ``decimal128(20, 0)``): cast from the text;
 - DOUBLE: cast to float64; FLOAT: to float64 then float32, as the row path does. Both arrive as
-  ``CAST(x AS DOUBLE)`` (:func:`.mysql_types.select_list`), whose text is the shortest that reads
+  ``CAST(x AS DOUBLE)`` (:func:`.normalise.select_list`), whose text is the shortest that reads
   back as the stored double, and a stored FLOAT is a float32 value, so both casts are exact (the
   plain text of a FLOAT has 6 significant digits, which no parsing can undo);
 - DATE, DATETIME, TIMESTAMP: cast from the text (MySQL always prints ``YYYY-MM-DD[ hh:mm:ss[.f]]``);

@@ -34,7 +34,10 @@ def uses_weights(column: Column) -> bool:
 
 
 def read_key_columns(cursor: pymysql.cursors.Cursor, ref: TableRef, key: Sequence[str]) -> tuple[Column, ...]:
-    """The key's columns, in key order, from the one column model (:func:`.schema.read_columns`)."""
+    """The key's columns, in key order, from the one column model.
+
+    Read by :func:`~airflow_mysql_cdc.engine.mysql.schema.read_columns`, the only reader of columns.
+    """
     by_name = {column.name: column for column in read_columns(cursor, ref)}
     return tuple(by_name[name] for name in key)
 

@@ -1,4 +1,4 @@
-"""Rows events to :class:`~.changes.RowChange` values, refusing images that are not whole.
+"""Rows events to :class:`~airflow_mysql_cdc.engine.binlog.changes.RowChange` values, whole images only.
 
 Invariant: a row change leaves here only if its images hold *every* column, by name, with values
 in the canonical form of :mod:`~airflow_mysql_cdc.engine.mysql.normalise`. Three library behaviours
