@@ -32,8 +32,8 @@ turned back into Python values.
 
 The select list is :func:`~airflow_mysql_cdc.engine.mysql.normalise.select_list`, which reads
 FLOAT and DOUBLE as ``CAST(x AS DOUBLE)``: their plain text is rounded (a FLOAT to 6 digits), the
-cast's is the stored value, as the binlog path has it, so a row's lake value does not depend on which path wrote it
-(``test_float_heavy_table_snapshot_then_streamed_changes_equal_the_source_bit_for_bit``).
+cast's is the stored value, as the binlog path has it, so a row's lake value does not depend on
+which path wrote it (``test_float_heavy_table_snapshot_then_streamed_changes_equal_the_source_bit_for_bit``).
 """
 
 from __future__ import annotations
