@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import airflow_mysql_cdc.engine as engine
@@ -68,3 +69,35 @@ def test_no_module_of_the_package_is_over_about_four_hundred_lines() -> None:
         if (lines := len(path.read_text().splitlines())) > 420
     }
     assert long == {}
+
+
+_REFERENCE = re.compile(r":(?:mod|func|class|meth|data|attr|exc):`~?([.\w]+)`")
+
+
+def _module_exists(path: Path) -> bool:
+    return path.with_suffix(".py").exists() or (path / "__init__.py").exists()
+
+
+def test_docstring_references_name_modules_that_exist() -> None:
+    """After a move, a ``:mod:`` or ``:func:`` reference to the old place reads as a map to nowhere."""
+    package = ROOT.parent
+    stale = []
+    for path in package.rglob("*.py"):
+        for reference in _REFERENCE.findall(path.read_text()):
+            if reference.startswith("airflow_mysql_cdc."):
+                base, parts = package.parent, reference.split(".")
+            elif reference.startswith("."):
+                dots = len(reference) - len(reference.lstrip("."))
+                base, parts = path.parent, reference.lstrip(".").split(".")
+                for _ in range(dots - 1):
+                    base = base.parent
+            else:
+                continue
+            is_module = reference.startswith(":") or _module_exists(base.joinpath(*parts))
+            if (
+                len(parts) > 1
+                and not is_module
+                and not any(_module_exists(base.joinpath(*parts[:k])) for k in range(1, len(parts)))
+            ):
+                stale.append(f"{path.relative_to(package)}: {reference}")
+    assert stale == []
