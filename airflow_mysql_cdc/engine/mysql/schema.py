@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Literal
 
 import pymysql
@@ -114,7 +115,7 @@ class Column:
     def unsigned(self) -> bool:
         return "unsigned" in self.column_type.lower()
 
-    @property
+    @cached_property
     def members(self) -> tuple[str, ...]:
         """ENUM/SET members in definition order (empty for other types)."""
         return parse_members(self.column_type) if self.data_type in ("enum", "set") else ()
@@ -182,6 +183,11 @@ class TableMetadata:
     @property
     def has_row_key(self) -> bool:
         return bool(self.key_columns)
+
+    @property
+    def row_key_columns(self) -> tuple[Column, ...]:
+        """The row key's columns, in key order."""
+        return tuple(self.column(name) for name in self.key_columns)
 
     def column(self, name: str) -> Column:
         for column in self.columns:

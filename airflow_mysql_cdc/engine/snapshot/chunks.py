@@ -89,7 +89,7 @@ def plan_chunks(
     if chunk_size < 1:
         raise ValueError("chunk_size must be positive")
     key = metadata.key_columns
-    key_columns = tuple(metadata.column(name) for name in key)
+    key_columns = metadata.row_key_columns
     table = metadata.ref.quoted
     order_by = ", ".join(f"{table}.{quote_identifier(name)}" for name in key)
     # The stored value of a FLOAT/DOUBLE key, not MySQL's rounded text of it: a boundary rounded

@@ -19,9 +19,8 @@ import pymysql
 
 from airflow_mysql_cdc.engine.lake.layout import LakeRoot
 from airflow_mysql_cdc.engine.mysql.schema import Column, TableRef, read_table_metadata
-from airflow_mysql_cdc.engine.mysql.types import ColumnType, read_table_column_types
+from airflow_mysql_cdc.engine.mysql.types import ColumnType
 from airflow_mysql_cdc.engine.snapshot.chunks import Chunk, plan_chunks, require_row_key
-from airflow_mysql_cdc.engine.snapshot.key_order import read_key_columns
 from airflow_mysql_cdc.engine.snapshot.lake_commits import DeltaSnapshotWriter
 from airflow_mysql_cdc.engine.snapshot.window import ChunkSnapshot, open_window_connection, read_window
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
@@ -138,8 +137,8 @@ def snapshot_table(
     ref = TableRef.parse(table)
     with endpoint.connect() as connection, connection.cursor() as cursor:
         metadata = require_row_key(read_table_metadata(cursor, ref), ref)
-        columns = read_table_column_types(cursor, ref.schema, ref.table)
-        key_columns = read_key_columns(cursor, ref, metadata.key_columns)
+        columns = tuple(ColumnType.from_column(column) for column in metadata.columns)
+        key_columns = metadata.row_key_columns
         writer = DeltaSnapshotWriter(lake_root, ref, columns, storage_options)
         progress = writer.progress()
         resumed = progress is not None and not progress.complete and not restart

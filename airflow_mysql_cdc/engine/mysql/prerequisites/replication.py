@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from airflow_mysql_cdc.engine.mysql.prerequisites.facts import PrerequisiteConfig, ServerFacts
 from airflow_mysql_cdc.engine.mysql.prerequisites.report import CheckResult, Status
+from airflow_mysql_cdc.engine.mysql.prerequisites.requirements import RequiredSetting
 from airflow_mysql_cdc.engine.mysql.prerequisites.settings import variable_check
 
 
@@ -13,11 +14,13 @@ def check_replica(facts: ServerFacts, config: PrerequisiteConfig) -> list[CheckR
     results = [
         variable_check(
             facts,
-            "log_replica_updates",
-            "ON",
-            f"this server replicates from {facts.replica_source}; without log_replica_updates the "
-            "replicated changes are not in its binlog, so CDC from it misses them",
-            "add log_replica_updates=ON to the server's configuration and restart it",
+            RequiredSetting(
+                "log_replica_updates",
+                "ON",
+                f"this server replicates from {facts.replica_source}; without log_replica_updates the "
+                "replicated changes are not in its binlog, so CDC from it misses them",
+                "add log_replica_updates=ON to the server's configuration and restart it",
+            ),
         )
     ]
     workers = int(facts.variables.get("replica_parallel_workers") or 0)

@@ -2,31 +2,33 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 from airflow_mysql_cdc.engine.mysql.prerequisites.facts import PrerequisiteConfig, ServerFacts
 from airflow_mysql_cdc.engine.mysql.prerequisites.report import CheckResult, Status
-from airflow_mysql_cdc.engine.mysql.prerequisites.requirements import REQUIRED_SETTINGS
+from airflow_mysql_cdc.engine.mysql.prerequisites.requirements import REQUIRED_SETTINGS, RequiredSetting
 
 
-def variable_check(
-    facts: ServerFacts, name: str, expected: str, why: str, fix: str, *, accepted: Iterable[str] = ()
-) -> CheckResult:
-    actual = facts.variables.get(name)
-    good = {expected.upper(), *(a.upper() for a in accepted)}
+def variable_check(facts: ServerFacts, setting: RequiredSetting) -> CheckResult:
+    """``setting`` judged on the server's value by :meth:`RequiredSetting.is_met_by` (as the stream)."""
+    actual = facts.variables.get(setting.name)
+    expected = setting.expected or "(empty)"
     if actual is None:
-        return CheckResult(name, "error", expected or "(empty)", "(not reported by the server)", why, fix)
-    status: Status = "ok" if actual.upper() in good else "error"
-    shown_expected = expected or "(empty)"
-    return CheckResult(name, status, shown_expected, actual or "(empty)", why, fix if status != "ok" else "")
+        return CheckResult(
+            setting.name, "error", expected, "(not reported by the server)", setting.why, setting.fix
+        )
+    status: Status = "ok" if setting.is_met_by(actual) else "error"
+    return CheckResult(
+        setting.name,
+        status,
+        expected,
+        actual or "(empty)",
+        setting.why,
+        setting.fix if status != "ok" else "",
+    )
 
 
 def check_settings(facts: ServerFacts, config: PrerequisiteConfig) -> list[CheckResult]:
     """Every row of :data:`.requirements.REQUIRED_SETTINGS`."""
-    return [
-        variable_check(facts, s.name, s.expected, s.why, s.fix, accepted=s.accepted)
-        for s in REQUIRED_SETTINGS
-    ]
+    return [variable_check(facts, setting) for setting in REQUIRED_SETTINGS]
 
 
 def check_tagged_gtids(facts: ServerFacts, config: PrerequisiteConfig) -> list[CheckResult]:
