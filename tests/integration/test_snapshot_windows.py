@@ -50,13 +50,42 @@ def _seed(endpoint: MySqlEndpoint) -> None:
     execute(endpoint, CI_TABLE, f"INSERT INTO accounts VALUES {values}")
 
 
-def _source_rows(endpoint: MySqlEndpoint, ref: TableRef) -> dict[tuple, dict[str, Any]]:
+def _source_rows(
+    endpoint: MySqlEndpoint, ref: TableRef, key: tuple[str, str] = ("region", "n")
+) -> dict[tuple, dict[str, Any]]:
+    """The table's rows keyed as :func:`_snapshot_then_stream` keys the lake (first key part lower-cased)."""
     with endpoint.connect() as connection, connection.cursor() as cursor:
         cursor.execute("SET time_zone = '+00:00'")
         columns = read_table_column_types(cursor, ref.schema, ref.table)
         cursor.execute(f"SELECT {select_list(columns)} FROM {ref.quoted}")
         rows = [normalise_select_row(columns, row) for row in cursor.fetchall()]
-    return {(row["region"].lower(), row["n"]): row for row in rows}
+    return {(row[key[0]].lower(), row[key[1]]): row for row in rows}
+
+
+def _members_moving(
+    endpoint: MySqlEndpoint, table: str, states: list[str], upsert: str, rows_per_state: int, moved_from: int
+):
+    """A writer for a table keyed by (state ENUM, n): inserts, deletes, and key changes that move a row
+    to another member, across chunk boundaries; ``upsert`` takes (state, n)."""
+
+    def race(writing: threading.Event, stop: threading.Event) -> None:
+        with endpoint.connect(autocommit=False) as connection, connection.cursor() as cursor:
+            i = -1
+            while i < 60 or not stop.is_set():
+                i += 1
+                cursor.execute(upsert, (states[i % len(states)], 100 + i))
+                cursor.execute(
+                    f"DELETE FROM {table} WHERE state = %s AND n = %s",
+                    (states[(i + 1) % len(states)], i % rows_per_state),
+                )
+                cursor.execute(
+                    f"UPDATE IGNORE {table} SET state = %s WHERE state = %s AND n = %s",
+                    (states[(i + 2) % len(states)], states[(i + 3) % len(states)], moved_from + i % 20),
+                )
+                connection.commit()
+                writing.set()
+
+    return race
 
 
 def _rows_by_key(window: ChunkSnapshot, key: tuple[str, ...]) -> dict[tuple, dict[str, Any]]:
@@ -266,32 +295,11 @@ def test_a_table_keyed_by_an_enum_member_holding_quote_comma_quote_is_snapshotte
         )
         connection.commit()
     ref = TableRef(mysql_database.database, "tickets")
-
-    def race(writing: threading.Event, stop: threading.Event) -> None:
-        with mysql_database.connect(autocommit=False) as connection, connection.cursor() as cursor:
-            i = -1
-            while i < 60 or not stop.is_set():
-                i += 1
-                cursor.execute(
-                    "INSERT INTO tickets VALUES (%s, %s, 'c') ON DUPLICATE KEY UPDATE tags = 'x''y'",
-                    (states[i % len(states)], 100 + i),
-                )
-                cursor.execute(
-                    "DELETE FROM tickets WHERE state = %s AND n = %s", (states[(i + 1) % 5], i % 20)
-                )
-                # a key change that moves a row to another member, across chunk boundaries
-                cursor.execute(
-                    "UPDATE IGNORE tickets SET state = %s WHERE state = %s AND n = %s",
-                    (states[(i + 2) % 5], states[(i + 3) % 5], 20 + i % 20),
-                )
-                connection.commit()
-                writing.set()
+    upsert = "INSERT INTO tickets VALUES (%s, %s, 'c') ON DUPLICATE KEY UPDATE tags = 'x''y'"
+    race = _members_moving(mysql_database, "tickets", states, upsert, rows_per_state=20, moved_from=20)
 
     chunks, _, lake = _snapshot_then_stream(mysql_database, ref, chunk_size=15, during=race)
-    with mysql_database.connect() as connection, connection.cursor() as cursor:
-        columns = read_table_column_types(cursor, ref.schema, ref.table)
-        cursor.execute(f"SELECT {select_list(columns)} FROM {ref.quoted}")
-        source = {(row["state"], row["n"]): row for row in (normalise_select_row(columns, r) for r in cursor)}
+    source = _source_rows(mysql_database, ref, ("state", "n"))
     assert len(chunks) > 5
     assert lake == source
 
@@ -320,29 +328,10 @@ def test_a_table_keyed_by_an_enum_whose_members_are_not_in_text_order_is_snapsho
         )
         connection.commit()
     ref = TableRef(mysql_database.database, "queue")
-
-    def race(writing: threading.Event, stop: threading.Event) -> None:
-        with mysql_database.connect(autocommit=False) as connection, connection.cursor() as cursor:
-            i = -1
-            while i < 60 or not stop.is_set():
-                i += 1
-                cursor.execute(
-                    "INSERT INTO queue VALUES (%s, %s, 'audit', 'new')"
-                    " ON DUPLICATE KEY UPDATE body = 'again'",
-                    (states[i % 5], 100 + i),
-                )
-                cursor.execute("DELETE FROM queue WHERE state = %s AND n = %s", (states[(i + 1) % 5], i % 30))
-                cursor.execute(
-                    "UPDATE IGNORE queue SET state = %s WHERE state = %s AND n = %s",
-                    (states[(i + 2) % 5], states[(i + 3) % 5], 10 + i % 20),
-                )
-                connection.commit()
-                writing.set()
+    upsert = "INSERT INTO queue VALUES (%s, %s, 'audit', 'new') ON DUPLICATE KEY UPDATE body = 'again'"
+    race = _members_moving(mysql_database, "queue", states, upsert, rows_per_state=30, moved_from=10)
 
     chunks, _, lake = _snapshot_then_stream(mysql_database, ref, chunk_size=10, during=race)
-    with mysql_database.connect() as connection, connection.cursor() as cursor:
-        columns = read_table_column_types(cursor, ref.schema, ref.table)
-        cursor.execute(f"SELECT {select_list(columns)} FROM {ref.quoted}")
-        source = {(row["state"], row["n"]): row for row in (normalise_select_row(columns, r) for r in cursor)}
+    source = _source_rows(mysql_database, ref, ("state", "n"))
     assert len(chunks) >= 15  # 150 rows, 10 a chunk: planning walked the whole key space
     assert lake == source
