@@ -50,6 +50,10 @@ class MySqlCdcBinlogApplyOperator(SparkApplicationOperator):
         every table was re-snapshotted (purged binlogs). Templated; "true"/"false" are understood.
     :param catchup_parallelism: K > 1 reads a segment that is already closed (a catch-up) with K
         GTID-range readers as Spark tasks; an open segment is read by one reader as always.
+    :param schema_changes: ``evolve`` (default) applies DDL on a tracked table to its lake table, or
+        takes the table out of the pipeline to be snapshotted again (listed in the result's
+        ``schema_changes``; the replicate operator does that snapshot in the same run); ``stop``
+        fails before the DDL. See docs/operations.md.
     :param spark_conn_id: a ``spark`` connection (master ``local[*]`` when it does not exist).
     """
 
@@ -84,6 +88,7 @@ class MySqlCdcBinlogApplyOperator(SparkApplicationOperator):
         soft_deletes: bool = False,
         rebase: bool | str = False,
         catchup_parallelism: int = 1,
+        schema_changes: str = "evolve",
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -103,6 +108,7 @@ class MySqlCdcBinlogApplyOperator(SparkApplicationOperator):
         self.soft_deletes = soft_deletes
         self.rebase = rebase
         self.catchup_parallelism = catchup_parallelism
+        self.schema_changes = schema_changes
 
     def _segment_end_us(self, context: Any) -> int | None:
         if self.mode != "segment":
@@ -134,6 +140,7 @@ class MySqlCdcBinlogApplyOperator(SparkApplicationOperator):
             soft_deletes=self.soft_deletes,
             server_id=server_id,
             rebase=str(self.rebase).strip().lower() in ("true", "1", "yes"),
+            schema_changes=self.schema_changes,  # type: ignore[arg-type]
         )
 
     def execute(self, context: Any) -> dict[str, Any]:
@@ -186,6 +193,8 @@ def apply_binlog(
         )
     for table, end in result.get("caught_up", {}).items():
         runner.log.info("%s was caught up to %s and joined the pipeline", table, end)
+    for change in result.get("schema_changes", []):
+        runner.log.info("%s", schema_change_line(change))
     last_commit_us = result.get("last_commit_timestamp_us")
     if (
         config.segment_end_us is not None
@@ -200,6 +209,48 @@ def apply_binlog(
         )
     runner.log.info("%s", summary_line(result))
     return result
+
+
+_ACTION_WORDS = {
+    "evolve": "evolved in place",
+    "truncate": "emptied (TRUNCATE)",
+    "leave": "left the pipeline; its lake table is kept",
+    "resnapshot": "left the pipeline to be snapshotted again",
+    "unchanged": "unchanged in the lake",
+}
+
+
+def schema_change_line(change: dict[str, Any]) -> str:
+    """One log line per table a schema change touched: what happened to it, and why."""
+    action = _ACTION_WORDS.get(change["action"], change["action"])
+    return f"Schema change {change['gtid']}: {change['table']} {action}: {change['reason']}"
+
+
+def tables_to_resnapshot(result: dict[str, Any]) -> list[str]:
+    """Tables whose latest schema change in ``result`` took them out for a re-snapshot."""
+    latest: dict[str, str] = {}
+    for change in result.get("schema_changes", []):
+        latest[change["table"]] = change["action"]
+    return sorted(table for table, action in latest.items() if action == "resnapshot")
+
+
+def combined_applications(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """One result for a run that applied in several steps (re-snapshots between them): the last
+    step's end, everything applied and every schema change of all steps."""
+    combined = dict(results[-1])
+    combined["requested_start"] = results[0]["requested_start"]
+    combined["resumed_from"] = results[0]["resumed_from"]
+    combined["transactions"] = sum(r.get("transactions", 0) for r in results)
+    combined["batches"] = sum(r.get("batches", 0) for r in results)
+    combined["duration_s"] = round(sum(r.get("duration_s", 0.0) for r in results), 3)
+    rows: dict[str, int] = {}
+    for result in results:
+        for table, count in result.get("rows_by_table", {}).items():
+            rows[table] = rows.get(table, 0) + count
+    combined["rows_by_table"] = rows
+    combined["schema_changes"] = [change for r in results for change in r.get("schema_changes", [])]
+    combined["already_applied"] = all(r.get("already_applied") for r in results)
+    return combined
 
 
 def summary_line(result: dict[str, Any]) -> str:

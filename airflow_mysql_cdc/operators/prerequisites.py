@@ -12,6 +12,7 @@ from airflow.sdk.exceptions import AirflowFailException
 from airflow_mysql_cdc.engine.mysql.prerequisites.checks import PrerequisiteConfig
 from airflow_mysql_cdc.engine.mysql.prerequisites.facts import MIN_RETENTION_FLOOR_S
 from airflow_mysql_cdc.engine.mysql.schema import TableRef
+from airflow_mysql_cdc.hooks.lake_storage import LakeStorageHook
 from airflow_mysql_cdc.hooks.mysql_cdc import MySqlCdcHook
 
 REPORT_XCOM_KEY = "prerequisites_report"
@@ -43,9 +44,12 @@ class MySqlCdcPrerequisitesOperator(BaseOperator):
         data interval, and never less than 24 hours.
     :param reader_server_ids: the replication server_ids the pipeline's readers will use; defaults
         to the connection's ``server_id`` extra.
+    :param lake_root: the pipeline's lake (templated; with ``storage_options`` and ``lake_conn_id``):
+        a configured table missing from the server that the lake holds is a warning, not an error
+        (dropped or renamed after it joined; the binlog application takes it out at that DDL).
     """
 
-    template_fields: Sequence[str] = ("mysql_cdc_conn_id", "tables", "reader_server_ids")
+    template_fields: Sequence[str] = ("mysql_cdc_conn_id", "tables", "reader_server_ids", "lake_root")
     ui_color = "#e8f4ea"
 
     def __init__(
@@ -55,13 +59,32 @@ class MySqlCdcPrerequisitesOperator(BaseOperator):
         mysql_cdc_conn_id: str = MySqlCdcHook.default_conn_name,
         min_binlog_retention: timedelta | None = None,
         reader_server_ids: Sequence[int] | None = None,
+        lake_root: str | None = None,
+        storage_options: dict[str, str] | None = None,
+        lake_conn_id: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        self.lake_root = lake_root
+        self.storage_options = storage_options or {}
+        self.lake_conn_id = lake_conn_id
         self.tables = tables
         self.mysql_cdc_conn_id = mysql_cdc_conn_id
         self.min_binlog_retention = min_binlog_retention
         self.reader_server_ids = reader_server_ids
+
+    def _in_the_lake(self, tables: tuple[TableRef, ...]) -> frozenset[TableRef]:
+        """Configured tables that have a target table in the lake (none when no lake is given)."""
+        if not self.lake_root:
+            return frozenset()
+        from airflow_mysql_cdc.engine.lake.layout import LakeLayout
+        from airflow_mysql_cdc.engine.lake.storage import lake_table_exists  # delta-rs: lazily
+
+        options = LakeStorageHook(self.lake_conn_id).get_delta_storage_options(self.storage_options)
+        layout = LakeLayout(self.lake_root)
+        return frozenset(
+            ref for ref in tables if lake_table_exists(str(layout.target(ref.schema, ref.table)), options)
+        )
 
     def execute(self, context: Any) -> dict[str, Any]:
         hook = MySqlCdcHook(self.mysql_cdc_conn_id)
@@ -74,8 +97,10 @@ class MySqlCdcPrerequisitesOperator(BaseOperator):
             if self.min_binlog_retention is not None
             else default_min_retention_s(context)
         )
+        tables = parse_table_list(self.tables)
         config = PrerequisiteConfig(
-            tables=parse_table_list(self.tables),
+            tables=tables,
+            in_the_lake=self._in_the_lake(tables),
             min_binlog_retention_s=retention_s,
             reader_server_ids=tuple(int(i) for i in reader_ids),
         )

@@ -7,6 +7,11 @@ of all its runs (scheduled, manual, backfills), one at a time is here. Marking a
 clearing only failed tasks, can then never leave a run green with a half-done chain step: this task
 either published (or republished) the run's record, or it did not succeed.
 
+A schema change that re-snapshots a table (docs/operations.md, "Schema changes") is finished in the
+same run: the table left the pipeline at the DDL, the other tables streamed on to the segment's end;
+then the table is snapshotted again and a second application joins it (the admission path) and
+continues to its snapshot's consistent point, so the published end set is exact for every table.
+
 A run that does not apply (its interval already has a record, or lies inside a later record's
 segment) returns that record at once, without starting Spark: the cheap path that lets a backlog of
 queued runs drain (docs/pipeline-dag.md).
@@ -18,16 +23,28 @@ import datetime
 from collections.abc import Sequence
 from typing import Any
 
+from airflow.sdk.exceptions import AirflowException
+
 from airflow_mysql_cdc.engine.apply.config import ApplyConfig
 from airflow_mysql_cdc.engine.lake.storage import check_storage_options
 from airflow_mysql_cdc.hooks.lake_storage import LakeStorageHook
 from airflow_mysql_cdc.hooks.mysql_cdc import MySqlCdcHook
-from airflow_mysql_cdc.operators.binlog_apply import apply_binlog, human_duration
+from airflow_mysql_cdc.operators.binlog_apply import (
+    ConfigBuilder,
+    apply_binlog,
+    combined_applications,
+    human_duration,
+    tables_to_resnapshot,
+)
 from airflow_mysql_cdc.operators.prerequisites import parse_table_list
 from airflow_mysql_cdc.operators.snapshot import snapshot_tables
 from airflow_mysql_cdc.operators.spark_application import SparkApplicationOperator
 from airflow_mysql_cdc.pipeline import checkpoint_chain
 from airflow_mysql_cdc.pipeline.segment import plan_segment, segment_start
+
+
+class ResnapshotLoopError(AirflowException):
+    """A table re-snapshotted after a schema change changed again during every re-snapshot."""
 
 
 class MySqlCdcReplicateOperator(SparkApplicationOperator):
@@ -44,6 +61,10 @@ class MySqlCdcReplicateOperator(SparkApplicationOperator):
     :param lake_conn_id: an ``aws`` connection with the lake's credentials.
     :param resumability_task_id: the task whose XCom says whether the binlogs were purged and every
         table is to be snapshotted again (``resnapshot_needed``); None: never.
+    :param schema_changes: ``evolve`` (default): DDL on a tracked table evolves its lake table, or
+        re-snapshots it within the run; ``stop``: the run fails before the DDL (docs/operations.md).
+    :param max_resnapshot_rounds: how often one run re-snapshots tables whose schema changed (a
+        table that changes again during its re-snapshot needs another round).
     :param catch_up_backlog_after: a run that continues the chain and starts more than this after its
         interval end (a backlog: runs queued behind a slow one, a resumed DAG) applies everything
         committed before it started, and its record ends there: the runs queued behind it find their
@@ -68,6 +89,8 @@ class MySqlCdcReplicateOperator(SparkApplicationOperator):
         catchup_parallelism: int = 1,
         resumability_task_id: str | None = "resumability",
         catch_up_backlog_after: datetime.timedelta | None = None,
+        schema_changes: str = "evolve",
+        max_resnapshot_rounds: int = 3,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -83,6 +106,8 @@ class MySqlCdcReplicateOperator(SparkApplicationOperator):
         self.catchup_parallelism = catchup_parallelism
         self.resumability_task_id = resumability_task_id
         self.catch_up_backlog_after = catch_up_backlog_after
+        self.schema_changes = schema_changes
+        self.max_resnapshot_rounds = max_resnapshot_rounds
 
     def execute(self, context: Any) -> dict[str, Any]:
         lake_options = LakeStorageHook(self.lake_conn_id).get_delta_storage_options(self.storage_options)
@@ -103,7 +128,9 @@ class MySqlCdcReplicateOperator(SparkApplicationOperator):
             return record.to_dict()
         ti = context["ti"]
         resumable = ti.xcom_pull(task_ids=self.resumability_task_id) if self.resumability_task_id else None
-        plan = plan_segment(position.to_xcom(), resumable, self.tables, self.lake_root, lake_options)
+        plan = plan_segment(
+            position.to_xcom(), resumable, self.tables, self.lake_root, lake_options, self._absent_tables()
+        )
         ti.xcom_push(key="plan", value=plan)
         snapshot = snapshot_tables(
             self,
@@ -134,19 +161,69 @@ class MySqlCdcReplicateOperator(SparkApplicationOperator):
                 soft_deletes=self.soft_deletes,
                 server_id=server_id,
                 rebase=plan["rebase"],
+                schema_changes=self.schema_changes,  # type: ignore[arg-type]
             )
 
-        applied = apply_binlog(
+        applied = self._apply(build_config)
+        ti.xcom_push(key="applied", value=applied)
+        return checkpoint_chain.publish_checkpoint(
+            context, tables=self.tables, applied=applied, segment_end=segment_end, **chain
+        )
+
+    def _absent_tables(self) -> frozenset[str]:
+        """Configured tables the server does not have (dropped or renamed after they joined)."""
+        endpoint = MySqlCdcHook(self.mysql_cdc_conn_id).get_endpoint()
+        with endpoint.connect() as connection, connection.cursor() as cursor:
+            schemas = sorted({name.split(".", 1)[0] for name in self.tables})
+            cursor.execute(
+                "SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA IN "
+                f"({', '.join(['%s'] * len(schemas))})",
+                schemas,
+            )
+            present = {f"{schema}.{table}".lower() for schema, table in cursor.fetchall()}
+        return frozenset(name for name in self.tables if name.lower() not in present)
+
+    def _apply(self, build_config: ConfigBuilder) -> dict[str, Any]:
+        """Apply the segment; re-snapshot and join the tables a schema change took out, then continue."""
+        applications = [self._apply_once(build_config)]
+        for _ in range(self.max_resnapshot_rounds):
+            waiting = tables_to_resnapshot(applications[-1])
+            if not waiting:
+                return combined_applications(applications)
+            self.log.info(
+                "Snapshotting %s again after a schema change, then applying on so they join this run",
+                ", ".join(waiting),
+            )
+            snapshot_tables(
+                self,
+                tables=tuple(waiting),
+                lake_root=self.lake_root,
+                storage_options=self.storage_options,
+                lake_conn_id=self.lake_conn_id,
+                chunk_size=self.chunk_size,
+                restart=True,
+                base_server_id=None,
+                mysql_cdc_conn_id=self.mysql_cdc_conn_id,
+            )
+            applications.append(self._apply_once(build_config))
+        waiting = tables_to_resnapshot(applications[-1])
+        if waiting:
+            raise ResnapshotLoopError(
+                f"{', '.join(waiting)} changed shape again during each of {self.max_resnapshot_rounds} "
+                "re-snapshots in this run (a migration still running?). Nothing is lost: they are out of "
+                "the pipeline, the other tables are exact at the lake's position. Clear this task when "
+                "the migration is over; the next attempt snapshots them again."
+            )
+        return combined_applications(applications)
+
+    def _apply_once(self, build_config: ConfigBuilder) -> dict[str, Any]:
+        return apply_binlog(
             self,
             build_config,
             mysql_cdc_conn_id=self.mysql_cdc_conn_id,
             storage_options=self.storage_options,
             lake_conn_id=self.lake_conn_id,
             catchup_parallelism=self.catchup_parallelism,
-        )
-        ti.xcom_push(key="applied", value=applied)
-        return checkpoint_chain.publish_checkpoint(
-            context, tables=self.tables, applied=applied, segment_end=segment_end, **chain
         )
 
     def _segment_end(self, context: Any, kind: str) -> datetime.datetime:

@@ -74,11 +74,18 @@ class PipelineConfig:
     slow one, a resumed DAG) applies up to the time it starts, so the runs queued behind it find
     their intervals covered and finish without Spark (docs/pipeline-dag.md)."""
     soft_deletes: bool = False
+    schema_changes: str = "evolve"
+    """DDL on a tracked table: ``evolve`` its lake table in place or re-snapshot it within the run, or
+    ``stop`` the run before it (docs/operations.md, "Schema changes")."""
     tags: tuple[str, ...] = field(default_factory=lambda: ("mysql-cdc",))
 
     def __post_init__(self) -> None:
         if self.on_purged not in ("fail", "resnapshot"):
             raise PipelineConfigError(f"on_purged must be 'fail' or 'resnapshot', not {self.on_purged!r}")
+        if self.schema_changes not in ("evolve", "stop"):
+            raise PipelineConfigError(
+                f"schema_changes must be 'evolve' or 'stop', not {self.schema_changes!r}"
+            )
         if not self.tables:
             raise PipelineConfigError("tables is empty: name at least one schema.table")
         try:

@@ -48,7 +48,12 @@ def build_pipeline_dag(config: PipelineConfig) -> DAG:
     ) as dag:
         tables = list(config.tables)
         prerequisites = MySqlCdcPrerequisitesOperator(
-            task_id="check_prerequisites", tables=tables, mysql_cdc_conn_id=config.mysql_cdc_conn_id
+            task_id="check_prerequisites",
+            tables=tables,
+            mysql_cdc_conn_id=config.mysql_cdc_conn_id,
+            lake_root=config.lake_root,
+            storage_options=config.storage_options,
+            lake_conn_id=config.lake_conn_id,
         )
 
         @task(task_id="load_checkpoint", multiple_outputs=False)
@@ -86,6 +91,7 @@ def build_pipeline_dag(config: PipelineConfig) -> DAG:
             chunk_size=config.chunk_size,
             batch_max_seconds=config.batch_max_seconds,
             soft_deletes=config.soft_deletes,
+            schema_changes=config.schema_changes,
             catchup_parallelism=config.catchup_parallelism,
             resumability_task_id="resumability",
             catch_up_backlog_after=config.interval() if config.catch_up_backlog else None,

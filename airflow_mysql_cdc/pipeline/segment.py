@@ -37,6 +37,7 @@ def plan_segment(
     tables: Sequence[str],
     lake_root: str,
     storage_options: dict[str, str] | None = None,
+    absent: frozenset[str] = frozenset(),
 ) -> dict[str, Any]:
     """Which tables this run snapshots, and where its segment starts (the XCom ``plan``).
 
@@ -46,8 +47,10 @@ def plan_segment(
       rebased onto the new snapshots' stream start (``start_gtids`` None);
     - otherwise: tables that are not members of the pipeline and have no snapshot taken after the
       checkpoint (the binlog application then joins them, see ``table_admission``); the segment
-      starts at the checkpoint.
+      starts at the checkpoint. A table that left the pipeline (dropped or renamed away, marked in
+      the lake) and is ``absent`` from the server is not snapshotted: there is nothing to snapshot.
     """
+    from airflow_mysql_cdc.engine.lake.departures import read_departure
     from airflow_mysql_cdc.engine.snapshot.lake_commits import read_snapshot_progress
 
     names = [str(TableRef.parse(t)) for t in tables]
@@ -63,6 +66,11 @@ def plan_segment(
     for name in names:
         if name in members:
             continue
+        if name in absent:
+            departure = read_departure(lake_root, TableRef.parse(name), storage_options)
+            if departure is not None:
+                log.info("not snapshotted: %s; it no longer exists", departure.describe())
+                continue
         progress = read_snapshot_progress(lake_root, TableRef.parse(name), storage_options)
         if progress is not None and progress.complete and checkpoint.issubset(progress.stream_start):
             continue  # snapshotted after the checkpoint (an earlier attempt of this run): joins as it is

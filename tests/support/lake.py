@@ -123,7 +123,8 @@ class ConcurrentWriter(threading.Thread):
                     key = rng.randint(1, 300)
                     if choice < 0.45:
                         cursor.execute(
-                            f"INSERT INTO {table} VALUES (%s, %s, %s, %s, %s, NOW(6))"
+                            f"INSERT INTO {table} (id, customer, amount, status, note, updated_at)"
+                            " VALUES (%s, %s, %s, %s, %s, NOW(6))"
                             " ON DUPLICATE KEY UPDATE amount = VALUES(amount), updated_at = NOW(6)",
                             (
                                 key,

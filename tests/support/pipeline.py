@@ -140,7 +140,7 @@ def writing(
 def finish(writers: list[ConcurrentWriter]) -> None:
     for writer in writers:
         writer.join()
-        assert writer.error is None
+        assert writer.error is None, f"writer on {writer.table} failed: {writer.error!r}"
 
 
 @contextlib.contextmanager

@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from airflow_mysql_cdc.engine.errors import LakeMismatchError
+from airflow_mysql_cdc.engine.lake.departures import read_departure
 from airflow_mysql_cdc.engine.lake.layout import LakeLayout
 from airflow_mysql_cdc.engine.lake.pipeline_state import PipelineStateStore
 from airflow_mysql_cdc.engine.mysql.schema import TableRef
@@ -148,6 +149,8 @@ def admit_tables(
         if members is None or members.get(str(ref)) == snapshot_id:
             admitted[str(ref)] = snapshot_id
             continue
+        if _departed(ref, progress, lake_root, storage_options):
+            continue
         if progress is None:
             if not first_run:
                 raise TableAdmissionError(
@@ -160,9 +163,21 @@ def admit_tables(
             admitted[str(ref)] = ""
             continue
         progress.require_complete(ref)
-        admitted[str(ref)] = snapshot_id
         _join(ref, progress, position, lake_root, pipeline_id, catch_up, storage_options)
+        if not _departed(ref, progress, lake_root, storage_options):  # its catch-up may meet a DDL
+            admitted[str(ref)] = snapshot_id
     return Admission(admitted, read)
+
+
+def _departed(
+    ref: TableRef, progress: SnapshotProgress | None, lake_root: str, storage_options: dict[str, str] | None
+) -> bool:
+    """The table left the pipeline at a DDL after its latest snapshot: it waits for a new one."""
+    departure = read_departure(lake_root, ref, storage_options)
+    if departure is None or (progress is not None and departure.joins_after(progress.stream_start)):
+        return False
+    log.warning("%s is not streamed: %s; a new snapshot of it joins the pipeline", ref, departure.describe())
+    return True
 
 
 def _join(

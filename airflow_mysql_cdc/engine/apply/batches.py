@@ -10,6 +10,10 @@ single reader would give it" is kept by this one implementation. Guarded by
 ``test_parallel_catchup_gives_the_same_lake_as_the_single_reader`` and the kill -9 trials
 (``tests/integration/test_kill9_recovery.py``).
 
+A schema change (a DDL transaction, or rows whose columns the lake does not have) is applied alone,
+at its position, after the batch before it (:mod:`.schema_changes`); from then on the changes of a
+table that left the pipeline are dropped, after their GTID counted for the position.
+
 Transactions of a table whose snapshot is still in progress pass the snapshot filter here, after
 their GTID counted for the position (a change the snapshot already holds is dropped, its
 transaction is not). After every applied batch the garbage collector runs (:mod:`..runtime.gc_pause`).
@@ -20,9 +24,10 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from airflow_mysql_cdc.engine.apply.config import ApplyResult
+from airflow_mysql_cdc.engine.apply.schema_changes import SchemaChanges
 from airflow_mysql_cdc.engine.binlog.changes import Transaction
 from airflow_mysql_cdc.engine.binlog.position import PositionTracker
 from airflow_mysql_cdc.engine.lake.change_table import ChangeTable
@@ -55,6 +60,7 @@ class BatchApplier:
         snapshot_filter: SnapshotChangeFilter | None,
         collector: BatchCollector,
         on_batch: OnBatch | None = None,
+        schema_changes: SchemaChanges | None = None,
     ) -> None:
         self.sink = sink
         self.result = result
@@ -62,6 +68,7 @@ class BatchApplier:
         self.snapshot_filter = snapshot_filter
         self.collector = collector
         self.on_batch = on_batch
+        self.schema_changes = schema_changes
         self.pending: list[Transaction] = []
         self.pending_rows = 0
         self._progress = _Progress()
@@ -73,11 +80,29 @@ class BatchApplier:
 
     def add(self, transaction: Transaction) -> None:
         """Take the next transaction in binlog order into the pending batch."""
+        schema_changes = self.schema_changes
+        if schema_changes is not None:
+            if transaction.schema_change is not None:
+                self.flush()
+                self.tracker.add(transaction.gtid)
+                schema_changes.apply(transaction, self.tracker.value)
+                self._counted(transaction)
+                return
+            if transaction.changes:
+                unfit = schema_changes.unfit_tables(transaction)
+                if unfit:
+                    self.flush()
+                    schema_changes.leave_unfit(unfit, transaction, self.tracker.value)
+                if schema_changes.left:
+                    transaction = without_tables(transaction, schema_changes.left)
         self.tracker.add(transaction.gtid)
         if self.snapshot_filter is not None:
             transaction = self.snapshot_filter.filter(transaction)
         self.pending.append(transaction)
         self.pending_rows += len(transaction.changes)
+        self._counted(transaction)
+
+    def _counted(self, transaction: Transaction) -> None:
         self.result.transactions += 1
         self.result.last_commit_timestamp_us = transaction.commit_timestamp_us
 
@@ -137,6 +162,14 @@ class BatchApplier:
             self.tracker.value,
         )
         self._progress.last_report = now
+
+
+def without_tables(transaction: Transaction, tables: set[str]) -> Transaction:
+    """The transaction without the changes of ``tables`` (tables that left the pipeline)."""
+    if not any(change.shape.qualified_name in tables for change in transaction.changes):
+        return transaction
+    kept = tuple(change for change in transaction.changes if change.shape.qualified_name not in tables)
+    return replace(transaction, changes=kept)
 
 
 def finish_result(result: ApplyResult, end: GtidSet, started: float, what: str) -> ApplyResult:

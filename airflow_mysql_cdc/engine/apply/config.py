@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal
 
+from airflow_mysql_cdc.engine.binlog.statements import SCHEMA_CHANGE_MODES, SchemaChangeMode
 from airflow_mysql_cdc.engine.binlog.stop_rules import (
     Live,
     StopRule,
@@ -59,6 +60,9 @@ class ApplyConfig:
     """A second instance refuses to start while the running one's heartbeat is younger than this."""
     storage_options: dict[str, str] = field(default_factory=dict)
     """Public delta-rs storage options of the lake (endpoint, region); never credentials."""
+    schema_changes: SchemaChangeMode = "evolve"
+    """DDL on a tracked table: ``evolve`` the lake table or re-snapshot it (docs/operations.md), or
+    ``stop`` the run before it (:class:`~..binlog.errors.SchemaChangeError`)."""
     rebase: bool = False
     """Move the pipeline to ``start_gtids`` even if the lake is behind it: only after every table was
     re-snapshotted (purged binlogs). Each table must then join again from its new snapshot."""
@@ -74,6 +78,10 @@ class ApplyConfig:
             raise ApplyConfigError("until_gtid_set mode needs target_gtids")
         if not self.tables:
             raise ApplyConfigError("tables is empty: name at least one schema.table")
+        if self.schema_changes not in SCHEMA_CHANGE_MODES:
+            raise ApplyConfigError(
+                f"schema_changes must be one of {', '.join(SCHEMA_CHANGE_MODES)}, not {self.schema_changes!r}"
+            )
         if self.batch_max_rows < 1 or self.batch_max_seconds <= 0:
             raise ApplyConfigError("batch_max_rows and batch_max_seconds must be positive")
         check_storage_options(self.storage_options, where="the binlog application's configuration")
@@ -162,12 +170,26 @@ class ApplyResult:
     did not end before it, even when its interval ended earlier (``admission.consistent_point``)."""
     already_applied: bool = False
     """The lake held the whole segment before the run (a retried or cleared run): nothing applied."""
+    schema_changes: list[dict[str, Any]] = field(default_factory=list)
+    """Every table a DDL touched: ``gtid``, ``table``, ``action`` (evolve, truncate, leave,
+    resnapshot, unchanged), ``reason``, ``added`` and ``dropped`` columns, in binlog order."""
+
+    @property
+    def to_resnapshot(self) -> list[str]:
+        """Tables that left the pipeline at a schema change and wait for a new snapshot."""
+        left = {
+            change["table"]: change["action"]
+            for change in self.schema_changes
+            if change["action"] in ("resnapshot", "leave")
+        }
+        return sorted(table for table, action in left.items() if action == "resnapshot")
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form: every GTID set as MySQL's text."""
         data = {item.name: getattr(self, item.name) for item in fields(self)}
         data["rows_by_table"] = dict(self.rows_by_table)
         data["caught_up"] = {table: str(end) for table, end in self.caught_up.items()}
+        data["schema_changes"] = [dict(change) for change in self.schema_changes]
         for key in ("requested_start", "resumed_from", "end_gtids", "consistent_point"):
             data[key] = str(data[key])
         return data

@@ -118,7 +118,9 @@ def _segment_already_applied(
     binlog from the requested start without applying anything gives the same end set as the
     original run. If the lake contains it, nothing is applied and the sink is not moved backwards.
     """
-    reader = BinlogReader(endpoint, tables=config.tables, server_id=config.server_id)
+    reader = BinlogReader(
+        endpoint, tables=config.tables, server_id=config.server_id, schema_changes=config.schema_changes
+    )
     for _ in reader.read(config.start, config.stop_rule(consistent)):
         pass
     end = reader.position

@@ -25,9 +25,11 @@ from typing import Any
 
 from airflow_mysql_cdc.engine.apply.batches import BatchApplier, OnBatch, finish_result
 from airflow_mysql_cdc.engine.apply.config import ApplyConfig, ApplyResult
+from airflow_mysql_cdc.engine.apply.schema_changes import SchemaChanges
 from airflow_mysql_cdc.engine.apply.snapshot_filter import load_snapshot_filter
 from airflow_mysql_cdc.engine.binlog.reader import BinlogReader
 from airflow_mysql_cdc.engine.binlog.stop_rules import StopRule
+from airflow_mysql_cdc.engine.lake.schema_evolution import TableEvolution
 from airflow_mysql_cdc.engine.lake.sink import Sink
 from airflow_mysql_cdc.engine.runtime.gc_pause import BatchCollector
 from airflow_mysql_cdc.engine.snapshot.lake_commits import SnapshotProgress
@@ -47,6 +49,8 @@ class Read:
     stop_rule: StopRule
     snapshots: Mapping[str, SnapshotProgress | None] = field(default_factory=dict)
     """Snapshot progress already read (table admission), for the snapshot filter to reuse."""
+    departed: tuple[str, ...] = ()
+    """Tables of ``tables`` that are not streamed (they left the pipeline): their changes are dropped."""
 
 
 class _ReaderThread(threading.Thread):
@@ -96,13 +100,17 @@ def read_into_sink(
         server_id=config.server_id,
         heartbeat_s=config.heartbeat_s,
         max_buffered_bytes=config.max_buffered_bytes,
+        schema_changes=config.schema_changes,
     )
     snapshot_filter = load_snapshot_filter(
         endpoint, config.lake_root, read.tables, read.start, config.lake_storage_options(), read.snapshots
     )
     thread = _ReaderThread(reader, read.start, read.stop_rule)
     collector = BatchCollector()
-    applier = BatchApplier(sink, read.start, result, snapshot_filter, collector, on_batch)
+    schema_changes = SchemaChanges(
+        sink, endpoint, read.departed, snapshot_filter, lambda gtid, change: _record(result, gtid, change)
+    )
+    applier = BatchApplier(sink, read.start, result, snapshot_filter, collector, on_batch, schema_changes)
     oldest_pending: float | None = None
 
     # Paused before the reader thread starts: that thread's own pause per rows event then sees
@@ -139,3 +147,7 @@ def read_into_sink(
         thread.stopping.set()
         collector.__exit__(None, None, None)
     return finish_result(result, applier.position, started, "applied")
+
+
+def _record(result: ApplyResult, gtid: str, evolution: TableEvolution) -> None:
+    result.schema_changes.append({"gtid": gtid, **evolution.to_json()})

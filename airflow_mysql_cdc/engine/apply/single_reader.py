@@ -16,13 +16,22 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Mapping, Sequence
 
 from airflow_mysql_cdc.engine.apply.batches import OnBatch
 from airflow_mysql_cdc.engine.apply.config import ApplyConfig, ApplyResult
 from airflow_mysql_cdc.engine.apply.opening import open_pipeline
 from airflow_mysql_cdc.engine.apply.reading import Read, read_into_sink
 from airflow_mysql_cdc.engine.lake.sink import Sink
+from airflow_mysql_cdc.engine.mysql.schema import TableRef
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
+
+
+def departed_tables(tables: Sequence[str], members: Mapping[str, str] | None) -> tuple[str, ...]:
+    """Configured tables the pipeline does not stream (they left it, see :mod:`.admission`)."""
+    if members is None:
+        return ()
+    return tuple(name for name in tables if str(TableRef.parse(name)) not in members)
 
 
 def run_apply(
@@ -49,6 +58,7 @@ def run_apply(
         start=opened.resume_from,
         stop_rule=config.stop_rule(opened.consistent_point),
         snapshots=opened.snapshots,
+        departed=departed_tables(config.tables, opened.sink.members),
     )
     result = ApplyResult.starting(
         config.pipeline_id,

@@ -93,11 +93,27 @@ class RowChange(NamedTuple):
 
 
 @dataclass(frozen=True, slots=True)
+class SchemaChange:
+    """A DDL statement that may change tracked tables: its own transaction, yielded with no rows.
+
+    ``tables`` are the tracked ``schema.table`` names the statement may affect (by name; see
+    :func:`~.statements.affected_tracked_tables`); ``default_schema`` resolves its unqualified names.
+    What it does to them is decided by the applier (:mod:`~airflow_mysql_cdc.engine.apply.schema_changes`).
+    """
+
+    statement: str
+    default_schema: str
+    tables: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class Transaction:
     """One committed transaction: its GTID, when it committed, and its tracked row changes.
 
     ``commit_timestamp_us`` is the GTID event's immediate commit timestamp: microseconds since the
     Unix epoch, by the clock of the server this reader is connected to.
+    ``schema_change`` is set on a DDL statement's transaction that may change a tracked table (the
+    reader's ``schema_changes="evolve"``); such a transaction has no changes.
     ``changes`` may be backed partly by a spill file (see :mod:`.backpressure`); iterate it, it can be
     iterated more than once, and ``len`` is known.
     """
@@ -105,3 +121,4 @@ class Transaction:
     gtid: Gtid
     commit_timestamp_us: int
     changes: Collection[RowChange]
+    schema_change: SchemaChange | None = None

@@ -87,9 +87,11 @@ class SchemaChangeError(BinlogReaderError):
         self.tables = tables
         super().__init__(
             f"schema change on tracked table(s) {', '.join(tables)} in transaction {gtid}: "
-            f"{_shorten(statement)!r} (default schema {schema!r}). The reader stopped before it; rows "
-            "after it have a different shape. Re-snapshot the table or apply the change to the target, "
-            "then resume after this GTID.",
+            f"{_shorten(statement)!r} (default schema {schema!r}). The pipeline's schema_changes "
+            "setting is 'stop', so the run stopped before it: nothing after it was applied, and rows "
+            "after it have a different shape. Set schema_changes: evolve (the default) to evolve the "
+            "lake table or re-snapshot it automatically (docs/operations.md), or re-snapshot the table "
+            "yourself and run again.",
             position=position,
         )
 

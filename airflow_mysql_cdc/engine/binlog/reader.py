@@ -15,8 +15,12 @@ that position yields exactly the rest of the binlog: no duplicate, no gap. It ho
    in the position is dropped if the server sends it again
    (``test_killed_dump_thread_resumes_without_duplicates_or_gaps``);
 5. anything that would make a transaction's rows unknowable (an undecodable compressed payload, a
-   tagged GTID, missing row-image columns or names, statement-logged change, DDL or two-phase XA on
-   a tracked table) raises a :mod:`.errors` exception *before* that transaction is yielded;
+   tagged GTID, missing row-image columns or names, statement-logged change, two-phase XA on a
+   tracked table, and DDL on a tracked table unless ``schema_changes="evolve"``) raises a
+   :mod:`.errors` exception *before* that transaction is yielded. With ``"evolve"`` a DDL statement
+   that may change a tracked table is yielded as its own transaction, with no rows and its
+   :class:`~.changes.SchemaChange`: rows after it arrive with their new table map (a new table id),
+   so they are decoded with the new definition;
 6. rows are decoded with the table map of their own binlog file: compressed payloads are unpacked
    into ordinary events, and the library's table maps are dropped at the start of every file,
    because table ids restart with the server
@@ -51,7 +55,7 @@ from pymysqlreplication.exceptions import MalformedBinLogEvent, StatusVariableMi
 from pymysqlreplication.row_event import RowsEvent, TableMapEvent
 
 from airflow_mysql_cdc.engine.binlog.backpressure import DEFAULT_MAX_BUFFERED_BYTES, ChangeBuffer
-from airflow_mysql_cdc.engine.binlog.changes import Transaction
+from airflow_mysql_cdc.engine.binlog.changes import SchemaChange, Transaction
 from airflow_mysql_cdc.engine.binlog.compressed_payload import PayloadDecodingError, payload_events
 from airflow_mysql_cdc.engine.binlog.decoding.rows import RowDecoder
 from airflow_mysql_cdc.engine.binlog.errors import (
@@ -67,6 +71,8 @@ from airflow_mysql_cdc.engine.binlog.errors import (
 )
 from airflow_mysql_cdc.engine.binlog.position import PositionTracker
 from airflow_mysql_cdc.engine.binlog.statements import (
+    SCHEMA_CHANGE_MODES,
+    SchemaChangeMode,
     StatementKind,
     affected_tracked_tables,
     classify,
@@ -137,6 +143,9 @@ class BinlogReader:
 
     ``tables`` are ``"schema.table"`` names whose rows are decoded and yielded (None: every table).
     Transactions on other tables are still yielded, with no changes, so the position advances.
+    ``schema_changes`` says what DDL on a tracked table does: ``"stop"`` raises
+    :class:`~.errors.SchemaChangeError` before it, ``"evolve"`` yields it (module docstring, point 5;
+    it needs named ``tables``).
     """
 
     def __init__(
@@ -149,9 +158,14 @@ class BinlogReader:
         max_buffered_bytes: int = DEFAULT_MAX_BUFFERED_BYTES,
         reconnect: ReconnectPolicy = ReconnectPolicy(),
         compiled_decoding: bool = True,
+        schema_changes: SchemaChangeMode = "stop",
     ) -> None:
+        if schema_changes not in SCHEMA_CHANGE_MODES:
+            raise ValueError(f"schema_changes must be one of {SCHEMA_CHANGE_MODES}, not {schema_changes!r}")
         self.endpoint = endpoint
         self.tracked = _parse_tracked(tables)
+        self.evolve_schema = schema_changes == "evolve" and self.tracked is not None
+        self._schema_change: SchemaChange | None = None  # of the open transaction
         self.server_id = server_id or endpoint.replication_server_id or random_server_id()
         self.heartbeat_s = heartbeat_s
         self.reconnect = reconnect
@@ -244,6 +258,7 @@ class BinlogReader:
                         self.partial_transactions_discarded += 1
                     buffer.discard()  # the open transaction is incomplete: it will be re-sent whole
                     gtid, skipping, in_body, unpacked = None, False, False, None
+                    self._schema_change = None
                     attempts += 1
                     if attempts > self.reconnect.max_attempts:
                         raise ConnectionLostError(
@@ -320,8 +335,9 @@ class BinlogReader:
                     tracker.add(gtid)
                     stop.consumed(gtid)
                     attempts = 0
-                    yield Transaction(gtid, timestamp_us, changes)
+                    yield Transaction(gtid, timestamp_us, changes, self._schema_change)
                 gtid, skipping, in_body = None, False, False
+                self._schema_change = None
                 if stop.satisfied():
                     return
         finally:
@@ -348,7 +364,9 @@ class BinlogReader:
             return not in_body, in_body
         if kind is StatementKind.SCHEMA_CHANGE:
             tables = affected_tracked_tables(statement, schema, self.tracked)
-            if tables:
+            if tables and self.evolve_schema:
+                self._schema_change = SchemaChange(statement, schema, tables)
+            elif tables:
                 raise SchemaChangeError(
                     gtid=str(gtid), statement=statement, schema=schema, tables=tables, position=self.position
                 )

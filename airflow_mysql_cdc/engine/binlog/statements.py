@@ -21,6 +21,11 @@ from __future__ import annotations
 import re
 from collections.abc import Collection
 from enum import Enum
+from typing import Literal
+
+SchemaChangeMode = Literal["evolve", "stop"]
+"""What a reader does at DDL on a tracked table: yield it (``evolve``) or raise (``stop``)."""
+SCHEMA_CHANGE_MODES: tuple[str, ...] = ("evolve", "stop")
 
 _COMMENT = re.compile(r"/\*.*?\*/|--[^\n]*|#[^\n]*", re.S)
 _IDENTIFIER = r"(?:`(?:[^`]|``)+`|[A-Za-z0-9_$]+)"

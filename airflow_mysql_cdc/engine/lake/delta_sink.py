@@ -30,6 +30,7 @@ from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 from deltalake.exceptions import CommitFailedError, TableNotFoundError
 
 from airflow_mysql_cdc.engine.binlog.changes import Transaction as BinlogTransaction
+from airflow_mysql_cdc.engine.lake.applied_sets import applied_by_table
 from airflow_mysql_cdc.engine.lake.change_table import (
     ACTION_COLUMN,
     ChangeTable,
@@ -57,11 +58,17 @@ from airflow_mysql_cdc.engine.lake.pipeline_state import (
     PipelineStateStore,
     default_owner,
 )
+from airflow_mysql_cdc.engine.lake.schema_evolution import (
+    SchemaChangeCommit,
+    TableEvolution,
+    apply_to_tables,
+    source_fields,
+    with_dropped_columns,
+)
 from airflow_mysql_cdc.engine.lake.sink import BatchResult, SinkBehindError, SinkDivergedError
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 
 log = logging.getLogger(__name__)
-_HISTORY_SCAN_LIMIT = 200
 
 
 @dataclass
@@ -72,19 +79,6 @@ class _TableHandle:
     table: DeltaTable | None
     expected_version: int | None
     already_applied: GtidSet
-
-
-def _applied_by_table(table: DeltaTable, pipeline_app_id: str) -> GtidSet:
-    """The applied set recorded by this pipeline's newest commit to ``table`` (empty if none)."""
-    if table.transaction_version(pipeline_app_id) is None:
-        return GtidSet()
-    for commit in table.history(limit=_HISTORY_SCAN_LIMIT):
-        if COMMIT_METADATA_APPLIED in commit:
-            return GtidSet.parse(commit[COMMIT_METADATA_APPLIED])
-    raise RuntimeError(
-        f"{table.table_uri} has an app transaction of {pipeline_app_id} but none of its last "
-        f"{_HISTORY_SCAN_LIMIT} commits records an applied GTID set; was its history vacuumed?"
-    )
 
 
 class DeltaSink:
@@ -230,15 +224,7 @@ class DeltaSink:
             raise ValueError("position_after must contain the applied set: the reader went backwards")
         batch_seq = state.batch_seq + 1
         result = BatchResult(batch_seq, position_after, transactions)
-        properties = CommitProperties(
-            custom_metadata={
-                COMMIT_METADATA_APPLIED: str(position_after),
-                COMMIT_METADATA_BATCH: batch_seq,
-                COMMIT_METADATA_EPOCH: state.epoch,
-            },
-            app_transactions=[Transaction(self.app_id, batch_seq)],
-            max_commit_retries=0,
-        )
+        properties = self._properties(position_after, batch_seq)
         for name in sorted(tables):
             self._state_store.assert_still_owner(state)
             counts = []
@@ -258,6 +244,77 @@ class DeltaSink:
             handle.already_applied = GtidSet()  # everything up to position_after is now in the state
         return result
 
+    def source_fields(self, name: str) -> dict[str, pa.DataType] | None:
+        """The source columns the target of ``name`` has now (None: it has no target table yet)."""
+        handle = self._handle(name, "target")
+        if handle.table is None:
+            return None
+        handle.table.update_incremental()
+        return source_fields(handle.table)
+
+    def apply_schema_change(
+        self,
+        gtid: str,
+        statement: str,
+        commit_timestamp_us: int,
+        evolutions: Sequence[TableEvolution],
+        position_after: GtidSet,
+    ) -> None:
+        """Apply one DDL's effect on each table at its position (``position_after`` includes it).
+
+        Tables that leave are marked and removed from the members in the same state commit that
+        records the position (:mod:`.departures`); see :mod:`.schema_evolution` for replays.
+        """
+        state = self._state
+        assert state is not None, "open() the sink first"
+        batch_seq = state.batch_seq + 1
+        final = self._properties(position_after, batch_seq)
+        before = self._properties(state.applied_gtids, batch_seq)
+        members = dict(state.members or {})
+        for evolution in evolutions:
+            self._state_store.assert_still_owner(state)
+            if evolution.leaves:
+                members.pop(evolution.table, None)
+            if gtid in self._handle(evolution.table, "target").already_applied:
+                continue  # a replay: this table committed the change before the crash
+            apply_to_tables(
+                evolution,
+                self._existing(evolution.table, "target"),
+                self._existing(evolution.table, "changelog"),
+                SchemaChangeCommit(gtid, statement, commit_timestamp_us, before, final, self.soft_deletes),
+            )
+            self._refresh_versions(evolution.table)
+        self._state = self._state_store.commit(state, position_after, batch_seq, members=members)
+        self._last_state_commit = time.monotonic()
+        for handle in self._handles.values():
+            handle.already_applied = GtidSet()
+
+    def _properties(self, position: GtidSet, batch_seq: int) -> CommitProperties:
+        assert self._state is not None
+        return CommitProperties(
+            custom_metadata={
+                COMMIT_METADATA_APPLIED: str(position),
+                COMMIT_METADATA_BATCH: batch_seq,
+                COMMIT_METADATA_EPOCH: self._state.epoch,
+            },
+            app_transactions=[Transaction(self.app_id, batch_seq)],
+            max_commit_retries=0,
+        )
+
+    def _existing(self, name: str, kind: str) -> DeltaTable | None:
+        """The table, checked to be where this writer left it; None when it does not exist yet."""
+        handle = self._handle(name, kind)
+        if handle.table is None:
+            return None
+        return self._checked_table(handle, pa.schema([]), None)
+
+    def _refresh_versions(self, name: str) -> None:
+        for kind in ("target", "changelog"):
+            handle = self._handle(name, kind)
+            if handle.table is not None:
+                handle.table.update_incremental()
+                handle.expected_version = handle.table.version()
+
     # --- tables -------------------------------------------------------------------------------
 
     def _path(self, name: str, kind: str) -> str:
@@ -274,7 +331,7 @@ class DeltaSink:
                 table = DeltaTable(path, storage_options=self.storage_options)
             except TableNotFoundError:
                 table = None
-            applied = _applied_by_table(table, self.app_id) if table is not None else GtidSet()
+            applied = applied_by_table(table, self.app_id) if table is not None else GtidSet()
             assert self._state is not None
             ahead = applied - self._state.applied_gtids
             if ahead:
@@ -313,6 +370,7 @@ class DeltaSink:
         columns = [c.name for c in batch.shape.columns]
         upsert = {c: f"s.{_quote(c)}" for c in [*columns, GTID_COLUMN, COMMIT_TS_COLUMN]}
         upsert |= {DELETED_COLUMN: "false", DELETED_AT_COLUMN: "null"}
+        upsert |= {name: "null" for name in source_fields(table) if name not in set(columns)}  # dropped
         merger = table.merge(
             source, key_match, source_alias="s", target_alias="t", commit_properties=properties
         ).when_matched_update(upsert, predicate=f"s.{ACTION_COLUMN} = 'upsert'")
@@ -337,8 +395,9 @@ class DeltaSink:
         handle = self._handle(name, "changelog")
         schema = changelog_schema(batch.shape.columns)
         table = self._checked_table(handle, schema, [COMMIT_DATE_COLUMN])
+        rows = with_dropped_columns(changelog_rows(batch, schema), pa.schema(table.schema().to_arrow()))
         try:
-            write_deltalake(table, changelog_rows(batch, schema), mode="append", commit_properties=properties)
+            write_deltalake(table, rows, mode="append", commit_properties=properties)
         except CommitFailedError as error:
             raise self._commit_failed(handle, error) from error
         table.update_incremental()

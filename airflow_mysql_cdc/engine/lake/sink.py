@@ -14,8 +14,8 @@ reader's position after the batch, and must:
 - record which tables the pipeline streams (:attr:`Sink.members`), so a table joins only once its
   lake copy fits the position (:mod:`~airflow_mysql_cdc.engine.apply.admission`).
 
-Lifecycle: ``open`` → (``record_members``) → ``apply``/``apply_change_tables``/``heartbeat_if_due``
-… → ``release``. Every member but ``open`` needs an opened sink.
+Lifecycle: ``open`` → (``record_members``) → ``apply``/``apply_change_tables``/``apply_schema_change``/
+``heartbeat_if_due`` … → ``release``. Every member but ``open`` needs an opened sink.
 
 Only the delta-rs sink (:class:`~airflow_mysql_cdc.engine.lake.delta_sink.DeltaSink`) exists:
 a catalog ``MERGE INTO`` sink cannot be tested on this project's machines, so none is shipped.
@@ -27,9 +27,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+import pyarrow as pa
+
 from airflow_mysql_cdc.engine.binlog.changes import Transaction
 from airflow_mysql_cdc.engine.errors import LakeMismatchError
 from airflow_mysql_cdc.engine.lake.change_table import ChangeTable
+from airflow_mysql_cdc.engine.lake.schema_evolution import TableEvolution
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 
 
@@ -106,4 +109,22 @@ class Sink(Protocol):
         self, tables: Mapping[str, ChangeTable], position_after: GtidSet, transactions: int
     ) -> BatchResult:
         """Apply one micro-batch already gathered per table (range readers build these in parallel)."""
+        ...
+
+    # --- schema changes --------------------------------------------------------------------------
+
+    def source_fields(self, name: str) -> dict[str, pa.DataType] | None:
+        """The source columns ``name``'s target has now, with their types (None: no target yet)."""
+        ...
+
+    def apply_schema_change(
+        self,
+        gtid: str,
+        statement: str,
+        commit_timestamp_us: int,
+        evolutions: Sequence[TableEvolution],
+        position_after: GtidSet,
+    ) -> None:
+        """Apply one DDL's effect on each table at its position (:mod:`.schema_evolution`); tables
+        that leave are marked and stop being members in the same step."""
         ...

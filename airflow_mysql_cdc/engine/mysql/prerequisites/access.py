@@ -40,6 +40,19 @@ def check_tables(facts: ServerFacts, config: PrerequisiteConfig) -> list[CheckRe
     results = []
     for ref in config.tables:
         metadata = facts.tables.get(ref)
+        if metadata is None and ref in config.in_the_lake:
+            results.append(
+                CheckResult(
+                    f"table {ref}",
+                    "warning",
+                    "exists",
+                    "not found, but the lake holds it: dropped or renamed after it joined the pipeline",
+                    "the binlog application takes it out of the pipeline at the DROP or RENAME and keeps "
+                    "its lake table, marked (docs/operations.md, 'Schema changes')",
+                    "nothing to do; remove it from the table list once you no longer need it there",
+                )
+            )
+            continue
         if metadata is None:
             results.append(
                 CheckResult(

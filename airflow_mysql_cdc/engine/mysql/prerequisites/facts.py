@@ -40,6 +40,9 @@ class PrerequisiteConfig:
     tables: tuple[TableRef, ...]
     min_binlog_retention_s: int = MIN_RETENTION_FLOOR_S
     reader_server_ids: tuple[int, ...] = ()
+    in_the_lake: frozenset[TableRef] = frozenset()
+    """Configured tables the lake already holds: one missing from the server was dropped or renamed
+    after it joined, and the binlog application takes it out of the pipeline at that DDL."""
 
 
 @dataclass(frozen=True)

@@ -35,11 +35,13 @@ OPERATORS: dict[str, tuple[type[BaseOperator], dict[str, Any], dict[str, Any]]] 
             "mysql_cdc_conn_id": "{{ params.conn }}",
             "tables": "{{ params.tables }}",
             "reader_server_ids": ["{{ 9000 + 1 }}"],
+            "lake_root": "{{ params.lake }}",
         },
         {
             "mysql_cdc_conn_id": "shop_mysql",
             "tables": "shop.orders, shop.payments",
             "reader_server_ids": ["9001"],
+            "lake_root": "s3://lake/shop",
         },
     ),
     "snapshot": (

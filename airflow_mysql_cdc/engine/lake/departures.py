@@ -1,0 +1,81 @@
+"""A table that left the pipeline (dropped, renamed away, or waiting for a re-snapshot), marked in the lake.
+
+Invariant: a table leaves the pipeline only at a DDL's position, in the same step that removes it from
+the pipeline's members (:meth:`~.delta_sink.DeltaSink.apply_schema_change`), and its target table
+keeps every row it had at that position. The mark (the target's table property
+``airflow_mysql_cdc.left_pipeline``) records the DDL's GTID, so a table is taken back only through a
+snapshot whose stream start contains that GTID (:func:`joins_after`): an older snapshot of it, caught
+up through the DDL again, would meet the same change again. The prerequisites and the plan read the
+mark to accept a configured table that no longer exists (docs/operations.md, "Schema changes").
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from deltalake import CommitProperties, DeltaTable
+from deltalake.exceptions import TableNotFoundError
+
+from airflow_mysql_cdc.engine.lake.layout import LakeLayout, LakeRoot
+from airflow_mysql_cdc.engine.mysql.schema import TableRef
+from airflow_mysql_cdc.engine.values.gtid import Gtid, GtidSet
+
+DEPARTURE_PROPERTY = "airflow_mysql_cdc.left_pipeline"
+
+
+@dataclass(frozen=True)
+class Departure:
+    """Why and where a table left: ``action`` is ``leave`` (dropped/renamed away) or ``resnapshot``."""
+
+    table: str
+    gtid: str
+    action: str
+    reason: str
+    statement: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "table": self.table,
+            "gtid": self.gtid,
+            "action": self.action,
+            "reason": self.reason,
+            "statement": self.statement,
+        }
+
+    def joins_after(self, stream_start: GtidSet) -> bool:
+        """A snapshot streaming from ``stream_start`` was taken after the DDL: it may join."""
+        return Gtid.parse(self.gtid) in stream_start
+
+    def describe(self) -> str:
+        verb = "is to be snapshotted again" if self.action == "resnapshot" else "left the pipeline"
+        return f"{self.table} {verb} at {self.gtid}: {self.reason}"
+
+
+def mark_departed(table: DeltaTable, departure: Departure, properties: CommitProperties) -> None:
+    table.alter.set_table_properties(
+        {DEPARTURE_PROPERTY: json.dumps(departure.to_json(), sort_keys=True)},
+        raise_if_not_exists=False,
+        commit_properties=properties,
+    )
+
+
+def departure_of(table: DeltaTable) -> Departure | None:
+    text = table.metadata().configuration.get(DEPARTURE_PROPERTY)
+    if not text:
+        return None
+    data = json.loads(text)
+    return Departure(data["table"], data["gtid"], data["action"], data["reason"], data.get("statement", ""))
+
+
+def read_departure(
+    lake_root: LakeRoot, ref: TableRef, storage_options: dict[str, str] | None = None
+) -> Departure | None:
+    """The table's departure mark (None: it never left, or has no target table)."""
+    path = str(LakeLayout(lake_root).target(ref.schema, ref.table))
+    try:
+        table = DeltaTable(path, storage_options=storage_options)
+    except TableNotFoundError:
+        return None
+    return departure_of(table)

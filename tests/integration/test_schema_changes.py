@@ -1,0 +1,156 @@
+"""Schema changes never stop the pipeline: each kind of DDL, with writers running, through the shipped DAG.
+
+Every run below ends green, and the lake equals the source at the run's published end set, for
+every source column (a replica stopped at exactly that set is the witness). The run's result and
+task log say what happened to each table (``applied.schema_changes``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from deltalake import DeltaTable
+
+from airflow_mysql_cdc.engine.lake.departures import DEPARTURE_PROPERTY
+from airflow_mysql_cdc.engine.lake.layout import LakeLayout
+from airflow_mysql_cdc.engine.lake.schema_evolution import DROPPED_COLUMNS_PROPERTY
+from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
+from tests.support.airflow import task_states, xcom_value
+from tests.support.frozen_replica import FrozenReplica
+from tests.support.mysql import execute
+from tests.support.pipeline import (
+    ALL_TASKS,
+    Pipeline,
+    assert_exact_at,
+    checkpoint,
+    now,
+    seed,
+    writers_running,
+)
+
+pytestmark = [pytest.mark.mysql, pytest.mark.usefixtures("airflow_db")]
+
+
+def _run(pipeline: Pipeline) -> Any:
+    dag_run = pipeline.run(now())
+    assert task_states(dag_run) == dict.fromkeys(ALL_TASKS, "success")
+    return dag_run
+
+
+def _actions(dag_run) -> dict[str, list[str]]:
+    """Table name (without schema) -> the actions of this run's schema changes, in order."""
+    actions: dict[str, list[str]] = {}
+    for change in xcom_value(dag_run, "replicate", "applied")["schema_changes"]:
+        actions.setdefault(change["table"].split(".", 1)[1], []).append(change["action"])
+    return actions
+
+
+def _target(pipeline: Pipeline, database: str, table: str) -> DeltaTable:
+    return DeltaTable(str(LakeLayout(pipeline.lake).target(database, table)))
+
+
+def test_added_and_dropped_columns_indexes_and_truncate_evolve_the_lake_in_place_while_writers_run(
+    mysql_database: MySqlEndpoint,
+    frozen_replica: FrozenReplica,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    database = mysql_database.database
+    seed(mysql_database, "orders", 200)
+    seed(mysql_database, "audit", 10)  # not tracked
+    pipeline = Pipeline(monkeypatch, tmp_path, mysql_database.with_database(None), [f"{database}.orders"])
+    _run(pipeline)
+    with writers_running(mysql_database, 41, "orders", "audit"):
+        # ADD with NULL, with a literal default (existing rows get it), FIRST and AFTER; an index;
+        # DDL on an untracked table. (MySQL's implicit defaults: tests/unit/mysql/test_ddl.py.)
+        execute(
+            mysql_database,
+            "ALTER TABLE orders ADD COLUMN memo VARCHAR(20) NULL",
+            "ALTER TABLE orders ADD COLUMN qty INT NOT NULL DEFAULT 5 AFTER id, "
+            "ADD COLUMN flag TINYINT NOT NULL DEFAULT 0 FIRST, ADD COLUMN price DECIMAL(8,3) DEFAULT '1.250'",
+            "ALTER TABLE orders ADD INDEX by_customer (customer)",
+            "ALTER TABLE audit ADD COLUMN z INT",
+        )
+        added = _run(pipeline)
+        assert_exact_at(frozen_replica, checkpoint(added), pipeline.lake, database, "orders")
+        assert _actions(added) == {"orders": ["evolve", "evolve", "unchanged"]}
+        lake_columns = set(_target(pipeline, database, "orders").schema().to_arrow().names)
+        assert {"memo", "qty", "flag", "price"} <= lake_columns
+
+        # DROP: the lake keeps the column (NULL from here on) and records the drop.
+        execute(mysql_database, "ALTER TABLE orders DROP COLUMN memo, DROP COLUMN price")
+        dropped = _run(pipeline)
+        assert_exact_at(frozen_replica, checkpoint(dropped), pipeline.lake, database, "orders")
+        assert _actions(dropped) == {"orders": ["evolve"]}
+        properties = _target(pipeline, database, "orders").metadata().configuration
+        assert sorted(json.loads(properties[DROPPED_COLUMNS_PROPERTY])) == ["memo", "price"]
+
+        # TRUNCATE: the lake table is emptied at its position; rows written after it arrive.
+        execute(mysql_database, "TRUNCATE TABLE orders")
+        truncated = _run(pipeline)
+        assert_exact_at(frozen_replica, checkpoint(truncated), pipeline.lake, database, "orders")
+        assert _actions(truncated) == {"orders": ["truncate"]}
+
+
+def test_changes_whose_effect_is_not_in_the_binlog_resnapshot_only_that_table_within_the_run(
+    mysql_database: MySqlEndpoint,
+    frozen_replica: FrozenReplica,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    database = mysql_database.database
+    seed(mysql_database, "orders", 200)
+    seed(mysql_database, "payments", 200)
+    tables = [f"{database}.orders", f"{database}.payments"]
+    pipeline = Pipeline(monkeypatch, tmp_path, mysql_database.with_database(None), tables)
+    _run(pipeline)
+    execute(mysql_database, "ALTER TABLE orders ADD COLUMN extra INT DEFAULT 1")
+    with writers_running(mysql_database, 43, "orders", "payments"):
+        # MODIFY widen (a decimal's scale: another Delta type) and narrow, RENAME COLUMN.
+        execute(
+            mysql_database,
+            "ALTER TABLE orders MODIFY amount DECIMAL(12,3)",
+            "ALTER TABLE orders MODIFY customer VARCHAR(30) NOT NULL",
+            "ALTER TABLE orders RENAME COLUMN extra TO extra2",
+        )
+        changed = _run(pipeline)
+        assert_exact_at(frozen_replica, checkpoint(changed), pipeline.lake, database, "orders", "payments")
+        actions = _actions(changed)
+        assert actions["orders"][0] == "evolve" and "resnapshot" in actions["orders"]
+        assert "payments" not in actions
+        snapshot_tables = [t["table"] for t in xcom_value(changed, "replicate", "snapshot")["tables"]]
+        assert snapshot_tables == []  # the plan snapshotted nothing; the re-snapshot ran after the DDL
+
+        # A primary key change.
+        execute(mysql_database, "ALTER TABLE payments DROP PRIMARY KEY, ADD PRIMARY KEY (id, status)")
+        rekeyed = _run(pipeline)
+        assert_exact_at(frozen_replica, checkpoint(rekeyed), pipeline.lake, database, "orders", "payments")
+        assert _actions(rekeyed) == {"payments": ["resnapshot"]}
+
+
+def test_a_dropped_table_leaves_the_pipeline_and_its_lake_table_is_kept_and_marked(
+    mysql_database: MySqlEndpoint,
+    frozen_replica: FrozenReplica,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    database = mysql_database.database
+    seed(mysql_database, "orders", 100)
+    seed(mysql_database, "payments", 100)
+    tables = [f"{database}.orders", f"{database}.payments"]
+    pipeline = Pipeline(monkeypatch, tmp_path, mysql_database.with_database(None), tables)
+    _run(pipeline)
+    with writers_running(mysql_database, 47, "orders"):
+        execute(mysql_database, "DROP TABLE payments")
+        dropped = _run(pipeline)
+        assert_exact_at(frozen_replica, checkpoint(dropped), pipeline.lake, database, "orders")
+        assert _actions(dropped) == {"payments": ["leave"]}
+        payments = _target(pipeline, database, "payments")
+        assert payments.to_pyarrow_table().num_rows == 100
+        assert "dropped" in payments.metadata().configuration[DEPARTURE_PROPERTY]
+        # The next run still names payments in its configuration: it succeeds and streams orders.
+        later = _run(pipeline)
+        assert_exact_at(frozen_replica, checkpoint(later), pipeline.lake, database, "orders")
