@@ -8,6 +8,8 @@ task log say what happened to each table (``applied.schema_changes``).
 from __future__ import annotations
 
 import json
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -154,3 +156,67 @@ def test_a_dropped_table_leaves_the_pipeline_and_its_lake_table_is_kept_and_mark
         # The next run still names payments in its configuration: it succeeds and streams orders.
         later = _run(pipeline)
         assert_exact_at(frozen_replica, checkpoint(later), pipeline.lake, database, "orders")
+
+
+def _swap_in_a_copy(endpoint: MySqlEndpoint, table: str, copy: str, old: str, alter: str | None) -> None:
+    """A migration tool's copy and atomic cut-over, by hand, with the statements gh-ost issues.
+
+    The copy is kept equal with triggers, as pt-online-schema-change does (gh-ost does it by reading
+    the binlog), filled with ``INSERT IGNORE ... SELECT``, and swapped in by gh-ost's cut-over: a
+    sentry table, ``LOCK TABLES``, the ``RENAME`` waiting on a second connection, then the sentry
+    dropped and the lock released.
+    """
+    columns = ["id", "customer", "amount", "status", "note", "updated_at"]
+    listed, new_values = ", ".join(columns), ", ".join(f"NEW.{c}" for c in columns)
+    execute(
+        endpoint, f"CREATE TABLE {copy} LIKE {table}", *([f"ALTER TABLE {copy} {alter}"] if alter else [])
+    )
+    execute(
+        endpoint,
+        f"CREATE TRIGGER {copy}_ins AFTER INSERT ON {table} FOR EACH ROW "
+        f"REPLACE INTO {copy} ({listed}) VALUES ({new_values})",
+        f"CREATE TRIGGER {copy}_upd AFTER UPDATE ON {table} FOR EACH ROW BEGIN "
+        f"DELETE FROM {copy} WHERE id = OLD.id; REPLACE INTO {copy} ({listed}) VALUES ({new_values}); END",
+        f"CREATE TRIGGER {copy}_del AFTER DELETE ON {table} FOR EACH ROW "
+        f"DELETE FROM {copy} WHERE id = OLD.id",
+        f"INSERT IGNORE INTO {copy} ({listed}) SELECT {listed} FROM {table} LOCK IN SHARE MODE",
+        f"CREATE TABLE {old} (id INT AUTO_INCREMENT PRIMARY KEY) COMMENT='ghost-cut-over-sentry'",
+    )
+    with endpoint.connect() as locking, locking.cursor() as cursor:
+        cursor.execute(f"LOCK /* gh-ost */ TABLES {table} WRITE, {old} WRITE")
+        renamer = threading.Thread(
+            target=execute, args=(endpoint, f"RENAME /* gh-ost */ TABLE {table} TO {old}, {copy} TO {table}")
+        )
+        renamer.start()
+        time.sleep(1.0)  # the RENAME now waits for the lock
+        cursor.execute(f"DROP /* gh-ost */ TABLE IF EXISTS {old}")
+        cursor.execute("UNLOCK TABLES")
+    renamer.join(timeout=60)
+    execute(endpoint, f"DROP TABLE IF EXISTS {old}")
+
+
+def test_migration_tool_swaps_continue_with_the_same_columns_and_resnapshot_with_new_ones(
+    mysql_database: MySqlEndpoint,
+    frozen_replica: FrozenReplica,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    database = mysql_database.database
+    seed(mysql_database, "orders", 150)
+    pipeline = Pipeline(monkeypatch, tmp_path, mysql_database.with_database(None), [f"{database}.orders"])
+    _run(pipeline)
+    with writers_running(mysql_database, 53, "orders"):
+        # pt-online-schema-change's names, a rebuild that keeps the columns: streaming goes on.
+        _swap_in_a_copy(mysql_database, "orders", "_orders_new", "_orders_old", None)
+        rebuilt = _run(pipeline)
+        assert_exact_at(frozen_replica, checkpoint(rebuilt), pipeline.lake, database, "orders")
+        assert _actions(rebuilt) == {"orders": ["unchanged"]}
+
+        # gh-ost's names, with a column added on the ghost table: the new table is snapshotted.
+        _swap_in_a_copy(
+            mysql_database, "orders", "_orders_gho", "_orders_del", "ADD COLUMN score INT DEFAULT 3"
+        )
+        migrated = _run(pipeline)
+        assert_exact_at(frozen_replica, checkpoint(migrated), pipeline.lake, database, "orders")
+        assert _actions(migrated) == {"orders": ["resnapshot"]}
+        assert "score" in _target(pipeline, database, "orders").schema().to_arrow().names

@@ -6,6 +6,7 @@ import random
 import threading
 import time
 
+import pymysql
 from deltalake import DeltaTable
 
 from airflow_mysql_cdc.engine.apply.config import ApplyConfig
@@ -72,6 +73,9 @@ def binlog_entries(
     return entries
 
 
+_RETRYABLE = (1205, 1213)  # lock wait timeout, deadlock (a migration tool's triggers and locks)
+
+
 class ConcurrentWriter(threading.Thread):
     """Random inserts, updates, deletes, key-changing updates and multi-row transactions on ``orders``.
 
@@ -114,40 +118,49 @@ class ConcurrentWriter(threading.Thread):
             self.error = error
 
     def _write(self) -> None:
-        rng, table = self.rng, self.table
         deadline = time.monotonic() + (self.seconds if self.seconds is not None else float("inf"))
         with self.endpoint.connect(autocommit=False) as connection, connection.cursor() as cursor:
             while time.monotonic() < deadline and not self.stopped.is_set():
-                for _ in range(rng.randint(1, 4)):
-                    choice = rng.random()
-                    key = rng.randint(1, 300)
-                    if choice < 0.45:
-                        cursor.execute(
-                            f"INSERT INTO {table} (id, customer, amount, status, note, updated_at)"
-                            " VALUES (%s, %s, %s, %s, %s, NOW(6))"
-                            " ON DUPLICATE KEY UPDATE amount = VALUES(amount), updated_at = NOW(6)",
-                            (
-                                key,
-                                f"c{rng.randint(1, 50)}",
-                                rng.randint(0, 99999) / 100,
-                                "new",
-                                '{"k": [1, 2]}',
-                            ),
-                        )
-                    elif choice < 0.7:
-                        cursor.execute(
-                            f"UPDATE {table} SET status = %s, amount = amount + 1, updated_at = NOW(6)"
-                            " WHERE id BETWEEN %s AND %s",
-                            (rng.choice(["paid", "shipped"]), key, key + 3),
-                        )
-                    elif choice < 0.85:
-                        cursor.execute(f"DELETE FROM {table} WHERE id = %s", (key,))
-                    else:
-                        # Key-changing update; IGNORE skips it when the new key is taken.
-                        cursor.execute(
-                            f"UPDATE IGNORE {table} SET id = %s WHERE id = %s", (rng.randint(301, 600), key)
-                        )
+                try:
+                    self._transaction(cursor)
+                except pymysql.err.OperationalError as error:
+                    if error.args[0] not in _RETRYABLE:
+                        raise
+                    connection.rollback()  # what an application does on a deadlock: try again
+                    continue
                 connection.commit()
                 self.transactions += 1
                 if self.pause_s:
                     self.stopped.wait(self.pause_s)
+
+    def _transaction(self, cursor: pymysql.cursors.Cursor) -> None:
+        rng, table = self.rng, self.table
+        for _ in range(rng.randint(1, 4)):
+            choice = rng.random()
+            key = rng.randint(1, 300)
+            if choice < 0.45:
+                cursor.execute(
+                    f"INSERT INTO {table} (id, customer, amount, status, note, updated_at)"
+                    " VALUES (%s, %s, %s, %s, %s, NOW(6))"
+                    " ON DUPLICATE KEY UPDATE amount = VALUES(amount), updated_at = NOW(6)",
+                    (
+                        key,
+                        f"c{rng.randint(1, 50)}",
+                        rng.randint(0, 99999) / 100,
+                        "new",
+                        '{"k": [1, 2]}',
+                    ),
+                )
+            elif choice < 0.7:
+                cursor.execute(
+                    f"UPDATE {table} SET status = %s, amount = amount + 1, updated_at = NOW(6)"
+                    " WHERE id BETWEEN %s AND %s",
+                    (rng.choice(["paid", "shipped"]), key, key + 3),
+                )
+            elif choice < 0.85:
+                cursor.execute(f"DELETE FROM {table} WHERE id = %s", (key,))
+            else:
+                # Key-changing update; IGNORE skips it when the new key is taken.
+                cursor.execute(
+                    f"UPDATE IGNORE {table} SET id = %s WHERE id = %s", (rng.randint(301, 600), key)
+                )
