@@ -66,10 +66,48 @@ def workload(mysql_server: MySqlEndpoint, tmp_path_factory: pytest.TempPathFacto
     execute(mysql_server, f"DROP DATABASE IF EXISTS {database}")
 
 
+@pytest.fixture(scope="module")
+def workload_with_ddl(mysql_server: MySqlEndpoint, tmp_path_factory: pytest.TempPathFactory):
+    """Like ``workload``, with schema changes between the writes: an ADD with a default, a DROP,
+    a TRUNCATE and an index, each applied in place at its position."""
+    database = "kill9_ddl_workload"
+    execute(mysql_server, f"DROP DATABASE IF EXISTS {database}", f"CREATE DATABASE {database}")
+    endpoint = mysql_server.with_database(database)
+    execute(endpoint, ConcurrentWriter.DDL)
+    start = GtidSet.parse(scalar(endpoint, "SELECT @@gtid_executed"))
+    for number, statement in enumerate(
+        [
+            "ALTER TABLE orders ADD COLUMN extra INT NOT NULL DEFAULT 9 AFTER id",
+            "ALTER TABLE orders ADD INDEX by_customer (customer), DROP COLUMN extra",
+            "TRUNCATE TABLE orders",
+            None,
+        ]
+    ):
+        ConcurrentWriter(endpoint, seconds=0.3, seed=21 + number).run()
+        if statement:
+            execute(endpoint, statement)
+    target = GtidSet.parse(scalar(endpoint, "SELECT @@gtid_executed"))
+    reference_lake = tmp_path_factory.mktemp("kill9-ddl-reference")
+    run_apply(_config(database, reference_lake, start, target), endpoint)
+    yield endpoint, start, target, _changelog(reference_lake, database)
+    execute(mysql_server, f"DROP DATABASE IF EXISTS {database}")
+
+
 @pytest.mark.parametrize("trial", range(TRIALS))
 def test_kill_9_at_random_moments_then_rerun_gives_the_exact_lake(
     workload, tmp_path: Path, trial: int
 ) -> None:
+    _kill_randomly_then_rerun(workload, tmp_path, trial)
+
+
+@pytest.mark.parametrize("trial", range(max(3, TRIALS // 3)))
+def test_kill_9_at_random_moments_around_schema_changes_then_rerun_gives_the_exact_lake(
+    workload_with_ddl, tmp_path: Path, trial: int
+) -> None:
+    _kill_randomly_then_rerun(workload_with_ddl, tmp_path, 500 + trial)
+
+
+def _kill_randomly_then_rerun(workload, tmp_path: Path, trial: int) -> None:
     endpoint, start, target, reference_changelog = workload
     database = endpoint.database
     rng = random.Random(1000 + trial)
