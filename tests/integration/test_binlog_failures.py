@@ -171,6 +171,31 @@ def test_ddl_on_tracked_table_stops_before_anything_after_it(mysql_database: MyS
     assert statement.split()[0].lower() in raised.value.statement.lower()
     assert raised.value.tables == (table_name(mysql_database, "t"),)
     assert raised.value.position == before_ddl == reader.position
+    message = str(raised.value)
+    assert raised.value.gtid in message and "schema_changes" in message and "evolve" in message
+
+
+def test_with_evolve_the_reader_yields_ddl_on_a_tracked_table_as_its_own_transaction(
+    mysql_database: MySqlEndpoint,
+):
+    execute(mysql_database, "CREATE TABLE t (id INT PRIMARY KEY, v INT)")
+    start = gtid_executed(mysql_database)
+    execute(
+        mysql_database,
+        "INSERT INTO t VALUES (1, 1)",
+        "ALTER TABLE t ADD COLUMN w INT DEFAULT 7",
+        "INSERT INTO t VALUES (2, 2, 3)",
+    )
+    name = table_name(mysql_database, "t")
+    reader = BinlogReader(mysql_database, tables=[name], heartbeat_s=0.2, schema_changes="evolve")
+    transactions = list(reader.read(start, UntilCaughtUp()))
+
+    assert [t.schema_change is not None for t in transactions] == [False, True, False]
+    assert transactions[1].schema_change.tables == (name,) and not transactions[1].changes
+    assert "ADD COLUMN w" in transactions[1].schema_change.statement
+    # The rows after it are decoded with the new table map (the compiled decoder rebuilt).
+    assert [c.after for c in transactions[2].changes] == [{"id": 2, "v": 2, "w": 3}]
+    assert [column.name for column in transactions[2].changes[0].shape.columns] == ["id", "v", "w"]
 
 
 def test_ddl_on_other_tables_only_advances_the_position(mysql_database: MySqlEndpoint):

@@ -24,7 +24,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable
 
-from airflow_mysql_cdc.engine.apply.schema_decisions import decide, fits_lake
+from airflow_mysql_cdc.engine.apply.schema_decisions import compare_columns, decide, fits_lake
 from airflow_mysql_cdc.engine.binlog.changes import SchemaChange, TableShape, Transaction
 from airflow_mysql_cdc.engine.lake.schema_evolution import TableEvolution
 from airflow_mysql_cdc.engine.lake.sink import Sink
@@ -126,10 +126,9 @@ class SchemaChanges:
             if table in self.left:
                 continue
             reflected = self._snapshot_reflects(table, gtid)
-            if reflected == "all":
-                decisions.append(
-                    TableEvolution(table, "unchanged", "its snapshot was taken after this change")
-                )
+            if reflected == "all":  # the snapshot ran after it; its columns are checked against the table
+                what, fields = "its snapshot was taken after this change", self.sink.source_fields(table)
+                decisions.append(compare_columns(table, TableRef.parse(table), fields, self._columns, what))
                 continue
             decision = decide(
                 table, statement, change.statement, self.sink.source_fields(table), self._columns

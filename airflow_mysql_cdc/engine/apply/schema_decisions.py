@@ -65,7 +65,7 @@ def decide(
     if isinstance(statement, (parsed.CreateTable, parsed.IndexChange)):
         return None if not _same(statement.table, ref) else TableEvolution(table, "unchanged", "index only")
     reason = statement.reason if isinstance(statement, parsed.Unparsed) else type(statement).__name__
-    return _compare_columns(table, ref, lake_fields, current_columns, f"statement not recognised ({reason})")
+    return compare_columns(table, ref, lake_fields, current_columns, f"statement not recognised ({reason})")
 
 
 def _same(a: TableRef, b: TableRef) -> bool:
@@ -145,7 +145,7 @@ def _rename(
         return TableEvolution(table, "leave", f"the table was renamed to {away[-1]} (RENAME TABLE)")
     if not away:
         return TableEvolution(table, "resnapshot", f"table {into[-1]} was renamed into its name")
-    return _compare_columns(
+    return compare_columns(
         table,
         ref,
         lake_fields,
@@ -154,7 +154,7 @@ def _rename(
     )
 
 
-def _compare_columns(
+def compare_columns(
     table: str,
     ref: TableRef,
     lake_fields: Mapping[str, pa.DataType] | None,

@@ -36,6 +36,10 @@ def test_a_file_named_by_the_environment_overrides_the_defaults(
         ({"tabels": ["a.b"]}, "unknown pipeline configuration keys: tabels"),
         ({"password": "x"}, "credentials belong in the Airflow connection"),
         ({"on_purged": "ignore"}, "on_purged must be 'fail' or 'resnapshot'"),
+        (
+            {"tables": ["a.b"], "lake_root": "/l", "schema_changes": "ignore"},
+            "schema_changes must be 'evolve' or",
+        ),
         ([1, 2], "must hold a JSON object"),
     ],
 )
