@@ -104,33 +104,40 @@ def test_changes_whose_effect_is_not_in_the_binlog_resnapshot_only_that_table_wi
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     database = mysql_database.database
-    seed(mysql_database, "orders", 200)
-    seed(mysql_database, "payments", 200)
-    tables = [f"{database}.orders", f"{database}.payments"]
-    pipeline = Pipeline(monkeypatch, tmp_path, mysql_database.with_database(None), tables)
+    names = ("orders", "payments", "refunds")
+    for name in names:
+        seed(mysql_database, name, 150)
+    pipeline = Pipeline(
+        monkeypatch, tmp_path, mysql_database.with_database(None), [f"{database}.{n}" for n in names]
+    )
     _run(pipeline)
-    execute(mysql_database, "ALTER TABLE orders ADD COLUMN extra INT DEFAULT 1")
-    with writers_running(mysql_database, 43, "orders", "payments"):
-        # MODIFY widen (a decimal's scale: another Delta type) and narrow, RENAME COLUMN.
+    execute(mysql_database, "ALTER TABLE refunds ADD COLUMN extra INT DEFAULT 1")
+    with writers_running(mysql_database, 43, *names):
+        # MODIFY to another Delta type (a decimal's scale), MODIFY narrowing a string, RENAME COLUMN.
         execute(
             mysql_database,
             "ALTER TABLE orders MODIFY amount DECIMAL(12,3)",
-            "ALTER TABLE orders MODIFY customer VARCHAR(30) NOT NULL",
-            "ALTER TABLE orders RENAME COLUMN extra TO extra2",
+            "ALTER TABLE payments MODIFY customer VARCHAR(30) NOT NULL",
+            "ALTER TABLE refunds RENAME COLUMN extra TO extra2",
         )
         changed = _run(pipeline)
-        assert_exact_at(frozen_replica, checkpoint(changed), pipeline.lake, database, "orders", "payments")
-        actions = _actions(changed)
-        assert actions["orders"][0] == "evolve" and "resnapshot" in actions["orders"]
-        assert "payments" not in actions
-        snapshot_tables = [t["table"] for t in xcom_value(changed, "replicate", "snapshot")["tables"]]
-        assert snapshot_tables == []  # the plan snapshotted nothing; the re-snapshot ran after the DDL
+        assert_exact_at(frozen_replica, checkpoint(changed), pipeline.lake, database, *names)
+        assert _actions(changed) == {
+            "orders": ["resnapshot"], "payments": ["resnapshot"], "refunds": ["evolve", "resnapshot"]
+        }  # fmt: skip
+        assert xcom_value(changed, "replicate", "plan")["tables"] == []  # re-snapshotted after the DDL
+        changelog = DeltaTable(str(LakeLayout(pipeline.lake).changelog(database, "orders")))
+        assert "amount__decimal128_12_3" in changelog.schema().to_arrow().names  # history keeps its types
 
-        # A primary key change.
-        execute(mysql_database, "ALTER TABLE payments DROP PRIMARY KEY, ADD PRIMARY KEY (id, customer)")
+        # A primary key change; a column whose existing rows MySQL computes (an expression default).
+        execute(
+            mysql_database,
+            "ALTER TABLE payments DROP PRIMARY KEY, ADD PRIMARY KEY (id, customer)",
+            "ALTER TABLE refunds ADD COLUMN created DATETIME(6) DEFAULT CURRENT_TIMESTAMP(6)",
+        )
         rekeyed = _run(pipeline)
-        assert_exact_at(frozen_replica, checkpoint(rekeyed), pipeline.lake, database, "orders", "payments")
-        assert _actions(rekeyed) == {"payments": ["resnapshot"]}
+        assert_exact_at(frozen_replica, checkpoint(rekeyed), pipeline.lake, database, *names)
+        assert _actions(rekeyed) == {"payments": ["resnapshot"], "refunds": ["resnapshot"]}
 
 
 def test_a_dropped_table_leaves_the_pipeline_and_its_lake_table_is_kept_and_marked(

@@ -62,8 +62,8 @@ from airflow_mysql_cdc.engine.lake.schema_evolution import (
     SchemaChangeCommit,
     TableEvolution,
     apply_to_tables,
+    fit_changelog,
     source_fields,
-    with_dropped_columns,
 )
 from airflow_mysql_cdc.engine.lake.sink import BatchResult, SinkBehindError, SinkDivergedError
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
@@ -234,7 +234,8 @@ class DeltaSink:
                 counts.append(target.change_count)
             changelog = without_gtids(tables[name], self._handle(name, "changelog").already_applied)
             if changelog.rows.num_rows:
-                self._append_changelog(name, changelog, properties)
+                before = self._properties(state.applied_gtids, batch_seq)
+                self._append_changelog(name, changelog, properties, before)
                 counts.append(changelog.change_count)
             if counts:
                 result.rows_by_table[name] = max(counts)
@@ -391,11 +392,16 @@ class DeltaSink:
             raise self._commit_failed(handle, error) from error
         handle.expected_version = table.version()
 
-    def _append_changelog(self, name: str, batch: ChangeTable, properties: CommitProperties) -> None:
+    def _append_changelog(
+        self, name: str, batch: ChangeTable, properties: CommitProperties, before: CommitProperties
+    ) -> None:
+        """Append the batch's changes; columns the changelog lacks (or has with another type, after a
+        re-snapshot) are added first, in a commit recording the position before the batch."""
         handle = self._handle(name, "changelog")
         schema = changelog_schema(batch.shape.columns)
         table = self._checked_table(handle, schema, [COMMIT_DATE_COLUMN])
-        rows = with_dropped_columns(changelog_rows(batch, schema), pa.schema(table.schema().to_arrow()))
+        rows = fit_changelog(changelog_rows(batch, schema), table, before)
+        handle.expected_version = table.version()
         try:
             write_deltalake(table, rows, mode="append", commit_properties=properties)
         except CommitFailedError as error:

@@ -26,6 +26,7 @@ The actions (docs/operations.md, "Schema changes"):
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -210,6 +211,35 @@ def apply_to_tables(
     elif evolution.leaves and target is not None:
         departure = Departure(evolution.table, ddl.gtid, evolution.action, evolution.reason, ddl.statement)
         mark_departed(target, departure, ddl.final)
+
+
+def retyped_name(name: str, arrow_type: pa.DataType) -> str:
+    """The changelog column that holds a column's values after a re-snapshot changed its type."""
+    return f"{name}__{re.sub(r'[^0-9a-z]+', '_', str(arrow_type).lower()).strip('_')}"
+
+
+def fit_changelog(rows: pa.Table, table: DeltaTable, properties: CommitProperties) -> pa.Table:
+    """``rows`` shaped for the changelog ``table``, whose columns are added to first when needed.
+
+    The changelog is history, so a column never changes its type there: values of a column whose
+    type changed (a re-snapshot after MODIFY) go to a new column named by :func:`retyped_name`, and
+    the old one holds NULL from then on. The names depend on the types alone, never on the values,
+    so a replay makes the same columns. Added columns are added in a commit with ``properties``
+    (the position *before* the batch: the batch is not in the changelog until its append).
+    """
+    lake = pa.schema(table.schema().to_arrow())
+    renamed: dict[str, str] = {}
+    for field in rows.schema:
+        if field.name in lake.names and lake.field(field.name).type != field.type:
+            renamed[field.name] = retyped_name(field.name, field.type)
+    if renamed:
+        rows = rows.rename_columns([renamed.get(name, name) for name in rows.column_names])
+    missing = [field for field in rows.schema if field.name not in lake.names]
+    if missing:
+        table.alter.add_columns([Field.from_arrow(field) for field in missing], commit_properties=properties)
+        table.update_incremental()
+        lake = pa.schema(table.schema().to_arrow())
+    return with_dropped_columns(rows, lake)
 
 
 def with_dropped_columns(rows: pa.Table, lake_schema: pa.Schema) -> pa.Table:
