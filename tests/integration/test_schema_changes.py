@@ -226,3 +226,50 @@ def test_migration_tool_swaps_continue_with_the_same_columns_and_resnapshot_with
         assert_exact_at(frozen_replica, checkpoint(migrated), pipeline.lake, database, "orders")
         assert _actions(migrated) == {"orders": ["resnapshot"]}
         assert "score" in _target(pipeline, database, "orders").schema().to_arrow().names
+
+
+def _when_the_snapshot_committed_a_chunk(
+    pipeline: Pipeline, database: str, table: str, statement: str, endpoint
+):
+    """Run ``statement`` once the table's snapshot has committed its first chunk (it is mid-snapshot)."""
+
+    def watch() -> None:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            try:
+                history = _target(pipeline, database, table).history()
+            except Exception:  # noqa: BLE001 - the table does not exist yet
+                history = []
+            if any(
+                '"phase": "chunk"' in str(commit.get("airflow_mysql_cdc.snapshot", "")) for commit in history
+            ):
+                execute(endpoint, statement)
+                return
+            time.sleep(0.05)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    return watcher
+
+
+def test_a_ddl_during_the_first_runs_snapshot_restarts_it_and_the_run_ends_exact(
+    mysql_database: MySqlEndpoint,
+    frozen_replica: FrozenReplica,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    database = mysql_database.database
+    seed(mysql_database, "orders", 300)
+    pipeline = Pipeline(
+        monkeypatch, tmp_path, mysql_database.with_database(None), [f"{database}.orders"], chunk_size=20
+    )
+    with writers_running(mysql_database, 59, "orders", pause_s=0.01):
+        watcher = _when_the_snapshot_committed_a_chunk(
+            pipeline, database, "orders", "ALTER TABLE orders ADD COLUMN score INT DEFAULT 3", mysql_database
+        )
+        first = _run(pipeline)
+        watcher.join(timeout=5)
+        assert_exact_at(frozen_replica, checkpoint(first), pipeline.lake, database, "orders")
+        snapshot = xcom_value(first, "replicate", "snapshot")
+        assert [table["restarts"] for table in snapshot["tables"]] == [1]
+        assert "score" in _target(pipeline, database, "orders").schema().to_arrow().names

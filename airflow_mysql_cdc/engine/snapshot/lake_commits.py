@@ -187,6 +187,16 @@ class DeltaSnapshotWriter:
         """The latest snapshot's plan and finished chunks, from the table's history."""
         return progress_from_history(self._table())
 
+    def fits_columns(self) -> bool:
+        """The target holds exactly this snapshot's columns and types (a resumed snapshot's chunks
+        were read with the definition it has now)."""
+        table = self._table()
+        if table is None:
+            return False
+        lake = pa.schema(table.schema().to_arrow())
+        wanted = target_schema(self.columns)
+        return [(f.name, f.type) for f in lake] == [(f.name, f.type) for f in wanted]
+
     def start(self, plan: Sequence[Chunk], key: Sequence[str]) -> SnapshotProgress:
         """Empty the table (create it if needed) and record the plan, in one commit."""
         snapshot_id = uuid.uuid4().hex

@@ -12,7 +12,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import pymysql
@@ -22,6 +22,13 @@ from airflow_mysql_cdc.engine.mysql.schema import Column, TableRef, read_table_m
 from airflow_mysql_cdc.engine.mysql.types import ColumnType
 from airflow_mysql_cdc.engine.snapshot.chunks import Chunk, plan_chunks, require_row_key
 from airflow_mysql_cdc.engine.snapshot.lake_commits import DeltaSnapshotWriter
+from airflow_mysql_cdc.engine.snapshot.table_definition import (
+    DefinitionChanged,
+    DefinitionUnstableError,
+    SnapshotTableDroppedError,
+    TableDefinition,
+    check_unchanged,
+)
 from airflow_mysql_cdc.engine.snapshot.window import ChunkSnapshot, open_window_connection, read_window
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
 
@@ -112,6 +119,8 @@ class SnapshotResult:
     consistent_point: str
     """The table is exact at positions containing this set (its chunks' high watermarks), not before."""
     duration_s: float
+    restarts: int = 0
+    """How often a DDL on the table restarted its snapshot (:mod:`.table_definition`)."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -127,22 +136,56 @@ def snapshot_table(
     restart: bool = False,
     base_server_id: int | None = None,
     storage_options: dict[str, str] | None = None,
+    max_restarts: int = 3,
 ) -> SnapshotResult:
     """Snapshot ``table`` into the lake, resuming an unfinished snapshot unless ``restart``.
 
     A finished snapshot is taken again only with ``restart`` (a re-snapshot), which replaces the
-    table's contents.
+    table's contents. A DDL landing on the table during its snapshot restarts it with the new
+    definition (:mod:`.table_definition`), at most ``max_restarts`` times.
     """
     started = time.monotonic()
     ref = TableRef.parse(table)
+    for restarts in range(max_restarts + 1):
+        try:
+            result = _snapshot_once(
+                endpoint, lake_root, ref, chunk_size, run_windows, restart or restarts > 0,
+                base_server_id, storage_options, started,
+            )  # fmt: skip
+        except DefinitionChanged as change:
+            log.warning("snapshot of %s: %s; it starts again with the new definition", ref, change)
+            continue
+        return replace(result, restarts=restarts)
+    raise DefinitionUnstableError(
+        f"the definition of {ref} changed during each of {max_restarts + 1} attempts to snapshot it (a "
+        "migration still running?). Nothing of it was streamed; run the snapshot again once the migration "
+        "is over (a cleared task does)."
+    )
+
+
+def _snapshot_once(
+    endpoint: MySqlEndpoint,
+    lake_root: LakeRoot,
+    ref: TableRef,
+    chunk_size: int,
+    run_windows: WindowRunner,
+    restart: bool,
+    base_server_id: int | None,
+    storage_options: dict[str, str] | None,
+    started: float,
+) -> SnapshotResult:
     with endpoint.connect() as connection, connection.cursor() as cursor:
         metadata = require_row_key(read_table_metadata(cursor, ref), ref)
-        columns = tuple(ColumnType.from_column(column) for column in metadata.columns)
+        definition = TableDefinition.of(metadata)
+        columns = definition.columns
         key_columns = metadata.row_key_columns
         writer = DeltaSnapshotWriter(lake_root, ref, columns, storage_options)
         progress = writer.progress()
         resumed = progress is not None and not progress.complete and not restart
-        if progress is None or restart:
+        if resumed and not writer.fits_columns():
+            log.warning("snapshot of %s: the table's columns changed since it began; it starts again", ref)
+            resumed = False
+        if progress is None or restart or not resumed and not progress.complete:
             plan = plan_chunks(connection, metadata, chunk_size)
             progress = writer.start(plan, metadata.key_columns)
             log.info("snapshot of %s: %d chunk(s) of up to %d rows planned", ref, len(plan), chunk_size)
@@ -162,10 +205,18 @@ def snapshot_table(
         for chunk in pending
     ]  # fmt: skip
     rows = 0
-    for count, window in enumerate(run_windows(tasks), start=1):
-        writer.write_chunk(progress, window)
-        rows += len(window.rows)
-        _log_progress(ref, count, len(pending), len(progress.done), len(progress.plan), rows, started)
+    check_unchanged(endpoint, ref, definition)
+    try:
+        for count, window in enumerate(run_windows(tasks), start=1):
+            check_unchanged(endpoint, ref, definition)  # this window read the planned definition
+            writer.write_chunk(progress, window)
+            rows += len(window.rows)
+            _log_progress(ref, count, len(pending), len(progress.done), len(progress.plan), rows, started)
+    except (DefinitionChanged, SnapshotTableDroppedError):
+        raise
+    except Exception:
+        check_unchanged(endpoint, ref, definition)  # a window that failed because the table changed
+        raise
     return SnapshotResult(
         table=str(ref),
         snapshot_id=progress.snapshot_id,
