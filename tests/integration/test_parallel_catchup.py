@@ -171,3 +171,26 @@ def test_gtids_numbered_out_of_binlog_order_fall_back_to_the_single_reader(
     assert any("continuing with the single reader" in record.message for record in caplog.records)
     assert parallel.end_gtids == single.end_gtids
     _assert_same_lake(tmp_path / "single", tmp_path / "parallel", database)
+
+
+def test_a_schema_change_in_a_parallel_catchup_continues_with_the_single_reader_to_the_same_lake(
+    mysql_database: MySqlEndpoint, tmp_path: Path
+) -> None:
+    database = mysql_database.database
+    start = _write_history(mysql_database, seconds=0.6)
+    execute(mysql_database, "ALTER TABLE orders ADD COLUMN score INT NOT NULL DEFAULT 4")
+    writer = ConcurrentWriter(mysql_database, seconds=0.6, seed=3)
+    writer.run()
+    assert writer.error is None
+    config = _config(database, tmp_path / "single", start)
+    single, parallel = _both(
+        mysql_database, tmp_path, config, run_ranges_in_threads, parallelism=3, wave_transactions=100
+    )
+    assert parallel.end_gtids == single.end_gtids
+    assert (
+        [c["action"] for c in parallel.schema_changes]
+        == [c["action"] for c in single.schema_changes]
+        == ["evolve"]
+    )
+    _assert_same_lake(tmp_path / "single", tmp_path / "parallel", database)
+    assert_lake_equals_source(mysql_database, tmp_path / "parallel", database, "orders")
