@@ -54,7 +54,11 @@ _MEANINGS = {
     ExitCode.CONFIGURATION: "configuration error",
     ExitCode.FENCED: "another run holds the pipeline's lease",
     ExitCode.LAKE_MISMATCH: "the lake and the requested start disagree, or a table cannot join",
-    ExitCode.BINLOG: "the binlog cannot be read from the checkpoint",
+    ExitCode.BINLOG: (
+        "the binlog cannot be applied from the checkpoint (purged, another server's history, or a "
+        "change the run must stop at, such as DDL with schema_changes: stop; the application's error "
+        "above says which)"
+    ),
 }
 _LABELS = {
     ExitCode.OK: "ok",

@@ -42,6 +42,22 @@ def _run(pipeline: Pipeline) -> Any:
     return dag_run
 
 
+def _running(
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    endpoint: MySqlEndpoint,
+    rows: dict[str, int],
+    **overrides: Any,
+) -> Pipeline:
+    """A pipeline of these seeded tables (name: rows) after its first run (their snapshots)."""
+    for name, count in rows.items():
+        seed(endpoint, name, count)
+    tables = [f"{endpoint.database}.{name}" for name in rows]
+    pipeline = Pipeline(monkeypatch, tmp_path, endpoint.with_database(None), tables, **overrides)
+    _run(pipeline)
+    return pipeline
+
+
 def _actions(dag_run) -> dict[str, list[str]]:
     """Table name (without schema) -> the actions of this run's schema changes, in order."""
     actions: dict[str, list[str]] = {}
@@ -61,10 +77,8 @@ def test_added_and_dropped_columns_indexes_and_truncate_evolve_the_lake_in_place
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     database = mysql_database.database
-    seed(mysql_database, "orders", 200)
     seed(mysql_database, "audit", 10)  # not tracked
-    pipeline = Pipeline(monkeypatch, tmp_path, mysql_database.with_database(None), [f"{database}.orders"])
-    _run(pipeline)
+    pipeline = _running(monkeypatch, tmp_path, mysql_database, {"orders": 200})
     with writers_running(mysql_database, 41, "orders", "audit"):
         # ADD with NULL, with a literal default (existing rows get it), FIRST and AFTER; an index;
         # DDL on an untracked table. (MySQL's implicit defaults: tests/unit/mysql/test_ddl.py.)
@@ -105,11 +119,7 @@ def test_changes_whose_effect_is_not_in_the_binlog_resnapshot_only_that_table_wi
 ) -> None:
     database = mysql_database.database
     names = ("orders", "payments", "refunds", "invoices", "credits", "ledger")
-    for name in names:
-        seed(mysql_database, name, 120)
-    tables = [f"{database}.{name}" for name in names]
-    pipeline = Pipeline(monkeypatch, tmp_path, mysql_database.with_database(None), tables, chunk_size=200)
-    _run(pipeline)
+    pipeline = _running(monkeypatch, tmp_path, mysql_database, dict.fromkeys(names, 120), chunk_size=200)
     execute(mysql_database, "ALTER TABLE refunds ADD COLUMN extra INT DEFAULT 1")
     with writers_running(mysql_database, 43, "orders", "payments", "ledger", pause_s=0.01):
         # One kind per table, all in one run: MODIFY to another Delta type (a decimal's scale),
@@ -146,16 +156,18 @@ def test_a_dropped_table_leaves_the_pipeline_and_its_lake_table_is_kept_and_mark
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     database = mysql_database.database
-    seed(mysql_database, "orders", 100)
-    seed(mysql_database, "payments", 100)
-    tables = [f"{database}.orders", f"{database}.payments"]
-    pipeline = Pipeline(monkeypatch, tmp_path, mysql_database.with_database(None), tables)
-    _run(pipeline)
+    pipeline = _running(
+        monkeypatch, tmp_path, mysql_database, {"orders": 100, "payments": 100, "refunds": 50}
+    )
     with writers_running(mysql_database, 47, "orders"):
-        execute(mysql_database, "DROP TABLE payments")
+        execute(mysql_database, "DROP TABLE payments", "RENAME TABLE refunds TO refunds_2025")
         dropped = _run(pipeline)
         assert_exact_at(frozen_replica, checkpoint(dropped), pipeline.lake, database, "orders")
-        assert _actions(dropped) == {"payments": ["leave"]}
+        assert _actions(dropped) == {"payments": ["leave"], "refunds": ["leave"]}
+        assert (
+            "renamed to"
+            in _target(pipeline, database, "refunds").metadata().configuration[DEPARTURE_PROPERTY]
+        )
         payments = _target(pipeline, database, "payments")
         assert payments.to_pyarrow_table().num_rows == 100
         assert "dropped" in payments.metadata().configuration[DEPARTURE_PROPERTY]
@@ -208,9 +220,7 @@ def test_migration_tool_swaps_continue_with_the_same_columns_and_resnapshot_with
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     database = mysql_database.database
-    seed(mysql_database, "orders", 150)
-    pipeline = Pipeline(monkeypatch, tmp_path, mysql_database.with_database(None), [f"{database}.orders"])
-    _run(pipeline)
+    pipeline = _running(monkeypatch, tmp_path, mysql_database, {"orders": 150})
     with writers_running(mysql_database, 53, "orders"):
         # pt-online-schema-change's names, a rebuild that keeps the columns: streaming goes on.
         _swap_in_a_copy(mysql_database, "orders", "_orders_new", "_orders_old", None)
@@ -273,3 +283,23 @@ def test_a_ddl_during_the_first_runs_snapshot_restarts_it_and_the_run_ends_exact
         snapshot = xcom_value(first, "replicate", "snapshot")
         assert [table["restarts"] for table in snapshot["tables"]] == [1]
         assert "score" in _target(pipeline, database, "orders").schema().to_arrow().names
+
+
+def test_with_schema_changes_stop_the_run_fails_before_the_ddl_naming_it(
+    mysql_database: MySqlEndpoint,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capfd: pytest.CaptureFixture,
+) -> None:
+    pipeline = _running(monkeypatch, tmp_path, mysql_database, {"orders": 50}, schema_changes="stop")
+    before = pipeline.lake_position()
+    execute(mysql_database, "INSERT INTO orders (id, customer, amount, status) VALUES (900, 'c', 1, 'new')")
+    execute(mysql_database, "ALTER TABLE orders ADD COLUMN score INT")
+    stopped = pipeline.run(now())
+    assert task_states(stopped)["replicate"] == "failed"
+    position = pipeline.lake_position()
+    assert before.issubset(position) and (position - before).count() == 1  # the insert, not the DDL
+    log = capfd.readouterr()
+    text = log.out + log.err
+    assert "ADD COLUMN score" in text and "schema_changes setting is 'stop'" in text
+    assert "Set schema_changes: evolve" in text

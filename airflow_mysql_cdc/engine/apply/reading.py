@@ -27,6 +27,7 @@ from airflow_mysql_cdc.engine.apply.batches import BatchApplier, OnBatch, finish
 from airflow_mysql_cdc.engine.apply.config import ApplyConfig, ApplyResult
 from airflow_mysql_cdc.engine.apply.schema_changes import SchemaChanges
 from airflow_mysql_cdc.engine.apply.snapshot_filter import load_snapshot_filter
+from airflow_mysql_cdc.engine.binlog.errors import SchemaChangeError
 from airflow_mysql_cdc.engine.binlog.reader import BinlogReader
 from airflow_mysql_cdc.engine.binlog.stop_rules import StopRule
 from airflow_mysql_cdc.engine.lake.schema_evolution import TableEvolution
@@ -129,6 +130,8 @@ def read_into_sink(
             if item is _END or (stop_requested is not None and stop_requested.is_set()):
                 break
             if isinstance(item, BaseException):
+                if isinstance(item, SchemaChangeError):
+                    applier.flush()  # schema_changes: stop: the lake is exact up to the DDL
                 raise item
             if item is not None:
                 applier.add(item)

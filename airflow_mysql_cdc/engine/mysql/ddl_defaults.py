@@ -78,23 +78,23 @@ def default_value(column: ColumnType, tokens: list[Token], at: int) -> tuple[Col
         return _converted(column, "1" if token.is_word("TRUE") else "0", "number"), at + 1
     if token.kind in ("number", "string", "bits", "hex"):
         return _converted(column, sign + token.value, token.kind), at + 1
-    end = at + 1
-    if end < len(tokens) and tokens[end].text == "(":  # CURRENT_TIMESTAMP(6), NOW(), (expr)
-        depth = 0
-        while True:
-            depth += {"(": 1, ")": -1}.get(tokens[end].text, 0)
-            end += 1
-            if depth == 0:
-                break
-    if token.text == "(":
-        end = at
-        depth = 0
-        while True:
-            depth += {"(": 1, ")": -1}.get(tokens[end].text, 0)
-            end += 1
-            if depth == 0:
-                break
+    if token.text == "(":  # (expr)
+        end = _past_parentheses(tokens, at)
+    elif at + 1 < len(tokens) and tokens[at + 1].text == "(":  # CURRENT_TIMESTAMP(6), NOW()
+        end = _past_parentheses(tokens, at + 1)
+    else:
+        end = at + 1
     return ExpressionDefault(" ".join(t.text for t in tokens[at:end])), end
+
+
+def _past_parentheses(tokens: list[Token], at: int) -> int:
+    """The position after the parenthesised group opening at ``tokens[at]``."""
+    depth = 0
+    while True:
+        depth += {"(": 1, ")": -1}.get(tokens[at].text, 0)
+        at += 1
+        if depth == 0:
+            return at
 
 
 def _converted(column: ColumnType, text: str, kind: str) -> ColumnDefault:
