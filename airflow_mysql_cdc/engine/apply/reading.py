@@ -109,7 +109,12 @@ def read_into_sink(
     thread = _ReaderThread(reader, read.start, read.stop_rule)
     collector = BatchCollector()
     schema_changes = SchemaChanges(
-        sink, endpoint, read.departed, snapshot_filter, lambda gtid, change: _record(result, gtid, change)
+        sink,
+        endpoint,
+        read.departed,
+        snapshot_filter,
+        lambda gtid, change: _record(result, gtid, change),
+        read.snapshots,
     )
     applier = BatchApplier(sink, read.start, result, snapshot_filter, collector, on_batch, schema_changes)
     oldest_pending: float | None = None

@@ -22,16 +22,17 @@ re-snapshot are snapshotted and joined again by the caller in the same run (the 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 from airflow_mysql_cdc.engine.apply.schema_decisions import compare_columns, decide, fits_lake
 from airflow_mysql_cdc.engine.binlog.changes import SchemaChange, TableShape, Transaction
 from airflow_mysql_cdc.engine.lake.schema_evolution import TableEvolution
 from airflow_mysql_cdc.engine.lake.sink import Sink
 from airflow_mysql_cdc.engine.mysql import ddl as parsed
-from airflow_mysql_cdc.engine.mysql.schema import TableRef
+from airflow_mysql_cdc.engine.mysql.schema import TableRef, read_table_metadata
 from airflow_mysql_cdc.engine.mysql.types import ColumnType, read_table_column_types
 from airflow_mysql_cdc.engine.snapshot.change_filter import SnapshotChangeFilter
+from airflow_mysql_cdc.engine.snapshot.lake_commits import SnapshotProgress
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 
@@ -51,6 +52,7 @@ class SchemaChanges:
         left: Iterable[str],
         snapshot_filter: SnapshotChangeFilter | None,
         record: Recorder,
+        snapshots: Mapping[str, SnapshotProgress | None] | None = None,
     ) -> None:
         self.sink = sink
         self.endpoint = endpoint
@@ -58,6 +60,7 @@ class SchemaChanges:
         """Tables whose changes this read drops: not members, or left at a DDL of this read."""
         self.snapshot_filter = snapshot_filter
         self.record = record
+        self.snapshots = snapshots or {}
         self._fitting: dict[int, TableShape] = {}  # shapes whose columns fit the lake, by id (kept alive)
 
     def apply(self, transaction: Transaction, position_after: GtidSet) -> None:
@@ -131,7 +134,12 @@ class SchemaChanges:
                 decisions.append(compare_columns(table, TableRef.parse(table), fields, self._columns, what))
                 continue
             decision = decide(
-                table, statement, change.statement, self.sink.source_fields(table), self._columns
+                table,
+                statement,
+                change.statement,
+                self.sink.source_fields(table),
+                self._columns,
+                self._row_key,
             )
             if decision is not None and reflected == "some" and decision.action != "leave":
                 decision = TableEvolution(table, "resnapshot", "the change landed during its snapshot")
@@ -145,6 +153,16 @@ class SchemaChanges:
             return "none"
         holding = sum(gtid in chunk.high_watermark for chunk in index.chunks)
         return "all" if holding == len(index.chunks) else "some"
+
+    def _row_key(self, ref: TableRef) -> tuple[str, ...] | None:
+        """The key the table's snapshot was chunked and merged by if it is the primary key now, ``()``
+        if the table's row key is a unique key (a unique-key change may change it), None if unknown."""
+        with self.endpoint.connect() as connection, connection.cursor() as cursor:
+            metadata = read_table_metadata(cursor, ref)
+        progress = self.snapshots.get(str(ref))
+        if metadata is None or progress is None:
+            return None
+        return tuple(progress.key) if metadata.key_kind == "primary" else ()
 
     def _columns(self, ref: TableRef) -> tuple[ColumnType, ...] | None:
         with self.endpoint.connect() as connection, connection.cursor() as cursor:

@@ -29,6 +29,8 @@ from airflow_mysql_cdc.engine.mysql.types import ColumnType
 
 CurrentColumns = Callable[[TableRef], "tuple[ColumnType, ...] | None"]
 """The table's columns in ``information_schema`` now (None: the table does not exist)."""
+RowKey = Callable[[TableRef], "tuple[str, ...] | None"]
+"""The primary key the lake table is merged by (() for none, None: not known)."""
 
 _AUTO_INCREMENT_COLUMN = re.compile(r"\bAUTO_INCREMENT\b(?!\s*=)", re.I)
 _NO_EFFECT = (parsed.IndexOnly, parsed.DefaultChange, parsed.TableOption)
@@ -40,16 +42,19 @@ def decide(
     statement_text: str,
     lake_fields: Mapping[str, pa.DataType] | None,
     current_columns: CurrentColumns,
+    row_key: RowKey = lambda ref: None,
 ) -> TableEvolution | None:
     """What ``statement`` does to ``table`` (None: it does not touch it, a name matched by chance).
 
-    ``lake_fields`` are the target's source columns (None: no target table yet).
+    ``lake_fields`` are the target's source columns (None: no target table yet); ``row_key`` its
+    primary key (a unique key may be the row key of a table without one, and dropping a key column
+    changes the key: both re-snapshot).
     """
     ref = TableRef.parse(table)
     if isinstance(statement, parsed.AlterTable):
         if not _same(statement.table, ref):
             return None
-        return _alter(table, statement, statement_text, lake_fields)
+        return _alter(table, statement, statement_text, lake_fields, row_key(ref))
     if isinstance(statement, parsed.RenameTables):
         return _rename(table, ref, statement, lake_fields, current_columns)
     if isinstance(statement, parsed.TruncateTable):
@@ -62,8 +67,16 @@ def decide(
         if statement.schema.lower() != ref.schema.lower():
             return None
         return TableEvolution(table, "leave", f"its database {statement.schema} was dropped (DROP DATABASE)")
-    if isinstance(statement, (parsed.CreateTable, parsed.IndexChange)):
-        return None if not _same(statement.table, ref) else TableEvolution(table, "unchanged", "index only")
+    if isinstance(statement, parsed.CreateTable):
+        return None
+    if isinstance(statement, parsed.IndexChange):
+        if not _same(statement.table, ref):
+            return None
+        if statement.may_change_row_key and not row_key(ref):
+            return TableEvolution(
+                table, "resnapshot", "a unique key changed on a table without a primary key"
+            )
+        return TableEvolution(table, "unchanged", "index only")
     reason = statement.reason if isinstance(statement, parsed.Unparsed) else type(statement).__name__
     return compare_columns(table, ref, lake_fields, current_columns, f"statement not recognised ({reason})")
 
@@ -73,28 +86,38 @@ def _same(a: TableRef, b: TableRef) -> bool:
 
 
 def _alter(
-    table: str, statement: parsed.AlterTable, text: str, lake_fields: Mapping[str, pa.DataType] | None
+    table: str,
+    statement: parsed.AlterTable,
+    text: str,
+    lake_fields: Mapping[str, pa.DataType] | None,
+    key: tuple[str, ...] | None,
 ) -> TableEvolution:
     added: list[AddedColumn] = []
     dropped: list[str] = []
     for action in statement.actions:
         if isinstance(action, parsed.RenameTo):
             return TableEvolution(
-                table, "leave", f"the table was renamed to {action.new} (ALTER TABLE ... RENAME)"
+                table, "leave", f"the table was renamed to {action.table} (ALTER TABLE ... RENAME)"
             )
     for action in statement.actions:
+        if isinstance(action, parsed.IndexOnly) and action.may_change_row_key and not key:
+            return TableEvolution(
+                table, "resnapshot", "a unique key changed on a table without a primary key"
+            )
         if isinstance(action, _NO_EFFECT):
             continue
         if isinstance(action, parsed.DropColumn):
+            if key and action.name.lower() in {column.lower() for column in key}:
+                return TableEvolution(
+                    table, "resnapshot", f"DROP COLUMN {action.name} changes the primary key"
+                )
             dropped.append(action.name)
             continue
         if not isinstance(action, parsed.AddColumn):
             return _resnapshot(table, action)
         if _AUTO_INCREMENT_COLUMN.search(text):
             return TableEvolution(table, "resnapshot", f"ADD COLUMN {action.name} numbers existing rows")
-        default = action.default
-        if isinstance(default, parsed.NoDefault):
-            default = parsed.implicit_default(action.column_type, action.nullable)
+        default = action.existing_rows_default
         if not isinstance(default, parsed.LiteralDefault):
             return TableEvolution(
                 table,

@@ -1,118 +1,109 @@
-"""What a DDL statement of the binlog does, read conservatively: recognised with certainty, or ``Unparsed``.
+"""What a DDL statement from the binlog does to tables: which statement it is, and what an ALTER changes.
 
-Invariant: a statement or an ``ALTER TABLE`` clause is given a meaning only when its grammar is
-recognised completely; anything else becomes :class:`Unparsed` or :class:`OtherChange`, which the
-engine answers with a comparison of columns or a re-snapshot, never a guess. The statement is the
-text MySQL logged (the original statement; comments kept, versioned comments ``/*!80013 ... */``
-part of it). Column identity is decided later from the binlog's own table maps; what only the
-statement can say is which DDL it is and the DEFAULT that MySQL gave existing rows for an added
-column (:mod:`.ddl_defaults`). Guarded by tests/unit/mysql/test_ddl.py.
+Invariant: :func:`parse_ddl` describes a statement only as far as it is certain of it. A statement
+it does not recognise with certainty is :class:`Unparsed`; a clause of an ``ALTER TABLE`` it does
+not recognise is :class:`OtherChange`. On both the engine re-snapshots the table, which is always
+correct; a wrong description could let the lake drift from the source, so the parser never
+guesses. The binlog's table map decides column identity; this parser supplies what the map cannot:
+which statement ran, which columns an ALTER adds or drops, and the value an added column gave the
+rows that already existed (:mod:`.default_values`).
+
+The statement is the text MySQL logged (a ``QueryEvent``): the original text, comments included,
+with ``default_schema`` the event's current database. Comments are ignored except versioned ones
+(``/*!80013 ... */``), whose content the server ran (:mod:`.ddl_lexer`). Keywords are
+case-insensitive; identifiers keep the case they are written in. An ``ALTER TABLE``'s clauses are
+split at top-level commas (never inside parentheses or quotes) and read one by one.
+
+Decisions:
+
+* ``ALTER TABLE a RENAME [TO|AS] b`` alone is :class:`RenameTables`, like ``RENAME TABLE a TO b``:
+  one shape for every rename (gh-ost and pt-osc swap tables with ``RENAME TABLE``). Together with
+  other clauses it is a :class:`RenameTo` action of the :class:`AlterTable`.
+* ``CREATE UNIQUE INDEX`` and ``DROP INDEX`` say ``may_change_row_key``: the key may be the one a
+  table without primary key is merged by (:mod:`.schema`).
+
+The clauses of an ALTER, and the decisions about them, are :mod:`.alter_table`; this module
+re-exports their names, so ``parse_ddl`` and everything it returns come from one place.
+
+Guarded by ``tests/unit/test_mysql_ddl.py``, ``tests/unit/test_mysql_ddl_defaults.py`` and
+``tests/integration/test_mysql_ddl_parity.py``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from airflow_mysql_cdc.engine.mysql.ddl_defaults import (
+from airflow_mysql_cdc.engine.mysql.alter_table import (
+    AddColumn,
+    AlterAction,
+    ChangeColumn,
+    DefaultChange,
+    DropColumn,
+    IndexOnly,
+    ModifyColumn,
+    OtherChange,
+    PrimaryKeyChange,
+    RenameColumn,
+    RenameTo,
+    TableOption,
+    read_alter_clauses,
+    read_table_options,
+    read_table_ref,
+)
+from airflow_mysql_cdc.engine.mysql.ddl_lexer import TokenCursor, UnrecognisedStatement, tokenize
+from airflow_mysql_cdc.engine.mysql.default_values import (
     ColumnDefault,
     ExpressionDefault,
     LiteralDefault,
     NoDefault,
-    default_value,
     implicit_default,
 )
-from airflow_mysql_cdc.engine.mysql.ddl_tokens import Token, split_top_level, tokenize
 from airflow_mysql_cdc.engine.mysql.schema import TableRef
-from airflow_mysql_cdc.engine.mysql.types import ColumnType
 
 __all__ = [
-    "AddColumn", "AlterTable", "ChangeColumn", "ColumnDefault", "CreateTable", "DefaultChange", "DropColumn",
-    "DropDatabase", "DropTables", "ExpressionDefault", "IndexChange", "IndexOnly", "LiteralDefault",
-    "ModifyColumn", "NoDefault", "OtherChange", "PrimaryKeyChange", "RenameColumn", "RenameTables",
-    "RenameTo", "TableOption", "TruncateTable", "Unparsed", "implicit_default", "parse_ddl",
-]  # fmt: skip
-
-
-# --- what a statement is -------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class AddColumn:
-    name: str
-    column_type: ColumnType
-    nullable: bool
-    default: ColumnDefault
-    position: str | None = None  # "FIRST", "AFTER x" or None (last)
-
-
-@dataclass(frozen=True)
-class DropColumn:
-    name: str
-
-
-@dataclass(frozen=True)
-class RenameColumn:
-    old: str
-    new: str
-
-
-@dataclass(frozen=True)
-class ModifyColumn:
-    name: str
-    text: str
-
-
-@dataclass(frozen=True)
-class ChangeColumn:
-    old: str
-    new: str
-    text: str
-
-
-@dataclass(frozen=True)
-class IndexOnly:
-    text: str
-
-
-@dataclass(frozen=True)
-class PrimaryKeyChange:
-    text: str
-
-
-@dataclass(frozen=True)
-class DefaultChange:
-    name: str
-
-
-@dataclass(frozen=True)
-class TableOption:
-    text: str
-
-
-@dataclass(frozen=True)
-class RenameTo:
-    new: TableRef
-
-
-@dataclass(frozen=True)
-class OtherChange:
-    text: str
-
-
-AlterAction = (
-    AddColumn | DropColumn | RenameColumn | ModifyColumn | ChangeColumn | IndexOnly | PrimaryKeyChange
-    | DefaultChange | TableOption | RenameTo | OtherChange
-)  # fmt: skip
+    "AddColumn",
+    "AlterAction",
+    "AlterTable",
+    "ChangeColumn",
+    "ColumnDefault",
+    "CreateTable",
+    "Ddl",
+    "DefaultChange",
+    "DropColumn",
+    "DropDatabase",
+    "DropTables",
+    "ExpressionDefault",
+    "IndexChange",
+    "IndexOnly",
+    "LiteralDefault",
+    "ModifyColumn",
+    "NoDefault",
+    "OtherChange",
+    "PrimaryKeyChange",
+    "RenameColumn",
+    "RenameTables",
+    "RenameTo",
+    "TableOption",
+    "TruncateTable",
+    "Unparsed",
+    "implicit_default",
+    "parse_ddl",
+]
 
 
 @dataclass(frozen=True)
 class AlterTable:
+    """``ALTER TABLE``: its clauses in statement order (an empty ALTER has none)."""
+
     table: TableRef
     actions: tuple[AlterAction, ...]
 
 
 @dataclass(frozen=True)
 class RenameTables:
+    """``RENAME TABLE a TO b, c TO d`` in order (each rename sees the ones before it), or an
+    ``ALTER TABLE a RENAME TO b`` with no other clause."""
+
     pairs: tuple[tuple[TableRef, TableRef], ...]
 
 
@@ -123,8 +114,10 @@ class TruncateTable:
 
 @dataclass(frozen=True)
 class DropTables:
+    """``DROP [TEMPORARY] TABLE [IF EXISTS] ...``: a TEMPORARY table is never a tracked one."""
+
     tables: tuple[TableRef, ...]
-    temporary: bool = False
+    temporary: bool
 
 
 @dataclass(frozen=True)
@@ -134,16 +127,25 @@ class DropDatabase:
 
 @dataclass(frozen=True)
 class CreateTable:
+    """``CREATE [TEMPORARY] TABLE`` in any form (columns, ``LIKE``, ``SELECT``): a new table."""
+
     table: TableRef
+    temporary: bool = False
 
 
 @dataclass(frozen=True)
 class IndexChange:
+    """``CREATE [UNIQUE|FULLTEXT|SPATIAL] INDEX ... ON t`` or ``DROP INDEX ... ON t``; see
+    :class:`IndexOnly` for ``may_change_row_key``."""
+
     table: TableRef
+    may_change_row_key: bool
 
 
 @dataclass(frozen=True)
 class Unparsed:
+    """Not recognised with certainty; ``reason`` says where and why. The engine re-snapshots."""
+
     reason: str
 
 
@@ -159,227 +161,93 @@ Ddl = (
 )
 
 
-# --- statements ----------------------------------------------------------------------------------
-
-
 def parse_ddl(statement: str, default_schema: str) -> Ddl:
-    """What ``statement`` does; unqualified names are in ``default_schema`` (the event's database)."""
+    """What ``statement`` does, with unqualified table names in ``default_schema``; never raises."""
     try:
         tokens = tokenize(statement)
-        return _Statement(tokens, default_schema).parse()
-    except (ValueError, IndexError) as error:
-        return Unparsed(str(error) or "not recognised")
+        while tokens and tokens[-1].is_punct(";"):
+            tokens.pop()
+        return _statement(TokenCursor(tokens), statement, default_schema)
+    except UnrecognisedStatement as unrecognised:
+        return Unparsed(str(unrecognised))
 
 
-class _Statement:
-    def __init__(self, tokens: list[Token], default_schema: str) -> None:
-        self.tokens = [t for t in tokens if t.text != ";"]
-        self.at = 0
-        self.default_schema = default_schema
-
-    def peek(self, *words: str) -> bool:
-        return self.at < len(self.tokens) and self.tokens[self.at].is_word(*words)
-
-    def take(self, *words: str) -> bool:
-        if self.peek(*words):
-            self.at += 1
-            return True
-        return False
-
-    def expect(self, *words: str) -> None:
-        if not self.take(*words):
-            raise ValueError(f"expected {' or '.join(words)}")
-
-    def table(self) -> TableRef:
-        first = self.tokens[self.at].identifier()
-        self.at += 1
-        if self.at < len(self.tokens) and self.tokens[self.at].text == ".":
-            second = self.tokens[self.at + 1].identifier()
-            self.at += 2
-            return TableRef(first, second)
-        return TableRef(self.default_schema, first)
-
-    def done(self) -> bool:
-        return self.at >= len(self.tokens)
-
-    def parse(self) -> Ddl:
-        if self.take("ALTER"):
-            self.take("ONLINE")
-            self.take("IGNORE")
-            self.expect("TABLE")
-            table = self.table()
-            clauses = split_top_level(self.tokens[self.at :])
-            return AlterTable(table, tuple(_alter_clause(c, self.default_schema) for c in clauses if c))
-        if self.take("RENAME"):
-            if not self.take("TABLE", "TABLES"):
-                raise ValueError("RENAME of something other than tables")
-            pairs = []
-            while True:
-                old = self.table()
-                self.expect("TO")
-                pairs.append((old, self.table()))
-                if self.done():
-                    return RenameTables(tuple(pairs))
-                if self.tokens[self.at].text != ",":
-                    raise ValueError("RENAME TABLE list")
-                self.at += 1
-        if self.take("TRUNCATE"):
-            self.take("TABLE")
-            return TruncateTable(self.table())
-        if self.take("DROP"):
-            return self._drop()
-        if self.take("CREATE"):
-            return self._create()
-        raise ValueError("not a statement this parser knows")
-
-    def _drop(self) -> Ddl:
-        temporary = self.take("TEMPORARY")
-        if self.take("TABLE", "TABLES"):
-            self.take_if_exists()
-            tables = [self.table()]
-            while not self.done() and self.tokens[self.at].text == ",":
-                self.at += 1
-                tables.append(self.table())
-            return DropTables(tuple(tables), temporary)
-        if self.take("DATABASE", "SCHEMA"):
-            self.take_if_exists()
-            return DropDatabase(self.tokens[self.at].identifier())
-        if self.take("INDEX"):
-            self.at += 1  # the index name
-            self.expect("ON")
-            return IndexChange(self.table())
-        raise ValueError("DROP of something other than a table, database or index")
-
-    def _create(self) -> Ddl:
-        self.take("TEMPORARY")
-        if self.take("TABLE"):
-            if self.take("IF"):
-                self.expect("NOT")
-                self.expect("EXISTS")
-            return CreateTable(self.table())
-        self.take("UNIQUE", "FULLTEXT", "SPATIAL")
-        if self.take("INDEX"):
-            while not self.take("ON"):
-                self.at += 1
-            return IndexChange(self.table())
-        raise ValueError("CREATE of something other than a table or index")
-
-    def take_if_exists(self) -> None:
-        if self.take("IF"):
-            self.expect("EXISTS")
+def _statement(cursor: TokenCursor, statement: str, default_schema: str) -> Ddl:
+    if cursor.accept_keyword("ALTER"):
+        cursor.expect_keyword("TABLE")
+        return _alter_table(cursor, statement, default_schema)
+    if cursor.accept_keyword("RENAME"):
+        cursor.expect_keyword("TABLE", "TABLES")
+        pairs = []
+        while True:
+            old = read_table_ref(cursor, default_schema)
+            cursor.expect_keyword("TO")
+            pairs.append((old, read_table_ref(cursor, default_schema)))
+            if not cursor.accept_punct(","):
+                break
+        cursor.expect_end()
+        return RenameTables(tuple(pairs))
+    if cursor.accept_keyword("TRUNCATE"):
+        cursor.accept_keyword("TABLE")
+        table = read_table_ref(cursor, default_schema)
+        cursor.expect_end()
+        return TruncateTable(table)
+    if cursor.accept_keyword("DROP"):
+        return _drop(cursor, default_schema)
+    if cursor.accept_keyword("CREATE"):
+        return _create(cursor, default_schema)
+    raise UnrecognisedStatement(f"not a statement on tables {cursor.describe_position()}")
 
 
-# --- ALTER TABLE clauses -------------------------------------------------------------------------
-
-_INDEX_WORDS = ("INDEX", "KEY", "UNIQUE", "FULLTEXT", "SPATIAL", "FOREIGN", "CHECK")
-_TABLE_OPTIONS = (
-    "ALGORITHM", "LOCK", "FORCE", "ENGINE", "COMMENT", "ROW_FORMAT", "AUTO_INCREMENT", "KEY_BLOCK_SIZE",
-    "STATS_AUTO_RECALC", "STATS_PERSISTENT", "STATS_SAMPLE_PAGES", "CHECKSUM", "DELAY_KEY_WRITE",
-    "PACK_KEYS", "AVG_ROW_LENGTH", "MAX_ROWS", "MIN_ROWS", "COMPRESSION", "ENCRYPTION", "INSERT_METHOD",
-    "AUTOEXTEND_SIZE", "SECONDARY_ENGINE", "SECONDARY_ENGINE_ATTRIBUTE", "ENGINE_ATTRIBUTE", "ENABLE",
-    "DISABLE", "WITH", "WITHOUT", "CHARSET", "COLLATE",
-)  # fmt: skip
-
-
-def _alter_clause(clause: list[Token], default_schema: str) -> AlterAction:
-    text = " ".join(t.text for t in clause)
-    first = clause[0]
-    rest = clause[1:]
-    if first.is_word("ADD"):
-        return _add(rest, text)
-    if first.is_word("DROP"):
-        if rest and rest[0].is_word("PRIMARY"):
-            return PrimaryKeyChange(text)
-        if rest and rest[0].is_word(*_INDEX_WORDS, "CONSTRAINT"):
-            return IndexOnly(text)
-        if rest and rest[0].is_word("PARTITION"):
-            return OtherChange(text)
-        names = rest[1:] if rest and rest[0].is_word("COLUMN") else rest
-        if len(names) == 1:
-            return DropColumn(names[0].identifier())
-        return OtherChange(text)
-    if first.is_word("MODIFY"):
-        names = rest[1:] if rest and rest[0].is_word("COLUMN") else rest
-        return ModifyColumn(names[0].identifier(), text)
-    if first.is_word("CHANGE"):
-        names = rest[1:] if rest and rest[0].is_word("COLUMN") else rest
-        return ChangeColumn(names[0].identifier(), names[1].identifier(), text)
-    if first.is_word("RENAME"):
-        if rest and rest[0].is_word("COLUMN") and len(rest) == 4 and rest[2].is_word("TO"):
-            return RenameColumn(rest[1].identifier(), rest[3].identifier())
-        if rest and rest[0].is_word("INDEX", "KEY"):
-            return IndexOnly(text)
-        names = rest[1:] if rest and rest[0].is_word("TO", "AS") else rest
-        statement = _Statement(names, default_schema)
-        new = statement.table()
-        if not statement.done():
-            raise ValueError(f"RENAME clause {text!r}")
-        return RenameTo(new)
-    if first.is_word("ALTER"):
-        if rest and rest[0].is_word("INDEX", "CHECK", "CONSTRAINT"):
-            return IndexOnly(text)
-        names = rest[1:] if rest and rest[0].is_word("COLUMN") else rest
-        if (
-            len(names) >= 3
-            and names[1].is_word("SET", "DROP")
-            and names[2].is_word("DEFAULT", "VISIBLE", "INVISIBLE")
-        ):
-            return DefaultChange(names[0].identifier())
-        return OtherChange(text)
-    if first.is_word(*_TABLE_OPTIONS):
-        return TableOption(text)
-    if first.is_word("DEFAULT") and rest and rest[0].is_word("CHARACTER", "CHARSET", "COLLATE"):
-        return TableOption(text)
-    if first.is_word("CHARACTER") and rest and rest[0].is_word("SET"):
-        return TableOption(text)
-    return OtherChange(text)
+def _drop(cursor: TokenCursor, default_schema: str) -> Ddl:
+    temporary = cursor.accept_keyword("TEMPORARY") is not None
+    if cursor.accept_keyword("TABLE", "TABLES"):
+        cursor.accept_keywords("IF", "EXISTS")
+        tables = [read_table_ref(cursor, default_schema)]
+        while cursor.accept_punct(","):
+            tables.append(read_table_ref(cursor, default_schema))
+        cursor.accept_keyword("RESTRICT", "CASCADE")
+        cursor.expect_end()
+        return DropTables(tuple(tables), temporary)
+    if not temporary and cursor.accept_keyword("DATABASE", "SCHEMA"):
+        cursor.accept_keywords("IF", "EXISTS")
+        schema = cursor.expect_identifier()
+        cursor.expect_end()
+        return DropDatabase(schema)
+    if not temporary and cursor.accept_keyword("INDEX"):
+        cursor.expect_identifier()
+        cursor.expect_keyword("ON")
+        table = read_table_ref(cursor, default_schema)
+        read_table_options(cursor, allowed=frozenset(("ALGORITHM", "LOCK")))
+        return IndexChange(table, may_change_row_key=True)
+    raise UnrecognisedStatement(
+        f"a DROP of something other than tables or an index {cursor.describe_position()}"
+    )
 
 
-def _add(rest: list[Token], text: str) -> AlterAction:
-    if not rest:
-        raise ValueError("ADD without anything")
-    head = rest[0]
-    if head.is_word("PRIMARY"):
-        return PrimaryKeyChange(text)
-    if head.is_word("CONSTRAINT"):
-        return PrimaryKeyChange(text) if any(t.is_word("PRIMARY") for t in rest) else IndexOnly(text)
-    if head.is_word(*_INDEX_WORDS):
-        return IndexOnly(text)
-    if head.is_word("PARTITION"):
-        return OtherChange(text)
-    if head.is_word("COLUMN"):
-        rest = rest[1:]
-    if rest and rest[0].text == "(":
-        return OtherChange(f"{text} (several columns in parentheses)")
-    return _column_definition(rest, text)
+def _create(cursor: TokenCursor, default_schema: str) -> Ddl:
+    temporary = cursor.accept_keyword("TEMPORARY") is not None
+    if cursor.accept_keyword("TABLE"):
+        cursor.accept_keywords("IF", "NOT", "EXISTS")
+        return CreateTable(read_table_ref(cursor, default_schema), temporary)
+    if not temporary:
+        unique = cursor.accept_keyword("UNIQUE") is not None
+        if not unique:
+            cursor.accept_keyword("FULLTEXT", "SPATIAL")
+        if cursor.accept_keyword("INDEX"):
+            cursor.expect_identifier()
+            if cursor.accept_keyword("USING"):
+                cursor.expect_keyword("BTREE", "HASH")
+            cursor.expect_keyword("ON")
+            return IndexChange(read_table_ref(cursor, default_schema), may_change_row_key=unique)
+    raise UnrecognisedStatement(
+        f"a CREATE of something other than a table or an index {cursor.describe_position()}"
+    )
 
 
-def _column_definition(tokens: list[Token], text: str) -> AlterAction:
-    from airflow_mysql_cdc.engine.mysql.ddl_types import column_type_of
-
-    name = tokens[0].identifier()
-    column_type, at = column_type_of(name, tokens, 1)
-    nullable, default, position = True, NoDefault(), None
-    while at < len(tokens):
-        token = tokens[at]
-        if token.is_word("NOT") and at + 1 < len(tokens) and tokens[at + 1].is_word("NULL"):
-            nullable, at = False, at + 2
-        elif token.is_word("NULL"):
-            at += 1
-        elif token.is_word("DEFAULT"):
-            default, at = default_value(column_type, tokens, at + 1)
-        elif token.is_word("COMMENT", "COLUMN_FORMAT", "STORAGE", "COLLATE", "SRID"):
-            at += 2
-        elif token.is_word("VISIBLE", "INVISIBLE", "UNIQUE", "KEY"):
-            at += 1
-        elif token.is_word("FIRST"):
-            position, at = "FIRST", at + 1
-        elif token.is_word("AFTER"):
-            position, at = f"AFTER {tokens[at + 1].identifier()}", at + 2
-        elif token.is_word("PRIMARY"):
-            return PrimaryKeyChange(text)
-        elif token.is_word("AUTO_INCREMENT", "GENERATED", "AS", "ON", "CHECK", "REFERENCES", "SERIAL"):
-            return OtherChange(f"{text} ({token.text} column)")
-        else:
-            return OtherChange(f"{text} (attribute {token.text!r} not recognised)")
-    return AddColumn(name, column_type, nullable, default, position)
+def _alter_table(cursor: TokenCursor, statement: str, default_schema: str) -> Ddl:
+    table = read_table_ref(cursor, default_schema)
+    actions = read_alter_clauses(cursor.tokens[cursor.position :], statement, default_schema)
+    if len(actions) == 1 and isinstance(actions[0], RenameTo):
+        return RenameTables(((table, actions[0].table),))
+    return AlterTable(table, actions)
