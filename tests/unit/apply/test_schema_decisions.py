@@ -63,3 +63,15 @@ def test_added_columns_carry_the_value_existing_rows_got() -> None:
     decision = _decide("ALTER TABLE orders ADD COLUMN qty INT NOT NULL, ADD COLUMN note TEXT")
     assert decision is not None
     assert [(a.column.name, a.existing_rows_value) for a in decision.added] == [("qty", 0), ("note", None)]
+
+
+def test_dropping_a_primary_key_column_or_changing_a_unique_key_without_a_primary_key_resnapshots() -> None:
+    def decided(statement: str, key: tuple[str, ...] | None):
+        parsed = parse_ddl(statement, "shop")
+        return decide("shop.orders", parsed, statement, LAKE, lambda ref: NOW, lambda ref: key)
+
+    assert decided("ALTER TABLE orders DROP COLUMN id", ("id", "status")).action == "resnapshot"
+    assert decided("ALTER TABLE orders DROP COLUMN kept", ("id",)).action == "evolve"
+    assert decided("ALTER TABLE orders ADD UNIQUE KEY u (status)", ()).action == "resnapshot"
+    assert decided("ALTER TABLE orders ADD UNIQUE KEY u (status)", ("id",)).action == "unchanged"
+    assert decided("CREATE UNIQUE INDEX u ON orders (status)", ()).action == "resnapshot"
