@@ -111,6 +111,42 @@ def test_added_and_dropped_columns_indexes_and_truncate_evolve_the_lake_in_place
         assert _actions(truncated) == {"orders": ["truncate"]}
 
 
+def test_columns_of_every_type_added_with_literal_defaults_give_existing_rows_mysqls_values(
+    mysql_database: MySqlEndpoint,
+    frozen_replica: FrozenReplica,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A table of the user's own shape (a composite key, no seed columns): the values existing rows
+    got from each added column's default reach the lake as a snapshot would store them."""
+    database = mysql_database.database
+    execute(
+        mysql_database,
+        "CREATE TABLE items (shop INT NOT NULL, sku VARCHAR(12) NOT NULL, qty INT, PRIMARY KEY (shop, sku))",
+        "INSERT INTO items VALUES " + ", ".join(f"({i % 3}, 'sku{i}', {i})" for i in range(40)),
+    )
+    pipeline = Pipeline(monkeypatch, tmp_path, mysql_database.with_database(None), [f"{database}.items"])
+    _run(pipeline)
+    execute(
+        mysql_database,
+        "INSERT INTO items VALUES (7, 'before', 1)",
+        "ALTER TABLE items ADD COLUMN kind ENUM('a', 'b''c') NOT NULL DEFAULT 'b''c' FIRST, "
+        "ADD COLUMN tags SET('x', 'y') DEFAULT 'y,x', ADD COLUMN day DATE DEFAULT '2024-02-29', "
+        "ADD COLUMN at DATETIME(3) DEFAULT '2024-01-01 10:11:12.345' AFTER sku, "
+        "ADD COLUMN ratio FLOAT DEFAULT 0.1, ADD COLUMN price DECIMAL(10,4) DEFAULT -3.25, "
+        "ADD COLUMN bits BIT(4) DEFAULT b'1010', ADD COLUMN doc JSON, ADD COLUMN raw BLOB, "
+        "ADD COLUMN code VARBINARY(4) DEFAULT x'00ff', "
+        "ADD COLUMN big BIGINT UNSIGNED NOT NULL DEFAULT 18446744073709551615, "
+        "ADD COLUMN yr YEAR DEFAULT 1999, ADD COLUMN body TEXT NOT NULL, ADD COLUMN n SMALLINT NOT NULL",
+        "INSERT INTO items (shop, sku, kind, body, n, doc, raw) VALUES (7, 'after', 'a', 'b', 3, '{\"k\": [1, 2.5]}', x'00')",
+        "UPDATE items SET ratio = 2.5, tags = 'x' WHERE shop = 1 AND sku = 'sku1'",
+        "DELETE FROM items WHERE shop = 2 AND sku = 'sku2'",
+    )
+    added = _run(pipeline)
+    assert _actions(added) == {"items": ["evolve"]}
+    assert_exact_at(frozen_replica, checkpoint(added), pipeline.lake, database, "items")
+
+
 def test_changes_whose_effect_is_not_in_the_binlog_resnapshot_only_that_table_within_the_run(
     mysql_database: MySqlEndpoint,
     frozen_replica: FrozenReplica,
