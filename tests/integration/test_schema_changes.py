@@ -138,7 +138,8 @@ def test_columns_of_every_type_added_with_literal_defaults_give_existing_rows_my
         "ADD COLUMN code VARBINARY(4) DEFAULT x'00ff', "
         "ADD COLUMN big BIGINT UNSIGNED NOT NULL DEFAULT 18446744073709551615, "
         "ADD COLUMN yr YEAR DEFAULT 1999, ADD COLUMN body TEXT NOT NULL, ADD COLUMN n SMALLINT NOT NULL",
-        "INSERT INTO items (shop, sku, kind, body, n, doc, raw) VALUES (7, 'after', 'a', 'b', 3, '{\"k\": [1, 2.5]}', x'00')",
+        "INSERT INTO items (shop, sku, kind, body, n, doc, raw)"
+        " VALUES (7, 'after', 'a', 'b', 3, '{\"k\": [1, 2.5]}', x'00')",
         "UPDATE items SET ratio = 2.5, tags = 'x' WHERE shop = 1 AND sku = 'sku1'",
         "DELETE FROM items WHERE shop = 2 AND sku = 'sku2'",
     )
@@ -274,6 +275,15 @@ def test_migration_tool_swaps_continue_with_the_same_columns_and_resnapshot_with
         assert_exact_at(frozen_replica, checkpoint(migrated), pipeline.lake, database, "orders")
         assert _actions(migrated) == {"orders": ["resnapshot"]}
         assert "score" in _target(pipeline, database, "orders").schema().to_arrow().names
+
+        # A copy declared otherwise under the same Delta type: DATETIME(6) made DATETIME rounds
+        # every existing row's time in the copy, so the lake's values are stale: re-snapshotted.
+        _swap_in_a_copy(
+            mysql_database, "orders", "_orders_gho", "_orders_del", "MODIFY updated_at DATETIME"
+        )
+        rounded = _run(pipeline)
+        assert_exact_at(frozen_replica, checkpoint(rounded), pipeline.lake, database, "orders")
+        assert _actions(rounded) == {"orders": ["resnapshot"]}
 
 
 def _when_the_snapshot_committed_a_chunk(

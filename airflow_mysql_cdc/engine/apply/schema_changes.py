@@ -33,6 +33,7 @@ from airflow_mysql_cdc.engine.mysql.schema import TableRef, read_table_metadata
 from airflow_mysql_cdc.engine.mysql.types import ColumnType, read_table_column_types
 from airflow_mysql_cdc.engine.snapshot.change_filter import SnapshotChangeFilter
 from airflow_mysql_cdc.engine.snapshot.lake_commits import SnapshotProgress
+from airflow_mysql_cdc.engine.snapshot.table_definition import read_definition
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 
@@ -131,7 +132,8 @@ class SchemaChanges:
             reflected = self._snapshot_reflects(table, gtid)
             if reflected == "all":  # the snapshot ran after it; its columns are checked against the table
                 what, fields = "its snapshot was taken after this change", self.sink.source_fields(table)
-                decisions.append(compare_columns(table, TableRef.parse(table), fields, self._columns, what))
+                ref = TableRef.parse(table)
+                decisions.append(compare_columns(table, ref, fields, self._columns, what, self._redeclared))
                 continue
             decision = decide(
                 table,
@@ -140,6 +142,7 @@ class SchemaChanges:
                 self.sink.source_fields(table),
                 self._columns,
                 self._row_key,
+                self._redeclared,
             )
             if decision is not None and reflected == "some" and decision.action != "leave":
                 decision = TableEvolution(table, "resnapshot", "the change landed during its snapshot")
@@ -163,6 +166,24 @@ class SchemaChanges:
         if metadata is None or progress is None:
             return None
         return tuple(progress.key) if metadata.key_kind == "primary" else ()
+
+    def _redeclared(self, ref: TableRef) -> str | None:
+        """How the table is declared now compared with what its snapshot read, less the columns
+        dropped since (None: alike). Columns added since have no recorded declaration: unknown."""
+        progress = self.snapshots.get(str(ref))
+        if progress is None or progress.definition is None:
+            return "the definition its snapshot read is not recorded (an older snapshot), so it may differ"
+        now = read_definition(self.endpoint, ref)
+        if now is None:
+            return "the table no longer exists"
+        recorded = progress.definition
+        known = {column.name for column in recorded.columns}
+        if added := [name for name in self.sink.source_fields(str(ref)) or {} if name not in known]:
+            return f"columns added since its snapshot ({', '.join(added)}) have no recorded declaration"
+        expected = recorded.without(set(self.sink.dropped_columns(str(ref))))
+        if expected.same_as(now):
+            return None
+        return f"declared otherwise than when its snapshot read it ({expected.changes_to(now)})"
 
     def _columns(self, ref: TableRef) -> tuple[ColumnType, ...] | None:
         with self.endpoint.connect() as connection, connection.cursor() as cursor:

@@ -31,6 +31,9 @@ CurrentColumns = Callable[[TableRef], "tuple[ColumnType, ...] | None"]
 """The table's columns in ``information_schema`` now (None: the table does not exist)."""
 RowKey = Callable[[TableRef], "tuple[str, ...] | None"]
 """The primary key the lake table is merged by (() for none, None: not known)."""
+Redeclared = Callable[[TableRef], "str | None"]
+"""How the table's declared definition now differs from the one its lake rows were read with
+(``COLUMN_TYPE``, nullability, character set, collation, row key); None: it does not."""
 
 _AUTO_INCREMENT_COLUMN = re.compile(r"\bAUTO_INCREMENT\b(?!\s*=)", re.I)
 _NO_EFFECT = (parsed.IndexOnly, parsed.DefaultChange, parsed.TableOption)
@@ -43,6 +46,7 @@ def decide(
     lake_fields: Mapping[str, pa.DataType] | None,
     current_columns: CurrentColumns,
     row_key: RowKey = lambda ref: None,
+    redeclared: Redeclared = lambda ref: None,
 ) -> TableEvolution | None:
     """What ``statement`` does to ``table`` (None: it does not touch it, a name matched by chance).
 
@@ -56,7 +60,7 @@ def decide(
             return None
         return _alter(table, statement, statement_text, lake_fields, row_key(ref))
     if isinstance(statement, parsed.RenameTables):
-        return _rename(table, ref, statement, lake_fields, current_columns)
+        return _rename(table, ref, statement, lake_fields, current_columns, redeclared)
     if isinstance(statement, parsed.TruncateTable):
         return TableEvolution(table, "truncate", "TRUNCATE TABLE") if _same(statement.table, ref) else None
     if isinstance(statement, parsed.DropTables):
@@ -78,7 +82,8 @@ def decide(
             )
         return TableEvolution(table, "unchanged", "index only")
     reason = statement.reason if isinstance(statement, parsed.Unparsed) else type(statement).__name__
-    return compare_columns(table, ref, lake_fields, current_columns, f"statement not recognised ({reason})")
+    what = f"statement not recognised ({reason})"
+    return compare_columns(table, ref, lake_fields, current_columns, what, redeclared)
 
 
 def _same(a: TableRef, b: TableRef) -> bool:
@@ -158,6 +163,7 @@ def _rename(
     statement: parsed.RenameTables,
     lake_fields: Mapping[str, pa.DataType] | None,
     current_columns: CurrentColumns,
+    redeclared: Redeclared,
 ) -> TableEvolution | None:
     """RENAME TABLE: moved away (leaves), or swapped for another table (gh-ost, pt-osc cut-over)."""
     away = [new for old, new in statement.pairs if _same(old, ref)]
@@ -174,6 +180,7 @@ def _rename(
         lake_fields,
         current_columns,
         f"swapped for {into[-1]} (RENAME TABLE, a migration's cut-over)",
+        redeclared,
     )
 
 
@@ -183,14 +190,22 @@ def compare_columns(
     lake_fields: Mapping[str, pa.DataType] | None,
     current_columns: CurrentColumns,
     what: str,
+    redeclared: Redeclared = lambda ref: None,
 ) -> TableEvolution:
-    """Nothing to do if the table's columns are the lake's; otherwise a re-snapshot."""
+    """Nothing to do if the table is declared as when its lake rows were read; otherwise a re-snapshot.
+
+    The Delta types alone are not enough: a migration tool's copy of a ``VARCHAR(10)`` holds
+    truncated values, of a ``DATETIME`` rounded ones, of a ``NOT NULL`` column defaults for NULL,
+    all under the same Delta type (``redeclared`` compares the declarations).
+    """
     columns = current_columns(ref)
     if columns is None:
         return TableEvolution(table, "leave", f"{what}; the table no longer exists")
-    if lake_fields is not None and fits_lake(columns, lake_fields):
-        return TableEvolution(table, "unchanged", f"{what}; its columns are the lake's")
-    return TableEvolution(table, "resnapshot", f"{what}; its columns differ from the lake's")
+    if lake_fields is None or not fits_lake(columns, lake_fields):
+        return TableEvolution(table, "resnapshot", f"{what}; its columns differ from the lake's")
+    if difference := redeclared(ref):
+        return TableEvolution(table, "resnapshot", f"{what}; {difference}")
+    return TableEvolution(table, "unchanged", f"{what}; its columns are the lake's")
 
 
 def fits_lake(columns: tuple[ColumnType, ...], lake_fields: Mapping[str, pa.DataType]) -> bool:

@@ -62,6 +62,7 @@ from airflow_mysql_cdc.engine.lake.schema_evolution import (
     SchemaChangeCommit,
     TableEvolution,
     apply_to_tables,
+    dropped_columns,
     fit_changelog,
     source_fields,
 )
@@ -252,6 +253,10 @@ class DeltaSink:
             return None
         handle.table.update_incremental()
         return source_fields(handle.table)
+
+    def dropped_columns(self, name: str) -> tuple[str, ...]:
+        handle = self._handle(name, "target")
+        return dropped_columns(handle.table) if handle.table is not None else ()
 
     def apply_schema_change(
         self,

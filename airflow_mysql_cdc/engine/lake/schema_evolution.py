@@ -126,11 +126,14 @@ def set_existing_rows(
     ).when_matched_update(updates).execute()
 
 
+def dropped_columns(table: DeltaTable) -> tuple[str, ...]:
+    """The columns the target's table properties record as gone from the source."""
+    return tuple(json.loads(table.metadata().configuration.get(DROPPED_COLUMNS_PROPERTY) or "[]"))
+
+
 def record_dropped(table: DeltaTable, dropped: tuple[str, ...], properties: CommitProperties) -> None:
     """Remember in the target's table properties which columns the source no longer has."""
-    configuration = table.metadata().configuration
-    known = json.loads(configuration.get(DROPPED_COLUMNS_PROPERTY) or "[]")
-    merged = sorted(set(known) | set(dropped))
+    merged = sorted(set(dropped_columns(table)) | set(dropped))
     table.alter.set_table_properties(
         {DROPPED_COLUMNS_PROPERTY: json.dumps(merged)},
         raise_if_not_exists=False,

@@ -117,6 +117,10 @@ class Sink(Protocol):
         """The source columns ``name``'s target has now, with their types (None: no target yet)."""
         ...
 
+    def dropped_columns(self, name: str) -> tuple[str, ...]:
+        """The columns recorded as dropped from ``name``'s source (kept in the lake, NULL since)."""
+        ...
+
     def apply_schema_change(
         self,
         gtid: str,

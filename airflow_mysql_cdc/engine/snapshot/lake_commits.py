@@ -40,6 +40,7 @@ from airflow_mysql_cdc.engine.mysql.types import ColumnType
 from airflow_mysql_cdc.engine.snapshot.change_filter import SnapshottedChunk
 from airflow_mysql_cdc.engine.snapshot.chunks import Chunk
 from airflow_mysql_cdc.engine.snapshot.key_codec import decode_key, encode_key
+from airflow_mysql_cdc.engine.snapshot.table_definition import TableDefinition
 from airflow_mysql_cdc.engine.snapshot.window import ChunkSnapshot
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 
@@ -65,6 +66,8 @@ class SnapshotProgress:
     key: tuple[str, ...]
     plan: list[Chunk]
     done: dict[int, DoneChunk] = field(default_factory=dict)
+    definition: TableDefinition | None = None
+    """The table's definition the snapshot read (None: a snapshot taken before it was recorded)."""
 
     @property
     def complete(self) -> bool:
@@ -144,6 +147,7 @@ def progress_from_history(table: DeltaTable | None) -> SnapshotProgress | None:
             snapshot_id=record["id"],
             key=tuple(record["key"]),
             plan=[_chunk_from_json(item) for item in record["plan"]],
+            definition=TableDefinition.from_json(record["definition"]) if "definition" in record else None,
         )
         for done in chunk_commits:
             if done["id"] != progress.snapshot_id:
@@ -197,15 +201,19 @@ class DeltaSnapshotWriter:
         wanted = target_schema(self.columns)
         return [(f.name, f.type) for f in lake] == [(f.name, f.type) for f in wanted]
 
-    def start(self, plan: Sequence[Chunk], key: Sequence[str]) -> SnapshotProgress:
-        """Empty the table (create it if needed) and record the plan, in one commit."""
+    def start(
+        self, plan: Sequence[Chunk], key: Sequence[str], definition: TableDefinition | None = None
+    ) -> SnapshotProgress:
+        """Empty the table (create it if needed), record the plan and the definition read: one commit."""
         snapshot_id = uuid.uuid4().hex
-        record = {
+        record: dict[str, Any] = {
             "id": snapshot_id,
             "phase": "start",
             "key": list(key),
             "plan": [_chunk_json(c) for c in plan],
         }
+        if definition is not None:
+            record["definition"] = definition.to_json()
         schema = target_schema(self.columns)
         empty = schema.empty_table()
         table = self._table()
@@ -217,7 +225,7 @@ class DeltaSnapshotWriter:
             storage_options=None if table is not None else self.storage_options,
             commit_properties=self._properties(record),
         )
-        return SnapshotProgress(snapshot_id, tuple(key), list(plan))
+        return SnapshotProgress(snapshot_id, tuple(key), list(plan), definition=definition)
 
     def write_chunk(self, progress: SnapshotProgress, window: ChunkSnapshot) -> None:
         count = window.rows.num_rows

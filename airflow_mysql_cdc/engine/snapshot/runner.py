@@ -182,12 +182,12 @@ def _snapshot_once(
         writer = DeltaSnapshotWriter(lake_root, ref, columns, storage_options)
         progress = writer.progress()
         resumed = progress is not None and not progress.complete and not restart
-        if resumed and not writer.fits_columns():
+        if resumed and (not writer.fits_columns() or progress.definition not in (None, definition)):
             log.warning("snapshot of %s: the table's columns changed since it began; it starts again", ref)
             resumed = False
         if progress is None or restart or not resumed and not progress.complete:
             plan = plan_chunks(connection, metadata, chunk_size)
-            progress = writer.start(plan, metadata.key_columns)
+            progress = writer.start(plan, metadata.key_columns, definition)
             log.info("snapshot of %s: %d chunk(s) of up to %d rows planned", ref, len(plan), chunk_size)
         elif resumed:
             log.info(

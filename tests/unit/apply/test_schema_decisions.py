@@ -53,6 +53,19 @@ def test_a_swap_or_an_unrecognised_statement_with_other_columns_resnapshots() ->
     assert unknown is not None and unknown.action == "resnapshot" and "not recognised" in unknown.reason
 
 
+def test_a_swap_or_an_unrecognised_statement_redeclaring_a_column_under_the_same_delta_type_resnapshots() -> (
+    None
+):
+    """A copy with ``status VARCHAR(3)`` (was 20) holds truncated values under the same Delta type."""
+    redeclared = "declared otherwise than when its snapshot read it (columns changed: status)"
+    for statement in ("RENAME TABLE orders TO _orders_del, _orders_gho TO orders", "OPTIMIZE TABLE orders"):
+        decision = decide(
+            "shop.orders", parse_ddl(statement, "shop"), statement, LAKE, lambda ref: NOW,
+            redeclared=lambda ref: redeclared,
+        )  # fmt: skip
+        assert decision is not None and decision.action == "resnapshot" and redeclared in decision.reason
+
+
 def test_statements_on_other_tables_or_temporary_ones_do_not_touch_the_table() -> None:
     assert _decide("ALTER TABLE orders_archive ADD COLUMN x INT") is None
     assert _decide("DROP TEMPORARY TABLE orders") is None
