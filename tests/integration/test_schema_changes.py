@@ -278,9 +278,7 @@ def test_migration_tool_swaps_continue_with_the_same_columns_and_resnapshot_with
 
         # A copy declared otherwise under the same Delta type: DATETIME(6) made DATETIME rounds
         # every existing row's time in the copy, so the lake's values are stale: re-snapshotted.
-        _swap_in_a_copy(
-            mysql_database, "orders", "_orders_gho", "_orders_del", "MODIFY updated_at DATETIME"
-        )
+        _swap_in_a_copy(mysql_database, "orders", "_orders_gho", "_orders_del", "MODIFY updated_at DATETIME")
         rounded = _run(pipeline)
         assert_exact_at(frozen_replica, checkpoint(rounded), pipeline.lake, database, "orders")
         assert _actions(rounded) == {"orders": ["resnapshot"]}
