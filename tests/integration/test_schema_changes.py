@@ -75,6 +75,7 @@ def test_added_and_dropped_columns_indexes_and_truncate_evolve_the_lake_in_place
     frozen_replica: FrozenReplica,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
+    capfd: pytest.CaptureFixture,
 ) -> None:
     database = mysql_database.database
     seed(mysql_database, "audit", 10)  # not tracked
@@ -93,6 +94,8 @@ def test_added_and_dropped_columns_indexes_and_truncate_evolve_the_lake_in_place
         added = _run(pipeline)
         assert_exact_at(frozen_replica, checkpoint(added), pipeline.lake, database, "orders")
         assert _actions(added) == {"orders": ["evolve", "evolve", "unchanged"]}
+        log = capfd.readouterr()
+        assert f"{database}.orders evolved in place: added memo" in log.out + log.err  # the task log
         lake_columns = set(_target(pipeline, database, "orders").schema().to_arrow().names)
         assert {"memo", "qty", "flag", "price"} <= lake_columns
 
@@ -153,6 +156,7 @@ def test_changes_whose_effect_is_not_in_the_binlog_resnapshot_only_that_table_wi
     frozen_replica: FrozenReplica,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
+    capfd: pytest.CaptureFixture,
 ) -> None:
     database = mysql_database.database
     names = ("orders", "payments", "refunds", "invoices", "credits", "ledger")
@@ -177,6 +181,10 @@ def test_changes_whose_effect_is_not_in_the_binlog_resnapshot_only_that_table_wi
             "invoices": ["resnapshot"], "credits": ["resnapshot"],
         }  # fmt: skip
         assert xcom_value(changed, "replicate", "plan")["tables"] == []  # re-snapshotted after the DDL
+        log = capfd.readouterr()
+        assert f"{database}.refunds left the pipeline to be snapshotted again: a column was renamed" in (
+            log.out + log.err
+        )  # the task log says which table and why
 
         # The next run streams every table again, the re-snapshotted ones included. A change to
         # orders after the re-snapshot is certain in it (the writer's picks are random).

@@ -126,7 +126,11 @@ class FrozenReplica:
             time.sleep(0.05)
 
     def freeze_at(self, end: GtidSet | str, *, timeout_s: float = 180.0) -> None:
-        """Apply the source's transactions up to exactly ``end`` and stop there."""
+        """Apply the source's transactions up to exactly ``end`` and stop there.
+
+        ``timeout_s`` bounds a *stall*: an applier still advancing after it (a long backlog on a
+        loaded machine) is given another ``timeout_s``.
+        """
         end = GtidSet.parse(end) if isinstance(end, str) else end
         position = self.position()
         if not position.issubset(end):
@@ -148,8 +152,11 @@ class FrozenReplica:
             if status.get("Replica_SQL_Running") == "No" and end.issubset(self.position()):
                 break
             if time.monotonic() > deadline:
+                if (now := self.position()) != position:
+                    position, deadline = now, time.monotonic() + timeout_s
+                    continue
                 raise ReplicaFreezeError(
-                    f"the replica did not reach {end} within {timeout_s:.0f}s (it is at {self.position()}, "
+                    f"the replica did not advance towards {end} for {timeout_s:.0f}s (it is at {now}, "
                     f"received {status.get('Retrieved_Gtid_Set')})"
                 )
             time.sleep(0.05)
