@@ -80,7 +80,7 @@ def test_added_and_dropped_columns_indexes_and_truncate_evolve_the_lake_in_place
     database = mysql_database.database
     seed(mysql_database, "audit", 10)  # not tracked
     pipeline = _running(monkeypatch, tmp_path, mysql_database, {"orders": 200})
-    with writers_running(mysql_database, 41, "orders", "audit"):
+    with writers_running(mysql_database, 41, "orders", "audit", pause_s=0.01):
         # ADD with NULL, with a literal default (existing rows get it), FIRST and AFTER; an index;
         # DDL on an untracked table. (MySQL's implicit defaults: tests/unit/mysql/test_ddl.py.)
         execute(
@@ -271,7 +271,7 @@ def test_migration_tool_swaps_continue_with_the_same_columns_and_resnapshot_with
 ) -> None:
     database = mysql_database.database
     pipeline = _running(monkeypatch, tmp_path, mysql_database, {"orders": 150})
-    with writers_running(mysql_database, 53, "orders"):
+    with writers_running(mysql_database, 53, "orders", pause_s=0.01):
         # pt-online-schema-change's names, a rebuild that keeps the columns: streaming goes on.
         _swap_in_a_copy(mysql_database, "orders", "_orders_new", "_orders_old", None)
         rebuilt = _run(pipeline)
