@@ -29,11 +29,11 @@ from airflow_mysql_cdc.engine.binlog.changes import SchemaChange, TableShape, Tr
 from airflow_mysql_cdc.engine.lake.schema_evolution import TableEvolution
 from airflow_mysql_cdc.engine.lake.sink import Sink
 from airflow_mysql_cdc.engine.mysql import ddl as parsed
-from airflow_mysql_cdc.engine.mysql.schema import TableRef, read_table_metadata
-from airflow_mysql_cdc.engine.mysql.types import ColumnType, read_table_column_types
+from airflow_mysql_cdc.engine.mysql.schema import TableMetadata, TableRef, read_table_metadata
+from airflow_mysql_cdc.engine.mysql.types import ColumnType
 from airflow_mysql_cdc.engine.snapshot.change_filter import SnapshotChangeFilter
 from airflow_mysql_cdc.engine.snapshot.lake_commits import SnapshotProgress
-from airflow_mysql_cdc.engine.snapshot.table_definition import read_definition
+from airflow_mysql_cdc.engine.snapshot.table_definition import TableDefinition
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 
@@ -62,6 +62,7 @@ class SchemaChanges:
         self.snapshot_filter = snapshot_filter
         self.record = record
         self.snapshots = snapshots or {}
+        self._now: dict[str, TableMetadata | None] = {}
         self._fitting: dict[int, TableShape] = {}  # shapes whose columns fit the lake, by id (kept alive)
 
     def apply(self, transaction: Transaction, position_after: GtidSet) -> None:
@@ -125,6 +126,7 @@ class SchemaChanges:
 
     def _decisions(self, change: SchemaChange, gtid: str) -> list[TableEvolution | None]:
         statement = parsed.parse_ddl(change.statement, change.default_schema)
+        self._now.clear()  # information_schema is read once per table and DDL (columns, key, declarations)
         decisions: list[TableEvolution | None] = []
         for table in change.tables:
             if table in self.left:
@@ -160,8 +162,7 @@ class SchemaChanges:
     def _row_key(self, ref: TableRef) -> tuple[str, ...] | None:
         """The key the table's snapshot was chunked and merged by if it is the primary key now, ``()``
         if the table's row key is a unique key (a unique-key change may change it), None if unknown."""
-        with self.endpoint.connect() as connection, connection.cursor() as cursor:
-            metadata = read_table_metadata(cursor, ref)
+        metadata = self._metadata(ref)
         progress = self.snapshots.get(str(ref))
         if metadata is None or progress is None:
             return None
@@ -173,9 +174,10 @@ class SchemaChanges:
         progress = self.snapshots.get(str(ref))
         if progress is None or progress.definition is None:
             return "the definition its snapshot read is not recorded (an older snapshot), so it may differ"
-        now = read_definition(self.endpoint, ref)
-        if now is None:
+        metadata = self._metadata(ref)
+        if metadata is None:
             return "the table no longer exists"
+        now = TableDefinition.of(metadata)
         recorded = progress.definition
         known = {column.name for column in recorded.columns}
         if added := [name for name in self.sink.source_fields(str(ref)) or {} if name not in known]:
@@ -186,6 +188,12 @@ class SchemaChanges:
         return f"declared otherwise than when its snapshot read it ({expected.changes_to(now)})"
 
     def _columns(self, ref: TableRef) -> tuple[ColumnType, ...] | None:
-        with self.endpoint.connect() as connection, connection.cursor() as cursor:
-            columns = read_table_column_types(cursor, ref.schema, ref.table)
-        return columns or None
+        metadata = self._metadata(ref)
+        return tuple(ColumnType.from_column(c) for c in metadata.columns) if metadata is not None else None
+
+    def _metadata(self, ref: TableRef) -> TableMetadata | None:
+        """The table as ``information_schema`` has it now (None: gone), read once per DDL."""
+        if str(ref) not in self._now:
+            with self.endpoint.connect() as connection, connection.cursor() as cursor:
+                self._now[str(ref)] = read_table_metadata(cursor, ref)
+        return self._now[str(ref)]
