@@ -38,7 +38,13 @@ def get_provider_info() -> dict[str, Any]:
         ],
         "hooks": _modules("hooks", "mysql_cdc", "lake_storage", "spark_submit"),
         "operators": _modules(
-            "operators", "prerequisites", "snapshot", "binlog_apply", "replicate", "spark_application"
+            "operators",
+            "prerequisites",
+            "snapshot",
+            "binlog_apply",
+            "replicate",
+            "spark_application",
+            "maintenance",
         ),
         "sensors": _modules("sensors", "gtid_sensors"),
         "triggers": _modules("triggers", "gtid_state"),

@@ -11,7 +11,7 @@ a record. The run that publishes must be the only one doing so: the example DAG 
 ``replicate`` task ``max_active_tis_per_dag=1``.
 
 Two witnesses are compared before anything is applied: the chain's head (what was published) and
-the lake's applied set (committed with the data, :mod:`~airflow_mysql_cdc.engine.lake.pipeline_state`); see
+the lake's applied set (committed with the data, :mod:`~airflow_mysql_cdc.engine.lake.state`); see
 :func:`airflow_mysql_cdc.engine.values.checkpoint.agree_on_start`. A lake whose log is empty but whose
 previous successful run left a record in XCom (a pipeline started by an earlier version) has that
 record moved into the log first.
@@ -31,12 +31,10 @@ import datetime
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow.sdk.exceptions import AirflowFailException
 
-from airflow_mysql_cdc.engine.lake.checkpoint_log import CheckpointLog
-from airflow_mysql_cdc.engine.lake.layout import LakeLayout
 from airflow_mysql_cdc.engine.lake.run_placement import Placement, RunBeforeFirstIntervalError, place_run
 from airflow_mysql_cdc.engine.mysql.schema import TableRef
 from airflow_mysql_cdc.engine.values.checkpoint import (
@@ -49,6 +47,9 @@ from airflow_mysql_cdc.engine.values.checkpoint import (
 )
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from airflow_mysql_cdc.hooks.mysql_cdc import MySqlCdcHook
+
+if TYPE_CHECKING:
+    from airflow_mysql_cdc.engine.lake.state.store import LakeState
 
 log = logging.getLogger(__name__)
 PUBLISH_TASK_ID = "replicate"
@@ -88,10 +89,15 @@ def _refuse_without_logical_date(context: Any) -> None:
         )
 
 
-def _lake_state(lake_root: str, pipeline_id: str, storage_options: dict[str, str] | None):
-    from airflow_mysql_cdc.engine.lake.pipeline_state import PipelineStateStore
+def _lake(lake_root: str, pipeline_id: str, storage_options: dict[str, str] | None) -> LakeState:
+    """The pipeline's state in the lake (imported here: Delta's import costs every DAG parse)."""
+    from airflow_mysql_cdc.engine.lake.state.store import LakeState
 
-    return PipelineStateStore(LakeLayout(lake_root).state, pipeline_id, storage_options).read()
+    return LakeState(lake_root, pipeline_id, storage_options)
+
+
+def _lake_state(lake_root: str, pipeline_id: str, storage_options: dict[str, str] | None):
+    return _lake(lake_root, pipeline_id, storage_options).pipeline()
 
 
 def _legacy_record(context: Any, pipeline_id: str, publish_task_id: str) -> CheckpointRecord | None:
@@ -120,7 +126,7 @@ def locate_run(
     disagree, or when the run is dated before the pipeline's first interval."""
     _refuse_without_logical_date(context)
     interval_end = context["data_interval_end"]
-    chain = CheckpointLog(lake_root, pipeline_id, storage_options)
+    chain = _lake(lake_root, pipeline_id, storage_options).checkpoint_log()
     try:
         records = chain.records()
         if not records:
@@ -254,7 +260,7 @@ def publish_checkpoint(
         already_applied=bool(applied.get("already_applied")),
         previous_run_id=predecessor.run_id if predecessor else None,
     )
-    CheckpointLog(lake_root, pipeline_id, storage_options).append(record)
+    _lake(lake_root, pipeline_id, storage_options).checkpoint_log().append(record)
     log.info(
         "checkpoint: %s -> %s (%s), continuing %s",
         record.start_gtids or "(empty)",

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from airflow_mysql_cdc.engine.lake.layout import lake_uri
+from airflow_mysql_cdc.engine.lake.maintenance.policy import MaintenancePolicy, MaintenancePolicyError
 from airflow_mysql_cdc.engine.lake.storage import StorageOptionsError, check_storage_options
 
 CONFIG_VARIABLE = "AIRFLOW_MYSQL_CDC_PIPELINE_CONFIG"
@@ -78,6 +79,9 @@ class PipelineConfig:
     """DDL on a tracked table: ``evolve`` its lake table in place or re-snapshot it within the run, or
     ``stop`` the run before it (docs/operations.md, "Schema changes")."""
     tags: tuple[str, ...] = field(default_factory=lambda: ("mysql-cdc",))
+    maintenance: dict[str, Any] = field(default_factory=dict)
+    """The lake's upkeep after each run (on by default): cadence, thresholds, file size, vacuum
+    retention (docs/operations.md, "Lake maintenance"); ``{"enabled": false}`` turns it off."""
 
     def __post_init__(self) -> None:
         if self.on_purged not in ("fail", "resnapshot"):
@@ -95,6 +99,10 @@ class PipelineConfig:
             raise PipelineConfigError(str(error)) from error
         datetime.datetime.fromisoformat(self.start_date)
         self.schedule_value()
+        try:
+            MaintenancePolicy.from_dict(self.maintenance)
+        except MaintenancePolicyError as error:
+            raise PipelineConfigError(str(error)) from error
 
     def schedule_value(self) -> str | datetime.timedelta:
         match = _EVERY.match(self.schedule.strip())

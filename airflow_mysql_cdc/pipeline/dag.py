@@ -1,6 +1,6 @@
-"""The pipeline DAG: prerequisites, where the run stands, resumability, then the whole chain step.
+"""The pipeline DAG: prerequisites, where the run stands, resumability, the chain step, upkeep.
 
-    check_prerequisites >> load_checkpoint >> resumability >> replicate
+    check_prerequisites >> load_checkpoint >> resumability >> replicate >> maintain_lake
 
 One run applies one *segment*: every transaction committed before its data interval end that the
 chain's latest record does not hold (and, for a run that snapshots or admits tables, at least up to
@@ -11,6 +11,10 @@ and a run before the first interval is refused. ``replicate`` (place, snapshot, 
 ``max_active_tis_per_dag=1``: one run at a time is there, whatever else runs (a backfill, a manual
 run). ``max_active_runs=1`` keeps scheduled runs in date order. Retrying, clearing and backfilling
 are safe (docs/pipeline-dag.md).
+
+``maintain_lake`` keeps the lake's tables bounded in files (compaction sorted by key, checkpoints,
+expired-log clean-up, vacuum) when the configuration's ``maintenance.interval_hours`` has passed
+since the last time; it takes the pipeline's lease, so it never runs beside an application.
 
 ``dags/mysql_cdc_daily.py`` builds this DAG from the configuration file; a custom DAG can use
 the same operators and :mod:`airflow_mysql_cdc.pipeline.checkpoint_chain` (docs/custom-dags.md).
@@ -24,6 +28,7 @@ from typing import Any
 from airflow.sdk import DAG, task
 
 from airflow_mysql_cdc.hooks.lake_storage import LakeStorageHook
+from airflow_mysql_cdc.operators.maintenance import MySqlCdcLakeMaintenanceOperator
 from airflow_mysql_cdc.operators.prerequisites import MySqlCdcPrerequisitesOperator
 from airflow_mysql_cdc.operators.replicate import MySqlCdcReplicateOperator
 from airflow_mysql_cdc.pipeline import checkpoint_chain
@@ -97,5 +102,14 @@ def build_pipeline_dag(config: PipelineConfig) -> DAG:
             catch_up_backlog_after=config.interval() if config.catch_up_backlog else None,
             max_active_tis_per_dag=1,
         )
-        prerequisites >> loaded >> resumability >> replicate
+        maintain = MySqlCdcLakeMaintenanceOperator(
+            task_id="maintain_lake",
+            pipeline_id=config.pipeline_id,
+            tables=tables,
+            lake_root=config.lake_root,
+            storage_options=config.storage_options,
+            lake_conn_id=config.lake_conn_id,
+            maintenance=config.maintenance,
+        )
+        prerequisites >> loaded >> resumability >> replicate >> maintain
     return dag

@@ -50,8 +50,10 @@ def plan_segment(
       starts at the checkpoint. A table that left the pipeline (dropped or renamed away, marked in
       the lake) and is ``absent`` from the server is not snapshotted: there is nothing to snapshot.
     """
-    from airflow_mysql_cdc.engine.lake.departures import read_departure
-    from airflow_mysql_cdc.engine.snapshot.lake_commits import read_snapshot_progress
+    from airflow_mysql_cdc.engine.lake.state.store import LakeState
+    from airflow_mysql_cdc.engine.snapshot.lake_commits import progress_from_records
+
+    lake = LakeState(lake_root, storage_options=storage_options)
 
     names = [str(TableRef.parse(t)) for t in tables]
     if loaded["first_run"]:
@@ -67,11 +69,11 @@ def plan_segment(
         if name in members:
             continue
         if name in absent:
-            departure = read_departure(lake_root, TableRef.parse(name), storage_options)
+            departure = lake.departure(TableRef.parse(name))
             if departure is not None:
                 log.info("not snapshotted: %s; it no longer exists", departure.describe())
                 continue
-        progress = read_snapshot_progress(lake_root, TableRef.parse(name), storage_options)
+        progress = progress_from_records(lake.snapshot_records(TableRef.parse(name)))
         if progress is not None and progress.complete and checkpoint.issubset(progress.stream_start):
             continue  # snapshotted after the checkpoint (an earlier attempt of this run): joins as it is
         to_snapshot.append(name)

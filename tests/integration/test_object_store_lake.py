@@ -24,7 +24,7 @@ from deltalake.exceptions import CommitFailedError
 
 from airflow_mysql_cdc.engine.apply.config import ApplyConfig
 from airflow_mysql_cdc.engine.lake.layout import LakeLayout
-from airflow_mysql_cdc.engine.lake.pipeline_state import (
+from airflow_mysql_cdc.engine.lake.state.pipeline_state import (
     RELEASED,
     PipelineFencedError,
     PipelineState,

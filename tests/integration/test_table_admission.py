@@ -14,7 +14,7 @@ from airflow_mysql_cdc.engine.apply.admission import TableAdmissionError, join_p
 from airflow_mysql_cdc.engine.apply.config import ApplyConfig, ApplyResult
 from airflow_mysql_cdc.engine.apply.single_reader import run_apply
 from airflow_mysql_cdc.engine.lake.layout import LakeLayout
-from airflow_mysql_cdc.engine.lake.pipeline_state import PipelineStateStore
+from airflow_mysql_cdc.engine.lake.state.pipeline_state import PipelineStateStore
 from airflow_mysql_cdc.engine.mysql.schema import TableRef
 from airflow_mysql_cdc.engine.snapshot.runner import snapshot_table
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint

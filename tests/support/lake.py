@@ -43,7 +43,9 @@ def assert_lake_equals_source(
 ) -> None:
     comparison = compare_table(endpoint, lake_root, schema, table, storage_options)
     assert comparison.type_mismatches == ()
-    assert (comparison.missing_from_lake, comparison.extra_in_lake) == ((), ())
+    assert (comparison.missing_from_lake, comparison.extra_in_lake) == ((), ()), (
+        f"missing {comparison.missing_from_lake[:5]} extra {comparison.extra_in_lake[:5]}"
+    )
     assert comparison.lake_rows == comparison.source_rows
     assert comparison.equal
 

@@ -16,7 +16,7 @@ import psutil
 import pytest
 
 from airflow_mysql_cdc.engine.lake.layout import LakeLayout, LakeRoot
-from airflow_mysql_cdc.engine.lake.pipeline_state import PipelineStateStore
+from airflow_mysql_cdc.engine.lake.state.pipeline_state import PipelineStateStore
 from airflow_mysql_cdc.engine.lake.storage import lake_table_exists
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
@@ -28,7 +28,7 @@ from tests.support.object_store import S3Lake
 
 DAG_FILE = "pipeline_daily.py"
 ALL_TASKS = (
-    "check_prerequisites", "load_checkpoint", "resumability", "replicate",
+    "check_prerequisites", "load_checkpoint", "resumability", "replicate", "maintain_lake",
 )  # fmt: skip
 SPARK_LOCAL = json.dumps({"conn_type": "spark", "host": "local[2]"})
 LAKE_CONN_ID = "lake_s3"

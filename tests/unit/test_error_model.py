@@ -13,8 +13,8 @@ from airflow_mysql_cdc.engine.apply.admission import TableAdmissionError
 from airflow_mysql_cdc.engine.apply.config import ApplyConfigError
 from airflow_mysql_cdc.engine.binlog.errors import BinlogPurgedError, ConnectionLostError
 from airflow_mysql_cdc.engine.errors import CdcError, ExitCode
-from airflow_mysql_cdc.engine.lake.pipeline_state import PipelineBusyError, PipelineFencedError
 from airflow_mysql_cdc.engine.lake.sink import SinkBehindError, SinkDivergedError
+from airflow_mysql_cdc.engine.lake.state.pipeline_state import PipelineBusyError, PipelineFencedError
 from airflow_mysql_cdc.engine.snapshot.chunks import NoRowKeyError, TableNotFoundError
 from airflow_mysql_cdc.engine.snapshot.lake_commits import SnapshotIncompleteError
 

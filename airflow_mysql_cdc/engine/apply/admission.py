@@ -28,9 +28,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from airflow_mysql_cdc.engine.errors import LakeMismatchError
-from airflow_mysql_cdc.engine.lake.departures import read_departure
-from airflow_mysql_cdc.engine.lake.layout import LakeLayout
-from airflow_mysql_cdc.engine.lake.pipeline_state import PipelineStateStore
+from airflow_mysql_cdc.engine.lake.state.pipeline_state import PipelineStateStore
+from airflow_mysql_cdc.engine.lake.state.store import LakeState
 from airflow_mysql_cdc.engine.mysql.schema import TableRef
 from airflow_mysql_cdc.engine.snapshot.lake_commits import (
     SnapshotProgress,
@@ -78,8 +77,9 @@ def join_state(
     lake_root: str, pipeline_id: str, ref: TableRef, snapshot_id: str, storage_options: dict[str, str] | None
 ) -> PipelineStateStore:
     """The state of a table's catch-up: its own table, so the pipeline's lease is not involved."""
-    path = LakeLayout(lake_root).join_state(ref.schema, ref.table, snapshot_id)
-    return PipelineStateStore(path, join_pipeline_id(pipeline_id, ref, snapshot_id), storage_options)
+    lake = LakeState(lake_root, pipeline_id, storage_options)
+    path = lake.layout.join_state(ref.schema, ref.table, snapshot_id)
+    return lake.pipeline_store(path, join_pipeline_id(pipeline_id, ref, snapshot_id))
 
 
 @dataclass(frozen=True)
@@ -151,6 +151,15 @@ def admit_tables(
             continue
         if _departed(ref, progress, lake_root, storage_options):
             continue
+        if progress is None and members.get(str(ref)):
+            raise TableAdmissionError(
+                f"{ref} is streamed by pipeline {pipeline_id!r} (it joined with snapshot "
+                f"{members[str(ref)]}), but the lake no longer holds that snapshot's records: version 0.1 "
+                "kept them in the table's Delta commit history, and a log clean-up deleted them before "
+                "this version could move them. The rows are intact; only the record tying them to their "
+                f"watermarks is gone. Snapshot it again (MySqlCdcSnapshotOperator with tables=['{ref}'] "
+                "and restart=True); the next run catches it up and streams it."
+            )
         if progress is None:
             if not first_run:
                 raise TableAdmissionError(
@@ -173,7 +182,7 @@ def _departed(
     ref: TableRef, progress: SnapshotProgress | None, lake_root: str, storage_options: dict[str, str] | None
 ) -> bool:
     """The table left the pipeline at a DDL after its latest snapshot: it waits for a new one."""
-    departure = read_departure(lake_root, ref, storage_options)
+    departure = LakeState(lake_root, storage_options=storage_options).departure(ref)
     if departure is None or (progress is not None and departure.joins_after(progress.stream_start)):
         return False
     log.warning("%s is not streamed: %s; a new snapshot of it joins the pipeline", ref, departure.describe())

@@ -95,9 +95,13 @@ def open_pipeline(
 
 
 def delta_sink(
-    config: ApplyConfig, state_path: str | None = None, pipeline_id: str | None = None
+    config: ApplyConfig,
+    state_path: str | None = None,
+    pipeline_id: str | None = None,
+    tables: tuple[str, ...] | None = None,
 ) -> DeltaSink:
-    """The Delta sink of ``config``'s lake; ``state_path`` and ``pipeline_id`` give it its own state."""
+    """The Delta sink of ``config``'s lake; ``state_path`` and ``pipeline_id`` give it its own state,
+    ``tables`` its own tables (default: the configuration's)."""
     return DeltaSink(
         config.lake_root,
         pipeline_id or config.pipeline_id,
@@ -105,6 +109,7 @@ def delta_sink(
         storage_options=config.lake_storage_options(),
         lease_s=config.lease_s,
         state_path=state_path,
+        tables=config.tables if tables is None else tables,
     )
 
 
@@ -186,7 +191,7 @@ def _catch_up_joining_table(
     store = join_state(
         config.lake_root, config.pipeline_id, ref, progress.snapshot_id, config.lake_storage_options()
     )
-    join_sink = delta_sink(config, store.path, store.pipeline_id)
+    join_sink = delta_sink(config, store.path, store.pipeline_id, (str(ref),))
     start = join_sink.open(reflected)
     read = Read(
         tables=(str(ref),),

@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from airflow_mysql_cdc.engine.errors import CdcError
-from airflow_mysql_cdc.engine.lake.layout import LakeLayout, LakeRoot
+from airflow_mysql_cdc.engine.lake.layout import OWN_TABLE_PROPERTIES, LakeLayout, LakeRoot
 from airflow_mysql_cdc.engine.values.checkpoint import CheckpointError, CheckpointRecord
 
 _COLUMNS = ("pipeline_id", "segment_end", "run_id", "record", "published_at_us")
@@ -108,6 +108,7 @@ class CheckpointLog:
             mode="append",
             storage_options=self._options(),
             commit_properties=CommitProperties(max_commit_retries=0),
+            configuration=OWN_TABLE_PROPERTIES,
         )
 
     def _options(self) -> dict[str, str] | None:

@@ -2,20 +2,26 @@
 
 Invariants:
 
-1. **Data and position commit together, per table.** Every commit to a target or changelog table
-   carries, in its commit metadata, the pipeline position after the batch
-   (``airflow_mysql_cdc.applied_gtids``), and a Delta app transaction ``(pipeline id, batch seq)``.
-   A table therefore never holds data without knowing which GTIDs it reflects.
+1. **Data and position commit together, per table.** A batch is first *intended* in the state
+   (its number and the position after it), then every commit of its data to a target or changelog
+   table carries the Delta app transaction ``(airflow_mysql_cdc:<pipeline id>, batch number)``, and
+   only then does the state record the position. A table therefore never holds data without the
+   lake knowing which GTIDs it reflects, and that knowledge lives in checkpoints and rows, not in
+   commit history (:mod:`.state.table_positions`).
 2. **Replays are recognised.** After a crash the pipeline resumes from the state table's applied
    set ``P``; a table whose own applied set ``S_t`` is ahead of ``P`` (it committed, the state did
    not) skips exactly the GTIDs in ``S_t - P``. Nothing is applied twice, nothing is skipped for a
    table that did not get it. Guarded by ``test_crash_between_table_commits_replays_nothing_twice``.
-3. **One writer.** The state table's epoch claim fences older writers (see ``pipeline_state``), and
-   each table write checks that the table is still at the version this writer last saw, so a fenced
+3. **One writer.** The state table's epoch claim fences older writers (see ``state.pipeline_state``),
+   and each table write checks that the table is still at the version this writer last saw, or
+   moved only by another writer's rearrangement of its files (:mod:`.table_handles`), so a fenced
    writer fails before it can move a table backwards.
 4. **The sink never goes backwards or skips ahead.** :meth:`DeltaSink.open` resumes from the sink
    when the requested start is contained in what the sink applied, and refuses a start that the
    sink has not reached (a gap) or that diverges from it.
+5. **Nothing moves before every table is known writable.** :meth:`DeltaSink.open` loads the handle of
+   every configured table (and moves a version 0.1 lake's facts out of commit history) before the
+   first batch, so a table feature delta-rs cannot write fails the run with no data moved.
 """
 
 from __future__ import annotations
@@ -23,14 +29,11 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
-from deltalake.exceptions import CommitFailedError, TableNotFoundError
 
 from airflow_mysql_cdc.engine.binlog.changes import Transaction as BinlogTransaction
-from airflow_mysql_cdc.engine.lake.applied_sets import applied_by_table
 from airflow_mysql_cdc.engine.lake.change_table import (
     ACTION_COLUMN,
     ChangeTable,
@@ -51,13 +54,7 @@ from airflow_mysql_cdc.engine.lake.delta_layout import (
     changelog_schema,
     target_schema,
 )
-from airflow_mysql_cdc.engine.lake.layout import LakeLayout, LakeRoot
-from airflow_mysql_cdc.engine.lake.pipeline_state import (
-    PipelineFencedError,
-    PipelineState,
-    PipelineStateStore,
-    default_owner,
-)
+from airflow_mysql_cdc.engine.lake.layout import LakeRoot
 from airflow_mysql_cdc.engine.lake.schema_evolution import (
     SchemaChangeCommit,
     TableEvolution,
@@ -67,19 +64,14 @@ from airflow_mysql_cdc.engine.lake.schema_evolution import (
     source_fields,
 )
 from airflow_mysql_cdc.engine.lake.sink import BatchResult, SinkBehindError, SinkDivergedError
+from airflow_mysql_cdc.engine.lake.state.pipeline_state import PipelineState, default_owner
+from airflow_mysql_cdc.engine.lake.state.store import LakeState
+from airflow_mysql_cdc.engine.lake.state.table_positions import move_legacy_positions, pipeline_app_id
+from airflow_mysql_cdc.engine.lake.table_handles import TableHandle, TableHandles
+from airflow_mysql_cdc.engine.mysql.schema import TableRef
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class _TableHandle:
-    """A Delta table this writer writes, with the version it last saw and what it already has."""
-
-    path: str
-    table: DeltaTable | None
-    expected_version: int | None
-    already_applied: GtidSet
 
 
 class DeltaSink:
@@ -95,19 +87,23 @@ class DeltaSink:
         storage_options: dict[str, str] | None = None,
         lease_s: float = 60.0,
         state_path: str | None = None,
+        tables: Sequence[str] = (),
     ) -> None:
-        """``state_path`` gives a writer its own state table (a table's catch-up before it joins)."""
-        self.layout = LakeLayout(lake_root)
+        """``state_path`` gives a writer its own state table (a table's catch-up before it joins);
+        ``tables`` are loaded and checked at :meth:`open`, before anything is written."""
+        self.lake = LakeState(lake_root, pipeline_id, storage_options)
+        self.layout = self.lake.layout
         self.pipeline_id = pipeline_id
-        self.app_id = f"airflow_mysql_cdc:{pipeline_id}"
+        self.app_id = pipeline_app_id(pipeline_id)
         self.soft_deletes = soft_deletes
         self.owner = owner or default_owner()
         self.storage_options = storage_options
         self.lease_s = lease_s
+        self.tables = tuple(tables)
         self._last_state_commit = time.monotonic()
-        self._state_store = PipelineStateStore(state_path or self.layout.state, pipeline_id, storage_options)
+        self._state_store = self.lake.pipeline_store(state_path, pipeline_id)
         self._state: PipelineState | None = None
-        self._handles: dict[str, _TableHandle] = {}
+        self._handles = TableHandles(self.layout, self.app_id, storage_options)
 
     # --- lifecycle ----------------------------------------------------------------------------
 
@@ -143,7 +139,9 @@ class DeltaSink:
             self.owner, initial_applied=requested_start, lease_s=self.lease_s
         )
         if previous is None or previous.batch_seq == 0:
-            self._state = self._state_store.commit(self._state, requested_start, self._state.batch_seq)
+            self._state = self._state_store.commit(
+                self._state, requested_start, self._state.batch_seq, intents={}
+            )
         elif rebasing:
             log.warning(
                 "sink %s: rebasing the pipeline from %s to %s after a re-snapshot; every table must "
@@ -153,8 +151,13 @@ class DeltaSink:
                 requested_start,
             )
             self._state = self._state_store.commit(
-                self._state, requested_start, self._state.batch_seq, members={}
+                self._state, requested_start, self._state.batch_seq, members={}, intents={}
             )
+        try:
+            self._settle_tables()
+        except BaseException:
+            self.release()
+            raise
         log.info(
             "sink %s: claimed epoch %d, resuming from %s",
             self.layout.root,
@@ -162,6 +165,18 @@ class DeltaSink:
             self._state.applied_gtids or "(empty)",
         )
         return self._state.applied_gtids
+
+    def _settle_tables(self) -> None:
+        """Move a version 0.1 lake's facts out of commit history, then load and check every table."""
+        assert self._state is not None
+        refs = [TableRef.parse(name) for name in self.tables]
+        self.lake.migrate_snapshots(refs)
+        if self._state.intents is None:  # a state written by version 0.1
+            paths = [self._handles.path(str(ref), kind) for ref in refs for kind in ("target", "changelog")]
+            self._state = move_legacy_positions(self._state_store, self._state, paths, self.app_id)
+        for ref in refs:
+            for kind in ("target", "changelog"):
+                self._handle(str(ref), kind)
 
     @property
     def applied_gtids(self) -> GtidSet:
@@ -186,12 +201,20 @@ class DeltaSink:
         return self._state.batch_seq == 0 and not self._state.members
 
     def record_members(self, members: dict[str, str]) -> None:
-        """Make ``members`` the pipeline's tables, from its current position on."""
+        """Make ``members`` the pipeline's tables, from its current position on.
+
+        A table that joined was written by its own catch-up (:mod:`~airflow_mysql_cdc.engine.apply.admission`)
+        since :meth:`open` loaded it: its handle is loaded again at its first write.
+        """
         assert self._state is not None, "open() the sink first"
+        changed = set(members).symmetric_difference(self._state.members or {}) | {
+            name for name, snapshot in members.items() if (self._state.members or {}).get(name) != snapshot
+        }
         self._state = self._state_store.commit(
             self._state, self._state.applied_gtids, self._state.batch_seq, members=members
         )
         self._last_state_commit = time.monotonic()
+        self._handles.forget(changed)
 
     def heartbeat_if_due(self) -> None:
         """Renew the lease when no batch has done it lately (an idle live stream)."""
@@ -219,11 +242,11 @@ class DeltaSink:
         self, tables: Mapping[str, ChangeTable], position_after: GtidSet, transactions: int
     ) -> BatchResult:
         """Apply one micro-batch already gathered per table (by :func:`.build_change_tables`)."""
-        state = self._state
-        assert state is not None, "open() the sink first"
-        if not state.applied_gtids.issubset(position_after):
+        assert self._state is not None, "open() the sink first"
+        if not self._state.applied_gtids.issubset(position_after):
             raise ValueError("position_after must contain the applied set: the reader went backwards")
-        batch_seq = state.batch_seq + 1
+        batch_seq = self._intend(position_after)
+        state = self._state
         result = BatchResult(batch_seq, position_after, transactions)
         properties = self._properties(position_after, batch_seq)
         for name in sorted(tables):
@@ -235,16 +258,30 @@ class DeltaSink:
                 counts.append(target.change_count)
             changelog = without_gtids(tables[name], self._handle(name, "changelog").already_applied)
             if changelog.rows.num_rows:
-                before = self._properties(state.applied_gtids, batch_seq)
-                self._append_changelog(name, changelog, properties, before)
+                self._append_changelog(name, changelog, properties, self._preparing(state.applied_gtids))
                 counts.append(changelog.change_count)
             if counts:
                 result.rows_by_table[name] = max(counts)
-        self._state = self._state_store.commit(state, position_after, batch_seq)
+        self._committed(position_after, batch_seq)
+        return result
+
+    def _intend(self, position_after: GtidSet) -> int:
+        """Record the next batch's number and position in the state before any table commits it."""
+        state = self._state
+        assert state is not None
+        batch_seq = state.next_batch_seq
+        self._state = self._state_store.commit(
+            state, state.applied_gtids, state.batch_seq, intents=state.intending(batch_seq, position_after)
+        )
+        return batch_seq
+
+    def _committed(self, position_after: GtidSet, batch_seq: int, **changes: dict[str, str]) -> None:
+        """Record the batch's position in the state: every table now reflects it."""
+        assert self._state is not None
+        self._state = self._state_store.commit(self._state, position_after, batch_seq, **changes)
         self._last_state_commit = time.monotonic()
         for handle in self._handles.values():
-            handle.already_applied = GtidSet()  # everything up to position_after is now in the state
-        return result
+            handle.already_applied = handle.already_applied - position_after
 
     def source_fields(self, name: str) -> dict[str, pa.DataType] | None:
         """The source columns the target of ``name`` has now (None: it has no target table yet)."""
@@ -271,11 +308,11 @@ class DeltaSink:
         Tables that leave are marked and removed from the members in the same state commit that
         records the position (:mod:`.departures`); see :mod:`.schema_evolution` for replays.
         """
+        assert self._state is not None, "open() the sink first"
+        batch_seq = self._intend(position_after)
         state = self._state
-        assert state is not None, "open() the sink first"
-        batch_seq = state.batch_seq + 1
         final = self._properties(position_after, batch_seq)
-        before = self._properties(state.applied_gtids, batch_seq)
+        before = self._preparing(state.applied_gtids)
         members = dict(state.members or {})
         for evolution in evolutions:
             self._state_store.assert_still_owner(state)
@@ -289,113 +326,74 @@ class DeltaSink:
                 self._existing(evolution.table, "changelog"),
                 SchemaChangeCommit(gtid, statement, commit_timestamp_us, before, final, self.soft_deletes),
             )
-            self._refresh_versions(evolution.table)
-        self._state = self._state_store.commit(state, position_after, batch_seq, members=members)
-        self._last_state_commit = time.monotonic()
-        for handle in self._handles.values():
-            handle.already_applied = GtidSet()
+            self._handles.refresh(evolution.table)
+        self._committed(position_after, batch_seq, members=members)
 
     def _properties(self, position: GtidSet, batch_seq: int) -> CommitProperties:
+        """A commit that records batch ``batch_seq``: its app transaction names the batch's intent."""
         assert self._state is not None
         return CommitProperties(
-            custom_metadata={
-                COMMIT_METADATA_APPLIED: str(position),
-                COMMIT_METADATA_BATCH: batch_seq,
-                COMMIT_METADATA_EPOCH: self._state.epoch,
-            },
+            custom_metadata=self._metadata(position, batch_seq),
             app_transactions=[Transaction(self.app_id, batch_seq)],
             max_commit_retries=0,
         )
+
+    def _preparing(self, position: GtidSet) -> CommitProperties:
+        """A commit that only prepares a batch (adds columns): no app transaction, nothing to skip."""
+        assert self._state is not None
+        return CommitProperties(custom_metadata=self._metadata(position, None), max_commit_retries=0)
+
+    def _metadata(self, position: GtidSet, batch_seq: int | None) -> dict[str, str | int]:
+        """For people reading a table's history; never read back (commit history is pruned)."""
+        assert self._state is not None
+        metadata: dict[str, str | int] = {
+            COMMIT_METADATA_APPLIED: str(position),
+            COMMIT_METADATA_EPOCH: self._state.epoch,
+        }
+        if batch_seq is not None:
+            metadata[COMMIT_METADATA_BATCH] = batch_seq
+        return metadata
 
     def _existing(self, name: str, kind: str) -> DeltaTable | None:
         """The table, checked to be where this writer left it; None when it does not exist yet."""
         handle = self._handle(name, kind)
         if handle.table is None:
             return None
-        return self._checked_table(handle, pa.schema([]), None)
-
-    def _refresh_versions(self, name: str) -> None:
-        for kind in ("target", "changelog"):
-            handle = self._handle(name, kind)
-            if handle.table is not None:
-                handle.table.update_incremental()
-                handle.expected_version = handle.table.version()
+        return self._handles.checked(handle, pa.schema([]), None, self.epoch)
 
     # --- tables -------------------------------------------------------------------------------
 
-    def _path(self, name: str, kind: str) -> str:
-        schema, table = name.split(".", 1)
-        path = self.layout.target(schema, table) if kind == "target" else self.layout.changelog(schema, table)
-        return str(path)
-
-    def _handle(self, name: str, kind: str) -> _TableHandle:
-        key = f"{kind}:{name}"
-        handle = self._handles.get(key)
-        if handle is None:
-            path = self._path(name, kind)
-            try:
-                table = DeltaTable(path, storage_options=self.storage_options)
-            except TableNotFoundError:
-                table = None
-            applied = applied_by_table(table, self.app_id) if table is not None else GtidSet()
-            assert self._state is not None
-            ahead = applied - self._state.applied_gtids
-            if ahead:
-                log.info("sink: %s %s already has %s; those changes are skipped for it", kind, name, ahead)
-            handle = _TableHandle(path, table, table.version() if table is not None else None, ahead)
-            self._handles[key] = handle
-        return handle
-
-    def _checked_table(
-        self, handle: _TableHandle, schema: pa.Schema, partition_by: list[str] | None
-    ) -> DeltaTable:
-        if handle.table is None:
-            handle.table = DeltaTable.create(
-                handle.path, schema=schema, partition_by=partition_by, mode="ignore",
-                storage_options=self.storage_options,
-            )  # fmt: skip
-            handle.expected_version = handle.table.version()
-        handle.table.update_incremental()
-        if handle.table.version() != handle.expected_version:
-            assert self._state is not None
-            raise PipelineFencedError(
-                f"{handle.path} moved from version {handle.expected_version} to {handle.table.version()} "
-                f"without this writer (epoch {self._state.epoch}): another instance is writing this "
-                "pipeline. This writer stops."
-            )
-        return handle.table
-
-    def _commit_failed(self, handle: _TableHandle, error: Exception) -> PipelineFencedError:
-        return PipelineFencedError(f"commit to {handle.path} conflicted with another writer: {error}")
+    def _handle(self, name: str, kind: str) -> TableHandle:
+        assert self._state is not None
+        return self._handles.get(name, kind, self._state)
 
     def _merge_target(self, name: str, batch: ChangeTable, properties: CommitProperties) -> None:
         handle = self._handle(name, "target")
-        table = self._checked_table(handle, target_schema(batch.shape.columns), None)
+        table = self._handles.checked(handle, target_schema(batch.shape.columns), None, self.epoch)
         source = final_actions(batch)
         key_match = " AND ".join(f"t.{_quote(c)} = s.{_quote(c)}" for c in batch.shape.primary_key)
         columns = [c.name for c in batch.shape.columns]
         upsert = {c: f"s.{_quote(c)}" for c in [*columns, GTID_COLUMN, COMMIT_TS_COLUMN]}
         upsert |= {DELETED_COLUMN: "false", DELETED_AT_COLUMN: "null"}
         upsert |= {name: "null" for name in source_fields(table) if name not in set(columns)}  # dropped
-        merger = table.merge(
-            source, key_match, source_alias="s", target_alias="t", commit_properties=properties
-        ).when_matched_update(upsert, predicate=f"s.{ACTION_COLUMN} = 'upsert'")
-        if self.soft_deletes:
-            deleted = {
-                GTID_COLUMN: f"s.{GTID_COLUMN}",
-                COMMIT_TS_COLUMN: f"s.{COMMIT_TS_COLUMN}",
-                DELETED_COLUMN: "true",
-                DELETED_AT_COLUMN: f"s.{COMMIT_TS_COLUMN}",
-            }
-            merger = merger.when_matched_update(deleted, predicate=f"s.{ACTION_COLUMN} = 'delete'")
-        else:
-            merger = merger.when_matched_delete(predicate=f"s.{ACTION_COLUMN} = 'delete'")
-        merger = merger.when_not_matched_insert(upsert, predicate=f"s.{ACTION_COLUMN} = 'upsert'")
-        try:
-            merger.execute()
-        except CommitFailedError as error:
-            raise self._commit_failed(handle, error) from error
-        handle.expected_version = table.version()
+
+        def merge(table: DeltaTable) -> None:
+            merger = table.merge(
+                source, key_match, source_alias="s", target_alias="t", commit_properties=properties
+            ).when_matched_update(upsert, predicate=f"s.{ACTION_COLUMN} = 'upsert'")
+            if self.soft_deletes:
+                deleted = {
+                    GTID_COLUMN: f"s.{GTID_COLUMN}",
+                    COMMIT_TS_COLUMN: f"s.{COMMIT_TS_COLUMN}",
+                    DELETED_COLUMN: "true",
+                    DELETED_AT_COLUMN: f"s.{COMMIT_TS_COLUMN}",
+                }
+                merger = merger.when_matched_update(deleted, predicate=f"s.{ACTION_COLUMN} = 'delete'")
+            else:
+                merger = merger.when_matched_delete(predicate=f"s.{ACTION_COLUMN} = 'delete'")
+            merger.when_not_matched_insert(upsert, predicate=f"s.{ACTION_COLUMN} = 'upsert'").execute()
+
+        self._handles.commit(handle, self.epoch, merge)
 
     def _append_changelog(
         self, name: str, batch: ChangeTable, properties: CommitProperties, before: CommitProperties
@@ -404,15 +402,16 @@ class DeltaSink:
         re-snapshot) are added first, in a commit recording the position before the batch."""
         handle = self._handle(name, "changelog")
         schema = changelog_schema(batch.shape.columns)
-        table = self._checked_table(handle, schema, [COMMIT_DATE_COLUMN])
-        rows = fit_changelog(changelog_rows(batch, schema), table, before)
-        handle.expected_version = table.version()
-        try:
-            write_deltalake(table, rows, mode="append", commit_properties=properties)
-        except CommitFailedError as error:
-            raise self._commit_failed(handle, error) from error
-        table.update_incremental()
-        handle.expected_version = table.version()
+        self._handles.checked(handle, schema, [COMMIT_DATE_COLUMN], self.epoch)
+        rows = changelog_rows(batch, schema)
+
+        def append(table: DeltaTable) -> None:
+            fitted = fit_changelog(rows, table, before)
+            table.update_incremental()
+            handle.expected_version = table.version()
+            write_deltalake(table, fitted, mode="append", commit_properties=properties)
+
+        self._handles.commit(handle, self.epoch, append)
 
 
 def _quote(column: str) -> str:

@@ -19,6 +19,16 @@ from dataclasses import dataclass
 LakeRoot = str | os.PathLike[str]
 """A lake location: a URI (``s3://bucket/prefix``) or a local path (a ``Path`` is fine for tests)."""
 
+OWN_TABLE_PROPERTIES = {
+    "delta.logRetentionDuration": "interval 1 hours",
+    "delta.deletedFileRetentionDuration": "interval 1 hours",
+}
+"""Table properties of the pipeline's own tables (``_cdc/...``), set when they are created (and by
+maintenance on older lakes). Nothing reads their history or old versions, and the state table takes
+two commits per batch, so their log and replaced files are kept an hour (for readers in flight),
+not Delta's 30 and 7 days: delta-rs's automatic checkpoints (every 100 commits) then clean their
+logs as they go, and maintenance vacuums their files."""
+
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9_$-]+$")
 
 
@@ -45,6 +55,15 @@ class LakeLayout:
     def checkpoints(self) -> str:
         """Every checkpoint record the pipeline's DAG runs published, append-only."""
         return self._join("_cdc", "checkpoints")
+
+    @property
+    def maintenance_log(self) -> str:
+        """What each maintenance run did (and when: the next one waits out the policy's interval)."""
+        return self._join("_cdc", "maintenance")
+
+    def snapshot_log(self, schema: str, table: str) -> str:
+        """The records of one table's snapshots: plans, finished chunks, watermarks, definitions."""
+        return self._join("_cdc", "snapshots", _segment(schema), _segment(table))
 
     def join_state(self, schema: str, table: str, snapshot_id: str) -> str:
         """State of one table's catch-up from its snapshot to the pipeline's position."""

@@ -1,15 +1,17 @@
-"""A snapshot's rows and progress live in the target Delta table itself, committed together.
+"""A snapshot's rows go into the target Delta table; its progress into the table's snapshot log.
 
-Invariant: a chunk is done exactly when the target table's history holds its commit. Each chunk's
-rows are appended in one Delta commit whose metadata records the chunk (bounds, low and high
-watermark, row count) under ``airflow_mysql_cdc.snapshot``; the snapshot's first commit empties
-the table (a re-snapshot replaces its contents) and records the plan. So progress cannot disagree
-with the data: a chunk killed before its commit is redone, one killed after it is not, and a
-retried chunk never duplicates rows (``test_killed_snapshot_resumes_at_the_next_unfinished_chunk``).
+Invariant: a chunk is done exactly when the target table holds its commit. Each chunk's record
+(bounds, low and high watermark, row count) is written to the snapshot log first, under a link
+that the chunk's commit of rows then carries as a Delta app transaction; the snapshot's first
+commit empties the table (a re-snapshot replaces its contents) and ties the plan and the
+definition read to it the same way (:mod:`~airflow_mysql_cdc.engine.lake.state.snapshot_log`). So
+progress cannot disagree with the data: a chunk killed before its commit is redone (its record is
+on no committed chain), one killed after it is not, and a retried chunk never duplicates rows
+(``test_killed_snapshot_resumes_at_the_next_unfinished_chunk``). Nothing is read from the table's
+commit history, which Delta's log clean-up deletes (version 0.1 kept the records there).
 
-Snapshot commits also reset the table's applied GTID set for the binlog sink to empty: after a
-(re-)snapshot the table's rows are as of the chunks' watermarks, and the stream's snapshot filter,
-not the sink's replay detection, decides which changes it already has.
+After a (re-)snapshot the table's rows are as of the chunks' watermarks, and the stream's snapshot
+filter, not the sink's replay detection, decides which changes it already has.
 """
 
 from __future__ import annotations
@@ -26,7 +28,6 @@ from deltalake.exceptions import TableNotFoundError
 
 from airflow_mysql_cdc.engine.errors import LakeMismatchError
 from airflow_mysql_cdc.engine.lake.delta_layout import (
-    COMMIT_METADATA_APPLIED,
     COMMIT_TS_COLUMN,
     DELETED_AT_COLUMN,
     DELETED_COLUMN,
@@ -34,7 +35,9 @@ from airflow_mysql_cdc.engine.lake.delta_layout import (
     target_schema,
     to_delta_array,
 )
-from airflow_mysql_cdc.engine.lake.layout import LakeLayout, LakeRoot
+from airflow_mysql_cdc.engine.lake.layout import LakeRoot
+from airflow_mysql_cdc.engine.lake.state.snapshot_log import SNAPSHOT_APP_ID, snapshot_transaction
+from airflow_mysql_cdc.engine.lake.state.store import LakeState
 from airflow_mysql_cdc.engine.mysql.schema import TableRef
 from airflow_mysql_cdc.engine.mysql.types import ColumnType
 from airflow_mysql_cdc.engine.snapshot.change_filter import SnapshottedChunk
@@ -44,8 +47,9 @@ from airflow_mysql_cdc.engine.snapshot.table_definition import TableDefinition
 from airflow_mysql_cdc.engine.snapshot.window import ChunkSnapshot
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 
-SNAPSHOT_METADATA = "airflow_mysql_cdc.snapshot"
-_HISTORY_LIMIT = 100_000
+SNAPSHOT_COMMIT_METADATA = "airflow_mysql_cdc.snapshot_commit"
+"""Commit metadata naming the snapshot and phase a commit belongs to: for people reading the history;
+never read back (version 0.1 kept whole records under ``airflow_mysql_cdc.snapshot``)."""
 
 
 class SnapshotIncompleteError(LakeMismatchError, RuntimeError):
@@ -123,41 +127,30 @@ def read_snapshot_progress(
     lake_root: LakeRoot, ref: TableRef, storage_options: dict[str, str] | None = None
 ) -> SnapshotProgress | None:
     """The snapshot progress of a table's lake copy; None if the table or its snapshot does not exist."""
-    path = LakeLayout(lake_root).target(ref.schema, ref.table)
-    try:
-        return progress_from_history(DeltaTable(path, storage_options=storage_options))
-    except TableNotFoundError:
-        return None
+    return progress_from_records(LakeState(lake_root, storage_options=storage_options).snapshot_records(ref))
 
 
-def progress_from_history(table: DeltaTable | None) -> SnapshotProgress | None:
-    """The latest snapshot's plan and finished chunks, read from a target table's commit history."""
-    if table is None:
+def progress_from_records(records: list[dict[str, Any]]) -> SnapshotProgress | None:
+    """The latest snapshot's plan and finished chunks from its records (newest first, start last)."""
+    starts = [record for record in records if record["phase"] == "start"]
+    if not starts:
         return None
-    chunk_commits: list[dict[str, Any]] = []
-    for commit in table.history(limit=_HISTORY_LIMIT):
-        raw = commit.get(SNAPSHOT_METADATA)
-        if raw is None:
+    start = starts[0]
+    progress = SnapshotProgress(
+        snapshot_id=start["id"],
+        key=tuple(start["key"]),
+        plan=[_chunk_from_json(item) for item in start["plan"]],
+        definition=TableDefinition.from_json(start["definition"]) if "definition" in start else None,
+    )
+    for done in records:
+        if done["phase"] != "chunk" or done["id"] != progress.snapshot_id:
             continue
-        record = json.loads(raw) if isinstance(raw, str) else raw
-        if record["phase"] == "chunk":
-            chunk_commits.append(record)
-            continue
-        progress = SnapshotProgress(
-            snapshot_id=record["id"],
-            key=tuple(record["key"]),
-            plan=[_chunk_from_json(item) for item in record["plan"]],
-            definition=TableDefinition.from_json(record["definition"]) if "definition" in record else None,
+        chunk = _chunk_from_json(done["chunk"])
+        progress.done.setdefault(
+            chunk.index,
+            DoneChunk(chunk, GtidSet.parse(done["low"]), GtidSet.parse(done["high"]), done["rows"]),
         )
-        for done in chunk_commits:
-            if done["id"] != progress.snapshot_id:
-                continue
-            chunk = _chunk_from_json(done["chunk"])
-            progress.done[chunk.index] = DoneChunk(
-                chunk, GtidSet.parse(done["low"]), GtidSet.parse(done["high"]), done["rows"]
-            )
-        return progress
-    return None
+    return progress
 
 
 class DeltaSnapshotWriter:
@@ -168,11 +161,15 @@ class DeltaSnapshotWriter:
         columns: Sequence[ColumnType],
         storage_options: dict[str, str] | None = None,
     ) -> None:
-        self.path = LakeLayout(lake_root).target(ref.schema, ref.table)
+        self.state = LakeState(lake_root, storage_options=storage_options)
+        self.path = self.state.layout.target(ref.schema, ref.table)
         self.ref = ref
         self.columns = tuple(columns)
         self.storage_options = storage_options
         self._loaded: DeltaTable | None = None
+        self._log = self.state.snapshot_log(ref)
+        self._head: int | None = None
+        """The link of the newest committed record: the next record continues it."""
 
     def _table(self) -> DeltaTable | None:
         """The target table, loaded once: a write through the object advances its state, and loading
@@ -188,8 +185,14 @@ class DeltaSnapshotWriter:
         return self._loaded
 
     def progress(self) -> SnapshotProgress | None:
-        """The latest snapshot's plan and finished chunks, from the table's history."""
-        return progress_from_history(self._table())
+        """The latest snapshot's plan and finished chunks (a version 0.1 table's are moved first)."""
+        table = self._table()
+        if table is None:
+            return None
+        self.state.migrate_snapshots([self.ref])
+        link = table.transaction_version(SNAPSHOT_APP_ID)
+        self._head = self._log.head(link)
+        return progress_from_records(self.state.snapshot_records(self.ref, table))
 
     def fits_columns(self) -> bool:
         """The target holds exactly this snapshot's columns and types (a resumed snapshot's chunks
@@ -217,14 +220,16 @@ class DeltaSnapshotWriter:
         schema = target_schema(self.columns)
         empty = schema.empty_table()
         table = self._table()
+        link = self._log.intend(record, previous=None)
         write_deltalake(
             table if table is not None else self.path,
             empty,
             mode="overwrite",
             schema_mode="overwrite",
             storage_options=None if table is not None else self.storage_options,
-            commit_properties=self._properties(record),
+            commit_properties=self._properties(record, link),
         )
+        self._head = link
         return SnapshotProgress(snapshot_id, tuple(key), list(plan), definition=definition)
 
     def write_chunk(self, progress: SnapshotProgress, window: ChunkSnapshot) -> None:
@@ -247,19 +252,24 @@ class DeltaSnapshotWriter:
         }
         table = self._table()
         assert table is not None, "start() the snapshot first"
+        link = self._log.intend(record, previous=self._head)
         write_deltalake(
             table,
             pa.table(data).cast(target_schema(self.columns)),
             mode="append",
-            commit_properties=self._properties(record),
+            commit_properties=self._properties(record, link),
         )
+        self._head = link
         progress.done[window.chunk.index] = DoneChunk(
             window.chunk, window.low_watermark, window.high_watermark, count
         )
 
     @staticmethod
-    def _properties(record: dict[str, Any]) -> CommitProperties:
+    def _properties(record: dict[str, Any], link: int) -> CommitProperties:
         return CommitProperties(
-            custom_metadata={SNAPSHOT_METADATA: json.dumps(record), COMMIT_METADATA_APPLIED: ""},
+            custom_metadata={
+                SNAPSHOT_COMMIT_METADATA: json.dumps({"id": record["id"], "phase": record["phase"]})
+            },
+            app_transactions=[snapshot_transaction(link)],
             max_commit_retries=0,
         )

@@ -9,7 +9,7 @@ from airflow_mysql_cdc.pipeline.dag import build_pipeline_dag
 def test_runs_wait_for_no_other_run_and_one_replicate_runs_at_a_time() -> None:
     dag = build_pipeline_dag(PipelineConfig(dag_id="shape", schedule="every 30s"))
     assert [task.task_id for task in dag.topological_sort()] == [
-        "check_prerequisites", "load_checkpoint", "resumability", "replicate",
+        "check_prerequisites", "load_checkpoint", "resumability", "replicate", "maintain_lake",
     ]  # fmt: skip
     assert not any(task.depends_on_past for task in dag.tasks)  # a failed run held the next one: deadlock
     assert dag.max_active_runs == 1

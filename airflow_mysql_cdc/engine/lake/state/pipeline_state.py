@@ -16,7 +16,12 @@ pipeline. So the second of two instances fails at start, and the claim's fencing
 
 The applied set here is the pipeline's position: every GTID in it is in every target table (or
 touched none of them). Tables may be *ahead* of it (a crash between a table commit and this
-commit); the sink reads each table's own applied set from its commit metadata to skip those.
+commit). To know by how much without reading commit history (which Delta maintenance prunes), a
+batch is *intended* here before any table commits it: its number and the position it will reach
+go into :attr:`PipelineState.intents`, and each table's data commit carries a Delta app transaction
+with that number (:mod:`.table_positions`). An intent stays until the applied set contains its
+position; a batch number is never used twice, so a table's app transaction always names the one
+intent whose commit it is (an intent whose commit failed is never named).
 
 The state also names the pipeline's *members*: the tables it streams, each with the id of the
 snapshot it joined with. A table that is not a member (added to the configuration, or
@@ -39,6 +44,7 @@ from deltalake import CommitProperties, DeltaTable, write_deltalake
 from deltalake.exceptions import CommitFailedError, TableNotFoundError
 
 from airflow_mysql_cdc.engine.errors import FencedError, LakeMismatchError
+from airflow_mysql_cdc.engine.lake.layout import OWN_TABLE_PROPERTIES
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 
 _SCHEMA = pa.schema(
@@ -50,6 +56,7 @@ _SCHEMA = pa.schema(
         pa.field("batch_seq", pa.int64()),
         pa.field("updated_at_us", pa.int64()),
         pa.field("members", pa.string()),
+        pa.field("intents", pa.string()),
     ]
 )
 
@@ -102,6 +109,19 @@ class PipelineState:
     members: dict[str, str] | None = None
     """Streamed table -> id of the snapshot it joined with ("" when it joined without one); None
     for a state written before membership was recorded."""
+    intents: dict[int, GtidSet] | None = None
+    """Batch number -> the position its table commits record, for batches whose position the applied
+    set does not contain yet (a crash between table commits and the state commit); None for a
+    state written before intents were recorded (:mod:`.legacy` moves such a lake on)."""
+
+    @property
+    def next_batch_seq(self) -> int:
+        """A batch number no table commit has used: above every committed and intended one."""
+        return max([self.batch_seq, *(self.intents or {})]) + 1
+
+    def intending(self, batch_seq: int, position: GtidSet) -> dict[int, GtidSet]:
+        """The intents with ``batch_seq`` reaching ``position`` added."""
+        return {**(self.intents or {}), batch_seq: position}
 
 
 class PipelineStateStore:
@@ -137,6 +157,7 @@ class PipelineStateStore:
             updated_at_us=row["updated_at_us"],
             table_version=table.version(),
             members=json.loads(row["members"]) if row.get("members") is not None else None,
+            intents=_intents_from_json(row.get("intents")),
         )
 
     def claim(self, owner: str, initial_applied: GtidSet, *, lease_s: float = 0.0) -> PipelineState:
@@ -170,6 +191,7 @@ class PipelineStateStore:
             updated_at_us=time.time_ns() // 1000,
             table_version=-1,
             members=previous.members if previous else {},
+            intents=previous.intents if previous else {},
         )
         return self._write(table, state, "claim")
 
@@ -181,10 +203,13 @@ class PipelineStateStore:
         *,
         release: bool = False,
         members: dict[str, str] | None = None,
+        intents: dict[int, GtidSet] | None = None,
     ) -> PipelineState:
         """Record progress (also the lease's heartbeat); ``release`` lets the next instance in at once.
 
-        ``members`` replaces the member tables; by default they are kept.
+        ``members`` replaces the member tables and ``intents`` the intended batches; by default they
+        are kept. Intents whose position ``applied`` contains are dropped: no table can be ahead by
+        them any more.
 
         Fails with PipelineFencedError if anyone wrote the state since ``current``.
         """
@@ -198,6 +223,7 @@ class PipelineStateStore:
             updated_at_us=time.time_ns() // 1000,
             table_version=-1,
             members=current.members if members is None else members,
+            intents=_unresolved(current.intents if intents is None else intents, applied),
         )
         return self._write(self._table, state, "commit")
 
@@ -216,6 +242,7 @@ class PipelineStateStore:
                 "batch_seq": [state.batch_seq],
                 "updated_at_us": [state.updated_at_us],
                 "members": [None if state.members is None else json.dumps(state.members, sort_keys=True)],
+                "intents": [_intents_to_json(state.intents)],
             },
             schema=_SCHEMA,
         )
@@ -231,6 +258,7 @@ class PipelineStateStore:
                     mode="error",
                     storage_options=self.storage_options,
                     commit_properties=properties,
+                    configuration=OWN_TABLE_PROPERTIES,
                 )
             else:
                 write_deltalake(
@@ -263,3 +291,21 @@ class PipelineStateStore:
             f"(epoch {state.epoch}, owner {state.owner}) stops: {reason}. Only one application may run "
             "per pipeline; check for a second DAG run or a leftover spark-submit."
         )
+
+
+def _unresolved(intents: dict[int, GtidSet] | None, applied: GtidSet) -> dict[int, GtidSet] | None:
+    if intents is None:
+        return None
+    return {seq: position for seq, position in intents.items() if not position.issubset(applied)}
+
+
+def _intents_to_json(intents: dict[int, GtidSet] | None) -> str | None:
+    if intents is None:
+        return None
+    return json.dumps({str(seq): str(position) for seq, position in sorted(intents.items())})
+
+
+def _intents_from_json(text: str | None) -> dict[int, GtidSet] | None:
+    if text is None:
+        return None
+    return {int(seq): GtidSet.parse(position) for seq, position in json.loads(text).items()}

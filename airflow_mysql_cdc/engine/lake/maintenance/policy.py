@@ -1,0 +1,78 @@
+"""How often and how hard the lake is maintained: the pipeline JSON's ``maintenance`` object, typed.
+
+Invariant: a policy is validated where it is read (the pipeline's configuration file, the
+maintenance application's configuration), so a wrong value fails the DAG's import or the task at
+once, naming the key, never halfway through a maintenance run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+from airflow_mysql_cdc.engine.errors import ConfigurationError
+
+MIB = 1024 * 1024
+
+
+class MaintenancePolicyError(ConfigurationError, ValueError):
+    """A maintenance setting has a wrong key or value."""
+
+
+@dataclass(frozen=True)
+class MaintenancePolicy:
+    """Every key of the pipeline JSON's ``"maintenance"`` object, with its default."""
+
+    enabled: bool = True
+    """Run the DAG's ``maintain_lake`` task's work (off: the task only says it is off)."""
+    interval_hours: float = 24.0
+    """At most one maintenance per this many hours (0: every run)."""
+    small_files: int = 16
+    """Compact a table (or a closed changelog day) once it has this many files below half the target size."""
+    target_file_mb: int = 32
+    """Target size of data files, set as ``delta.targetFileSize`` on targets and changelogs, so any
+    writer's compaction (another job's OPTIMIZE too) keeps files this size: a MERGE then rewrites
+    only the few files whose key range a batch touches."""
+    vacuum_retention_hours: float = 168.0
+    """Files a target or changelog no longer references are deleted this long after (readers of
+    older versions, time travel); a table's own ``delta.deletedFileRetentionDuration`` wins if longer."""
+
+    def __post_init__(self) -> None:
+        if self.interval_hours < 0:
+            raise MaintenancePolicyError(
+                f"maintenance.interval_hours must be 0 or more, not {self.interval_hours}"
+            )
+        if self.small_files < 2:
+            raise MaintenancePolicyError(
+                f"maintenance.small_files must be at least 2, not {self.small_files}"
+            )
+        if not 1 <= self.target_file_mb <= 4096:
+            raise MaintenancePolicyError(
+                f"maintenance.target_file_mb must be between 1 and 4096, not {self.target_file_mb}"
+            )
+        if self.vacuum_retention_hours < 1:
+            raise MaintenancePolicyError(
+                f"maintenance.vacuum_retention_hours must be at least 1 (readers in flight need the files "
+                f"they are reading), not {self.vacuum_retention_hours}"
+            )
+
+    @property
+    def target_file_bytes(self) -> int:
+        return self.target_file_mb * MIB
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | None) -> MaintenancePolicy:
+        data = dict(data or {})
+        known = {item.name for item in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise MaintenancePolicyError(
+                f"unknown maintenance keys: {', '.join(unknown)} (known: {', '.join(sorted(known))})"
+            )
+        try:
+            return cls(**data)
+        except TypeError as error:
+            raise MaintenancePolicyError(f"bad maintenance settings: {error}") from error

@@ -1,0 +1,193 @@
+"""What maintenance does to one Delta table, each step one atomic Delta commit or an idempotent delete.
+
+Invariant: no step changes a table's rows. Compaction and sorting commit rearrangements
+(``dataChange=false``) that a concurrent binlog application retries across (:mod:`..table_handles`);
+a checkpoint, the clean-up of expired log files and vacuum remove only what no current version
+needs. Nothing the pipeline reads lives in commit history (:mod:`..state`), so the clean-up is safe
+for it. So a kill -9 between or inside steps leaves the table whole, and the next maintenance
+redoes what is still to do (``test_a_killed_maintenance_leaves_the_lake_exact_and_its_retry_finishes``).
+
+The steps, per kind of table:
+
+- **target**: ``delta.targetFileSize`` set to the policy's size (so any writer's compaction keeps
+  files that small); once ``small_files`` files are below half of it, the table is rewritten sorted
+  by its leading key column (``z_order`` on one column is a sort), so files hold disjoint key ranges
+  and a MERGE of a batch touches only the files of its keys;
+- **changelog**: the same size; each closed day (``_cdc_commit_date`` before today, UTC) with more
+  than one file is compacted; today's day is left to the writes still coming;
+- **the pipeline's own tables** (``_cdc/...``): their short retention properties
+  (:data:`..layout.OWN_TABLE_PROPERTIES`), compaction once ``small_files`` files have gathered;
+- **every table**: a checkpoint, the clean-up of log files past ``delta.logRetentionDuration``, and
+  vacuum (targets and changelogs keep unreferenced files ``vacuum_retention_hours``, or the
+  table's own ``delta.deletedFileRetentionDuration`` if longer; own tables an hour).
+"""
+
+from __future__ import annotations
+
+import datetime
+import re
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from deltalake import DeltaTable
+
+from airflow_mysql_cdc.engine.lake.delta_layout import COMMIT_DATE_COLUMN
+from airflow_mysql_cdc.engine.lake.layout import OWN_TABLE_PROPERTIES
+from airflow_mysql_cdc.engine.lake.maintenance.policy import MaintenancePolicy
+
+TARGET_FILE_SIZE_PROPERTY = "delta.targetFileSize"
+_OWN_RETENTION_HOURS = 1.0
+_DURATION = re.compile(r"^\s*interval\s+(\d+)\s+(second|minute|hour|day|week)s?\s*$", re.IGNORECASE)
+_HOURS_PER_UNIT = {"second": 1 / 3600, "minute": 1 / 60, "hour": 1.0, "day": 24.0, "week": 168.0}
+
+
+@dataclass(frozen=True)
+class MaintainedTable:
+    """A table maintenance visits: its URI, what it is, and (targets) the column to sort by."""
+
+    path: str
+    role: str
+    """``target``, ``changelog`` or ``own``."""
+    name: str
+    """``schema.table`` for targets and changelogs; the table's place under ``_cdc`` otherwise."""
+    sort_column: str | None = None
+
+
+@dataclass
+class TableReport:
+    """What maintenance did to one table, for the task log and the result (XCom)."""
+
+    path: str
+    role: str
+    name: str
+    files_before: int = 0
+    files_after: int = 0
+    bytes_before: int = 0
+    bytes_after: int = 0
+    seconds: float = 0.0
+    actions: list[str] = field(default_factory=list)
+    vacuumed_files: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def describe(self) -> str:
+        done = ", ".join(self.actions) or "nothing to do"
+        return (
+            f"{self.role} {self.name}: {self.files_before} -> {self.files_after} files, "
+            f"{_mib(self.bytes_before)} -> {_mib(self.bytes_after)} MiB in {self.seconds:.1f}s ({done})"
+        )
+
+
+def maintain_table(table: DeltaTable, spec: MaintainedTable, policy: MaintenancePolicy) -> TableReport:
+    """Run every step for ``spec`` on ``table`` (module docstring); returns what was done."""
+    started = time.monotonic()
+    report = TableReport(spec.path, spec.role, spec.name)
+    files = _files(table)
+    report.files_before, report.bytes_before = files.num_rows, _bytes(files)
+    _set_properties(table, spec, policy, report)
+    if spec.role == "target":
+        _sort_target(table, spec, policy, files, report)
+    elif spec.role == "changelog":
+        _compact_closed_days(table, policy, files, report)
+    elif _small(files, policy).num_rows >= policy.small_files:
+        table.optimize.compact(target_size=policy.target_file_bytes)
+        report.actions.append("compacted")
+    table.create_checkpoint()
+    table.cleanup_metadata()
+    report.actions.append("checkpointed, expired log files cleaned up")
+    vacuumed = table.vacuum(
+        retention_hours=_vacuum_hours(table, spec, policy), enforce_retention_duration=False, dry_run=False
+    )
+    report.vacuumed_files = len(vacuumed)
+    if vacuumed:
+        report.actions.append(f"vacuumed {len(vacuumed)} file(s)")
+    table.update_incremental()
+    files = _files(table)
+    report.files_after, report.bytes_after = files.num_rows, _bytes(files)
+    report.seconds = round(time.monotonic() - started, 3)
+    return report
+
+
+def _set_properties(
+    table: DeltaTable, spec: MaintainedTable, policy: MaintenancePolicy, report: TableReport
+) -> None:
+    if spec.role == "own":
+        wanted = dict(OWN_TABLE_PROPERTIES)
+    else:
+        wanted = {TARGET_FILE_SIZE_PROPERTY: str(policy.target_file_bytes)}
+    current = table.metadata().configuration
+    missing = {key: value for key, value in wanted.items() if current.get(key) != value}
+    if missing:
+        table.alter.set_table_properties(missing, raise_if_not_exists=False)
+        report.actions.append("set " + ", ".join(f"{key}={value}" for key, value in sorted(missing.items())))
+
+
+def _sort_target(
+    table: DeltaTable, spec: MaintainedTable, policy: MaintenancePolicy, files: pa.Table, report: TableReport
+) -> None:
+    if _small(files, policy).num_rows < policy.small_files:
+        return
+    if spec.sort_column is None:
+        table.optimize.compact(target_size=policy.target_file_bytes)
+        report.actions.append("compacted (no key known to sort by)")
+        return
+    table.optimize.z_order([spec.sort_column], target_size=policy.target_file_bytes)
+    report.actions.append(f"rewritten sorted by {spec.sort_column}")
+
+
+def _compact_closed_days(
+    table: DeltaTable, policy: MaintenancePolicy, files: pa.Table, report: TableReport
+) -> None:
+    column = f"partition.{COMMIT_DATE_COLUMN}"
+    if column not in files.column_names or not files.num_rows:
+        return
+    today = datetime.datetime.now(datetime.UTC).date()
+    per_day: dict[str, int] = {}
+    for day in files.column(column).to_pylist():
+        if day is not None and _as_date(day) < today:
+            per_day[str(_as_date(day))] = per_day.get(str(_as_date(day)), 0) + 1
+    days = sorted(day for day, count in per_day.items() if count > 1)
+    if not days:
+        return
+    table.optimize.compact(
+        partition_filters=[(COMMIT_DATE_COLUMN, "in", days)], target_size=policy.target_file_bytes
+    )
+    report.actions.append(f"compacted {len(days)} closed day(s)")
+
+
+def _vacuum_hours(table: DeltaTable, spec: MaintainedTable, policy: MaintenancePolicy) -> float:
+    if spec.role == "own":
+        return _OWN_RETENTION_HOURS
+    declared = _hours(table.metadata().configuration.get("delta.deletedFileRetentionDuration"))
+    return max(policy.vacuum_retention_hours, declared or 0.0)
+
+
+def _hours(duration: str | None) -> float | None:
+    match = _DURATION.match(duration or "")
+    return int(match.group(1)) * _HOURS_PER_UNIT[match.group(2).lower()] if match else None
+
+
+def _files(table: DeltaTable) -> pa.Table:
+    return pa.table(table.get_add_actions(flatten=True))
+
+
+def _small(files: pa.Table, policy: MaintenancePolicy) -> pa.Table:
+    if not files.num_rows:
+        return files
+    return files.filter(pc.less(files.column("size_bytes"), policy.target_file_bytes // 2))
+
+
+def _bytes(files: pa.Table) -> int:
+    return int(pc.sum(files.column("size_bytes")).as_py() or 0) if files.num_rows else 0
+
+
+def _as_date(value: Any) -> datetime.date:
+    return value if isinstance(value, datetime.date) else datetime.date.fromisoformat(str(value))
+
+
+def _mib(size: int) -> str:
+    return f"{size / (1024 * 1024):.1f}"

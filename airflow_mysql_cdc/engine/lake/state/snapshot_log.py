@@ -1,0 +1,207 @@
+"""The records of one table's snapshots, kept as rows that Delta maintenance never removes.
+
+Invariant: a snapshot record (the plan and definition of a snapshot's start, or one finished chunk
+with its watermarks) counts exactly when the target's Delta commit that carries its rows happened.
+Each record is appended here *before* that commit, under a fresh random number, its *link*; the
+commit carries the Delta app transaction ``(SNAPSHOT_APP_ID, link)``, and each record names the
+link of the commit before it on its snapshot (``previous``). The target's app transaction
+therefore names the newest committed record, and following ``previous`` from it visits exactly the
+committed records of the latest snapshot back to its start: a record whose commit failed (a crash,
+a conflict) is on no such path and is never read.
+
+Why not the target's commit metadata, as before: Delta's log clean-up (any writer's checkpoint
+with ``delta.logRetentionDuration``, 30 days by default) deletes old commits, and with them their
+metadata; the snapshot was then unreadable and every later run failed. App transactions are kept in
+every checkpoint, and these rows are data. Guarded by
+``tests/integration/test_lake_state_durability.py``.
+
+Rows of older snapshots are no longer reachable; maintenance deletes them (:func:`SnapshotLog.prune`).
+Records moved from a lake written before this log existed (:mod:`.legacy`) are marked ``migrated``
+and trusted while the target carries no snapshot app transaction yet.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
+from deltalake.exceptions import TableNotFoundError
+
+from airflow_mysql_cdc.engine.errors import LakeMismatchError
+from airflow_mysql_cdc.engine.lake.layout import OWN_TABLE_PROPERTIES
+
+SNAPSHOT_APP_ID = "airflow_mysql_cdc:snapshot"
+"""The app transaction of a target table's snapshot commits; its version is the newest record's link."""
+NO_SNAPSHOT = "none"
+"""Phase of the one migrated row that says: the legacy history held no snapshot of this table."""
+
+_SCHEMA = pa.schema(
+    [
+        pa.field("snapshot_id", pa.string()),
+        pa.field("link", pa.int64()),
+        pa.field("previous", pa.int64()),
+        pa.field("phase", pa.string()),
+        pa.field("record", pa.string()),
+        pa.field("written_at_us", pa.int64()),
+        pa.field("migrated", pa.bool_()),
+    ]
+)
+
+
+class SnapshotLogError(LakeMismatchError, RuntimeError):
+    """The target names a snapshot record that its snapshot log does not hold."""
+
+
+def new_link() -> int:
+    """A link no other record of the table has (62 random bits: a clash is not a practical risk)."""
+    return secrets.randbits(62) + 1
+
+
+def snapshot_transaction(link: int) -> Transaction:
+    return Transaction(SNAPSHOT_APP_ID, link)
+
+
+@dataclass(frozen=True)
+class SnapshotRecord:
+    """One row of the log: the record's JSON (``phase`` start or chunk) and where it sits."""
+
+    link: int
+    previous: int | None
+    record: dict[str, Any]
+    written_at_us: int
+    migrated: bool = False
+
+    @property
+    def phase(self) -> str:
+        return str(self.record.get("phase", NO_SNAPSHOT))
+
+
+class SnapshotLog:
+    """``<lake>/_cdc/snapshots/<schema>/<table>``: the snapshot records of one target table."""
+
+    def __init__(self, path: str, target_uri: str, storage_options: Mapping[str, str] | None = None) -> None:
+        self.path = path
+        self.target_uri = target_uri
+        self.storage_options = dict(storage_options) if storage_options else None
+
+    def rows(self) -> list[SnapshotRecord]:
+        try:
+            table = DeltaTable(self.path, storage_options=self.storage_options)
+        except TableNotFoundError:
+            return []
+        return [
+            SnapshotRecord(
+                row["link"], row["previous"], json.loads(row["record"]), row["written_at_us"], row["migrated"]
+            )
+            for row in table.to_pyarrow_table().to_pylist()
+        ]
+
+    def committed(self, target_link: int | None) -> list[dict[str, Any]] | None:
+        """The latest snapshot's committed records, newest first; [] when the table has none.
+
+        ``target_link`` is the target's :data:`SNAPSHOT_APP_ID` transaction version (None: it has
+        none). None is returned when nothing is known (no transaction, no migrated rows): a target
+        written before this log existed, whose records are still in its commit history.
+        """
+        chain = self._chain(self.rows(), target_link)
+        return None if chain is None else [row.record for row in chain]
+
+    def _chain(self, rows: list[SnapshotRecord], target_link: int | None) -> list[SnapshotRecord] | None:
+        if target_link is not None:
+            by_link = {row.link: row for row in rows}
+            head = by_link.get(target_link)
+            if head is None:
+                raise self._missing(target_link)
+        else:
+            migrated = [row for row in rows if row.migrated]
+            if not migrated:
+                return None
+            head = max(migrated, key=lambda row: row.written_at_us)
+            if head.phase == NO_SNAPSHOT:
+                return []
+            by_link = {row.link: row for row in migrated}
+        chain = [head]
+        while chain[-1].phase != "start":
+            previous = chain[-1].previous
+            if previous is None or previous not in by_link:
+                raise self._missing(previous)
+            chain.append(by_link[previous])
+        return chain
+
+    def head(self, target_link: int | None) -> int | None:
+        """The link the next record continues: the target's, else the newest migrated row's."""
+        if target_link is not None:
+            return target_link
+        migrated = [row for row in self.rows() if row.migrated and row.phase != NO_SNAPSHOT]
+        return max(migrated, key=lambda row: row.written_at_us).link if migrated else None
+
+    def intend(self, record: dict[str, Any], previous: int | None) -> int:
+        """Append ``record`` before its target commit; returns the link that commit must carry."""
+        link = new_link()
+        self._append([SnapshotRecord(link, previous, record, time.time_ns() // 1000)])
+        return link
+
+    def migrate(self, records_newest_first: list[dict[str, Any]]) -> None:
+        """Store records read from a legacy commit history (or the mark that it held none)."""
+        now = time.time_ns() // 1000
+        oldest_first = list(reversed(records_newest_first)) or [{"phase": NO_SNAPSHOT}]
+        rows: list[SnapshotRecord] = []
+        previous: int | None = None
+        for offset, record in enumerate(oldest_first):
+            rows.append(SnapshotRecord(new_link(), previous, record, now + offset, migrated=True))
+            previous = rows[-1].link
+        self._append(rows)
+
+    def prune(self, target_link: int | None) -> int:
+        """Delete the rows of snapshots older than the latest committed one; returns how many.
+
+        Only rows written before the latest snapshot's start go: a snapshot starting meanwhile
+        writes its rows later, so they stay whatever its commit's fate.
+        """
+        rows = self.rows()
+        chain = self._chain(rows, target_link)
+        if not chain:
+            return 0
+        start = chain[-1]
+        stale = [row for row in rows if row.written_at_us < start.written_at_us]
+        if not stale:
+            return 0
+        table = DeltaTable(self.path, storage_options=self.storage_options)
+        metrics = table.delete(f"written_at_us < {start.written_at_us}")
+        return int(metrics.get("num_deleted_rows", len(stale)))
+
+    def _append(self, rows: list[SnapshotRecord]) -> None:
+        data = pa.table(
+            {
+                "snapshot_id": [str(row.record.get("id", "")) for row in rows],
+                "link": [row.link for row in rows],
+                "previous": [row.previous for row in rows],
+                "phase": [row.phase for row in rows],
+                "record": [json.dumps(row.record, sort_keys=True) for row in rows],
+                "written_at_us": [row.written_at_us for row in rows],
+                "migrated": [row.migrated for row in rows],
+            },
+            schema=_SCHEMA,
+        )
+        write_deltalake(
+            self.path,
+            data,
+            mode="append",
+            storage_options=self.storage_options,
+            commit_properties=CommitProperties(max_commit_retries=10),
+            configuration=OWN_TABLE_PROPERTIES,
+        )
+
+    def _missing(self, link: int | None) -> SnapshotLogError:
+        return SnapshotLogError(
+            f"{self.target_uri} names snapshot record {link} that {self.path} does not hold (the snapshot "
+            "log was deleted or restored from another time). The table's rows cannot be tied to their "
+            "watermarks any more: re-snapshot it (MySqlCdcSnapshotOperator with restart=True, or clear "
+            "the run with the table listed in a fresh lake location)."
+        )

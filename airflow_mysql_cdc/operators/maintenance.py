@@ -1,0 +1,160 @@
+"""Operator: maintain a pipeline's lake (compact, sort, checkpoint, clean expired logs, vacuum).
+
+The work runs in a process of its own (``engine/entrypoints/maintain_lake.py``, no Spark, no MySQL),
+in its own process group: its output becomes task log lines, a killed or timed-out task kills it
+whole, and a kill -9 at any point leaves the lake exact (every step is atomic or idempotent; the
+retry redoes what is left). It takes the pipeline's lease, so it never runs beside the binlog
+application: while an application holds the lease it fails retryably (exit 3) and Airflow retries.
+
+Whether it is due (``maintenance.interval_hours`` since the last one, the lake's
+``_cdc/maintenance`` log) is decided here first, so most runs finish at once without starting a
+process. The result (XCom) says per table what was done: files and bytes before and after, seconds.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from airflow.sdk import BaseOperator
+from airflow.sdk.exceptions import AirflowException, AirflowFailException
+
+from airflow_mysql_cdc.engine.errors import ExitCode
+from airflow_mysql_cdc.engine.lake.maintenance.policy import MaintenancePolicy
+from airflow_mysql_cdc.engine.lake.storage import check_storage_options, secret_storage_options_to_environment
+from airflow_mysql_cdc.hooks.lake_storage import LakeStorageHook
+from airflow_mysql_cdc.operators.prerequisites import parse_table_list
+
+APPLICATION_MODULE = "airflow_mysql_cdc.engine.entrypoints.maintain_lake"
+_INHERITED_PREFIXES_REFUSED = ("AIRFLOW_CONN_", "AIRFLOW_VAR_")
+
+
+class MySqlCdcLakeMaintenanceOperator(BaseOperator):
+    """Maintains the lake of pipeline ``pipeline_id`` when due; returns what it did (the XCom).
+
+    :param pipeline_id: the pipeline whose lease the maintenance takes (templated).
+    :param tables: ``schema.table`` names whose target and changelog tables are maintained.
+    :param lake_root: a local path or a URI (templated).
+    :param storage_options: public delta-rs storage options; a credential here is refused.
+    :param lake_conn_id: an ``aws`` connection with the lake's credentials.
+    :param maintenance: the pipeline JSON's ``maintenance`` object (docs/operations.md,
+        "Lake maintenance"); validated when the DAG is parsed.
+    :param force: maintain even when the last maintenance is younger than ``interval_hours``.
+    :param lease_s: how long a silent maintenance keeps the pipeline's lease.
+    """
+
+    template_fields: Sequence[str] = ("pipeline_id", "lake_root")
+    ui_color = "#e6f2e6"
+
+    def __init__(
+        self,
+        *,
+        pipeline_id: str,
+        tables: Sequence[str],
+        lake_root: str,
+        storage_options: dict[str, str] | None = None,
+        lake_conn_id: str | None = None,
+        maintenance: Mapping[str, Any] | None = None,
+        force: bool = False,
+        lease_s: float = 60.0,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.pipeline_id = pipeline_id
+        self.tables = tuple(str(ref) for ref in parse_table_list(tables))
+        self.lake_root = lake_root
+        self.storage_options = check_storage_options(storage_options, where="the operator's storage_options")
+        self.lake_conn_id = lake_conn_id
+        self.policy = MaintenancePolicy.from_dict(dict(maintenance or {}))
+        self.force = force
+        self.lease_s = lease_s
+        self._process: subprocess.Popen[str] | None = None
+
+    def execute(self, context: Any) -> dict[str, Any]:
+        from airflow_mysql_cdc.engine.lake.maintenance.run import maintenance_due
+        from airflow_mysql_cdc.engine.lake.state.store import LakeState
+
+        public, secret = LakeStorageHook(self.lake_conn_id).get_storage_options(self.storage_options)
+        lake = LakeState(self.lake_root, self.pipeline_id, {**public, **secret} or None)
+        why_not = None if self.force else maintenance_due(lake, self.policy)
+        if why_not is not None:
+            self.log.info("Summary: maintenance skipped: %s", why_not)
+            return {"pipeline_id": self.pipeline_id, "skipped": why_not, "tables": []}
+        config = {
+            "pipeline_id": self.pipeline_id,
+            "lake_root": self.lake_root,
+            "tables": list(self.tables),
+            "policy": self.policy.to_dict(),
+            "storage_options": public,
+            "lease_s": self.lease_s,
+            "force": True,
+        }
+        result = self._run(config, secret_storage_options_to_environment(secret))
+        self.log.info(
+            "Summary: maintenance of %d table(s): %d -> %d files, %d old snapshot record(s) pruned, in %.1fs",
+            len(result["tables"]),
+            result["files_before"],
+            result["files_after"],
+            result["pruned_snapshot_records"],
+            result["seconds"],
+        )
+        return result
+
+    def _run(self, config: dict[str, Any], secret_environment: dict[str, str]) -> dict[str, Any]:
+        with tempfile.TemporaryDirectory(prefix="mysql-cdc-maintenance-") as workdir:
+            config_file, result_file = Path(workdir) / "config.json", Path(workdir) / "result.json"
+            config_file.write_text(json.dumps(config, indent=2))
+            argv = [
+                sys.executable,
+                "-m",
+                APPLICATION_MODULE,
+                "--config",
+                str(config_file),
+                "--result-file",
+                str(result_file),
+            ]
+            environment = {
+                key: value
+                for key, value in os.environ.items()
+                if not key.startswith(_INHERITED_PREFIXES_REFUSED)
+            }
+            environment |= {"PYTHONUNBUFFERED": "1", **secret_environment}
+            self._process = subprocess.Popen(
+                argv, env=environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                start_new_session=True,
+            )  # fmt: skip
+            try:
+                assert self._process.stdout is not None
+                for line in self._process.stdout:
+                    self.log.info("%s", line.rstrip())
+                code = self._process.wait()
+            finally:
+                self._kill()
+            if code != 0:
+                raise self._failure(code)
+            return json.loads(result_file.read_text())
+
+    def _failure(self, code: int) -> Exception:
+        known = code in ExitCode.__members__.values()
+        if known and not ExitCode(code).retryable:
+            return AirflowFailException(f"{self.task_id} failed: {ExitCode(code).meaning} (exit code {code})")
+        meaning = ExitCode(code).meaning if known else "killed or crashed"
+        return AirflowException(f"{self.task_id} failed: {meaning} (exit code {code}); a retry may help")
+
+    def _kill(self) -> None:
+        process = self._process
+        if process is not None and process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+    def on_kill(self) -> None:
+        self._kill()
