@@ -13,6 +13,8 @@ int64 microseconds (MySQL TIME may be negative or above 24 h), DECIMAL(p>38) to 
 from __future__ import annotations
 
 import decimal
+import json
+from collections.abc import Sequence
 
 import pyarrow as pa
 
@@ -26,6 +28,13 @@ OP_COLUMN = "_cdc_op"
 SEQUENCE_COLUMN = "_cdc_seq"
 COMMIT_DATE_COLUMN = "_cdc_commit_date"
 METADATA_PREFIX = "_cdc_"
+
+ROW_KEY_PROPERTY = "airflow_mysql_cdc.row_key"
+"""Table property of a target: its row key columns (JSON list), what maintenance sorts files by."""
+TARGET_FILE_SIZE_PROPERTY = "delta.targetFileSize"
+DEFAULT_TARGET_FILE_BYTES = 32 * 1024 * 1024
+"""Data files of targets and changelogs are kept this size (``maintenance.target_file_mb``): any
+writer's compaction honours ``delta.targetFileSize``, and a MERGE rewrites only the files its keys hit."""
 
 COMMIT_METADATA_APPLIED = "airflow_mysql_cdc.applied_gtids"
 COMMIT_METADATA_BATCH = "airflow_mysql_cdc.batch_seq"
@@ -84,3 +93,11 @@ def changelog_schema(columns: tuple[ColumnType, ...]) -> pa.Schema:
             pa.field(COMMIT_DATE_COLUMN, pa.date32()),
         ]
     )
+
+
+def table_properties(row_key: Sequence[str] | None = None) -> dict[str, str]:
+    """The properties a target (with its ``row_key``) or a changelog is created with."""
+    properties = {TARGET_FILE_SIZE_PROPERTY: str(DEFAULT_TARGET_FILE_BYTES)}
+    if row_key:
+        properties[ROW_KEY_PROPERTY] = json.dumps(list(row_key))
+    return properties

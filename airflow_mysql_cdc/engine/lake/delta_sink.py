@@ -52,6 +52,7 @@ from airflow_mysql_cdc.engine.lake.delta_layout import (
     DELETED_COLUMN,
     GTID_COLUMN,
     changelog_schema,
+    table_properties,
     target_schema,
 )
 from airflow_mysql_cdc.engine.lake.layout import LakeRoot
@@ -369,7 +370,13 @@ class DeltaSink:
 
     def _merge_target(self, name: str, batch: ChangeTable, properties: CommitProperties) -> None:
         handle = self._handle(name, "target")
-        table = self._handles.checked(handle, target_schema(batch.shape.columns), None, self.epoch)
+        table = self._handles.checked(
+            handle,
+            target_schema(batch.shape.columns),
+            None,
+            self.epoch,
+            table_properties(batch.shape.primary_key),
+        )
         source = final_actions(batch)
         key_match = " AND ".join(f"t.{_quote(c)} = s.{_quote(c)}" for c in batch.shape.primary_key)
         columns = [c.name for c in batch.shape.columns]
@@ -402,7 +409,7 @@ class DeltaSink:
         re-snapshot) are added first, in a commit recording the position before the batch."""
         handle = self._handle(name, "changelog")
         schema = changelog_schema(batch.shape.columns)
-        self._handles.checked(handle, schema, [COMMIT_DATE_COLUMN], self.epoch)
+        self._handles.checked(handle, schema, [COMMIT_DATE_COLUMN], self.epoch, table_properties())
         rows = changelog_rows(batch, schema)
 
         def append(table: DeltaTable) -> None:

@@ -91,13 +91,19 @@ class TableHandles:
         return TableHandle(name, kind, path, table, table.version() if table is not None else None, ahead)
 
     def checked(
-        self, handle: TableHandle, schema: pa.Schema, partition_by: list[str] | None, epoch: int
+        self,
+        handle: TableHandle,
+        schema: pa.Schema,
+        partition_by: list[str] | None,
+        epoch: int,
+        properties: dict[str, str] | None = None,
     ) -> DeltaTable:
-        """The table, created if missing, at the version this writer last saw (module docstring)."""
+        """The table, created if missing (with ``properties``), at the version this writer last saw
+        (module docstring)."""
         if handle.table is None:
             handle.table = DeltaTable.create(
                 handle.path, schema=schema, partition_by=partition_by, mode="ignore",
-                storage_options=self.storage_options,
+                storage_options=self.storage_options, configuration=properties, raise_if_key_not_exists=False,
             )  # fmt: skip
             handle.expected_version = handle.table.version()
         handle.table.update_incremental()

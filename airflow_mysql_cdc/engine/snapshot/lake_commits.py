@@ -32,6 +32,7 @@ from airflow_mysql_cdc.engine.lake.delta_layout import (
     DELETED_AT_COLUMN,
     DELETED_COLUMN,
     GTID_COLUMN,
+    table_properties,
     target_schema,
     to_delta_array,
 )
@@ -228,6 +229,7 @@ class DeltaSnapshotWriter:
             schema_mode="overwrite",
             storage_options=None if table is not None else self.storage_options,
             commit_properties=self._properties(record, link),
+            configuration=table_properties() if table is None else None,
         )
         self._head = link
         return SnapshotProgress(snapshot_id, tuple(key), list(plan), definition=definition)

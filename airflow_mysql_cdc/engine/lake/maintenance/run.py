@@ -28,6 +28,7 @@ import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, write_deltalake
 from deltalake.exceptions import CommitFailedError, TableNotFoundError
 
+from airflow_mysql_cdc.engine.lake.delta_layout import ROW_KEY_PROPERTY
 from airflow_mysql_cdc.engine.lake.layout import OWN_TABLE_PROPERTIES
 from airflow_mysql_cdc.engine.lake.maintenance.policy import MaintenancePolicy
 from airflow_mysql_cdc.engine.lake.maintenance.steps import MaintainedTable, TableReport, maintain_table
@@ -183,8 +184,7 @@ def _tables(lake: LakeState, tables: Sequence[str]) -> Iterator[MaintainedTable]
     layout = lake.layout
     refs = [TableRef.parse(name) for name in tables]
     for ref in refs:
-        records = lake.snapshot_records(ref)
-        key = records[-1].get("key") if records else None
+        key = _row_key(lake, ref)
         yield MaintainedTable(
             layout.target(ref.schema, ref.table), "target", str(ref), key[0] if key else None
         )
@@ -194,3 +194,13 @@ def _tables(lake: LakeState, tables: Sequence[str]) -> Iterator[MaintainedTable]
     yield MaintainedTable(layout.maintenance_log, "own", "_cdc/maintenance")
     for ref in refs:
         yield MaintainedTable(layout.snapshot_log(ref.schema, ref.table), "own", f"_cdc/snapshots/{ref}")
+
+
+def _row_key(lake: LakeState, ref: TableRef) -> list[str] | None:
+    """The target's row key: recorded by its snapshot, or by the sink that created it."""
+    records = lake.snapshot_records(ref)
+    if records and records[-1].get("key"):
+        return list(records[-1]["key"])
+    target = lake.target(ref)
+    recorded = target.metadata().configuration.get(ROW_KEY_PROPERTY) if target is not None else None
+    return json.loads(recorded) if recorded else None

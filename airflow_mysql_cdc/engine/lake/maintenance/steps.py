@@ -25,6 +25,7 @@ The steps, per kind of table:
 from __future__ import annotations
 
 import datetime
+import math
 import re
 import time
 from dataclasses import asdict, dataclass, field
@@ -34,12 +35,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from deltalake import DeltaTable
 
-from airflow_mysql_cdc.engine.lake.delta_layout import COMMIT_DATE_COLUMN
+from airflow_mysql_cdc.engine.lake.delta_layout import COMMIT_DATE_COLUMN, TARGET_FILE_SIZE_PROPERTY
 from airflow_mysql_cdc.engine.lake.layout import OWN_TABLE_PROPERTIES
 from airflow_mysql_cdc.engine.lake.maintenance.policy import MaintenancePolicy
 
-TARGET_FILE_SIZE_PROPERTY = "delta.targetFileSize"
-_OWN_RETENTION_HOURS = 1.0
+_OWN_RETENTION_HOURS = 1
 _DURATION = re.compile(r"^\s*interval\s+(\d+)\s+(second|minute|hour|day|week)s?\s*$", re.IGNORECASE)
 _HOURS_PER_UNIT = {"second": 1 / 3600, "minute": 1 / 60, "hour": 1.0, "day": 24.0, "week": 168.0}
 
@@ -159,11 +159,11 @@ def _compact_closed_days(
     report.actions.append(f"compacted {len(days)} closed day(s)")
 
 
-def _vacuum_hours(table: DeltaTable, spec: MaintainedTable, policy: MaintenancePolicy) -> float:
+def _vacuum_hours(table: DeltaTable, spec: MaintainedTable, policy: MaintenancePolicy) -> int:
     if spec.role == "own":
         return _OWN_RETENTION_HOURS
     declared = _hours(table.metadata().configuration.get("delta.deletedFileRetentionDuration"))
-    return max(policy.vacuum_retention_hours, declared or 0.0)
+    return math.ceil(max(policy.vacuum_retention_hours, declared or 0.0))
 
 
 def _hours(duration: str | None) -> float | None:
