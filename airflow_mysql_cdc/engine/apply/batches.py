@@ -17,6 +17,13 @@ table that left the pipeline are dropped, after their GTID counted for the posit
 Transactions of a table whose snapshot is still in progress pass the snapshot filter here, after
 their GTID counted for the position (a change the snapshot already holds is dropped, its
 transaction is not). After every applied batch the garbage collector runs (:mod:`..runtime.gc_pause`).
+
+**Waves.** In a catch-up (a read whose end has passed: no one waits for a batch's latency) each cut
+batch becomes change tables folded into a :class:`~..lake.change_waves.Wave`, and the sink gets the
+whole wave at once when it holds ``wave_max_rows`` row changes, at a schema change and at the end:
+each table is merged once per wave, with the last row per key, instead of once per
+``batch_max_rows``. The position of a wave is the position after its last transaction, so the
+invariant above holds per wave (``test_a_catch_up_merges_each_table_once_per_wave``).
 """
 
 from __future__ import annotations
@@ -30,7 +37,8 @@ from airflow_mysql_cdc.engine.apply.config import ApplyResult
 from airflow_mysql_cdc.engine.apply.schema_changes import SchemaChanges
 from airflow_mysql_cdc.engine.binlog.changes import Transaction
 from airflow_mysql_cdc.engine.binlog.position import PositionTracker
-from airflow_mysql_cdc.engine.lake.change_table import ChangeTable
+from airflow_mysql_cdc.engine.lake.change_table import ChangeTable, build_change_tables
+from airflow_mysql_cdc.engine.lake.change_waves import Wave
 from airflow_mysql_cdc.engine.lake.sink import BatchResult, Sink
 from airflow_mysql_cdc.engine.runtime.gc_pause import BatchCollector
 from airflow_mysql_cdc.engine.snapshot.change_filter import SnapshotChangeFilter
@@ -61,7 +69,10 @@ class BatchApplier:
         collector: BatchCollector,
         on_batch: OnBatch | None = None,
         schema_changes: SchemaChanges | None = None,
+        wave: Wave | None = None,
     ) -> None:
+        """``wave``: collect cut batches into it and apply it whole (a catch-up); None: apply each."""
+        self.wave = wave
         self.sink = sink
         self.result = result
         self.tracker = PositionTracker(resume_from)
@@ -106,14 +117,47 @@ class BatchApplier:
         self.result.transactions += 1
         self.result.last_commit_timestamp_us = transaction.commit_timestamp_us
 
+    def cut(self) -> None:
+        """End the pending batch: apply it, or in a catch-up fold it into the wave (applied when full)."""
+        if self.wave is None:
+            self.flush()
+            return
+        pending, self.pending, self.pending_rows = self.pending, [], 0
+        if pending:
+            self.wave.add(build_change_tables(pending), len(pending))
+        if self.wave.full:
+            self._apply_wave()
+        else:
+            self.sink.heartbeat_if_due()  # a wave may take longer to gather than the lease lasts
+
     def flush(self) -> None:
-        """Apply the pending transactions as one batch (nothing when the sink already holds them)."""
+        """Apply everything taken so far (nothing when the sink already holds it): the pending
+        transactions as one batch, or with the wave they complete."""
+        if self.wave is not None:
+            self.cut()
+            self._apply_wave()
+            return
         pending, rows = self.pending, self.pending_rows
         self.pending, self.pending_rows = [], 0
         position = self.tracker.value
         if position == self.sink.applied_gtids:
             return
         self._applied(self.sink.apply(pending, position), position, rows)
+
+    def _apply_wave(self) -> None:
+        wave = self.wave
+        assert wave is not None
+        position = self.tracker.value
+        if position != self.sink.applied_gtids:
+            log.info(
+                "applying a wave of %d transaction(s), %d row change(s)%s",
+                wave.transactions,
+                wave.rows,
+                " (changelog rows spilled to local files)" if wave.spilled else "",
+            )
+            batch = self.sink.apply_change_tables(wave.tables(), position, wave.transactions)
+            self._applied(batch, position, wave.rows)
+        wave.clear()
 
     def apply_change_tables(
         self, marks: Iterable[tuple[str, int]], tables: Mapping[str, ChangeTable]

@@ -13,6 +13,7 @@ in ``repr``. A secret key in ``storage_options`` is refused (:func:`..lake.stora
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal
@@ -51,6 +52,10 @@ class ApplyConfig:
     """until_gtid_set mode: also stop before any transaction outside the target (never pass it)."""
     batch_max_rows: int = 50_000
     batch_max_seconds: float = 1.0
+    wave_max_rows: int = 1_000_000
+    """A catch-up (:meth:`catches_up`) merges each table once per this many row changes (a wave)."""
+    wave_memory_mb: float = 256.0
+    """Above this, a wave's changelog rows are spilled to local files (its last rows per key stay)."""
     soft_deletes: bool = False
     server_id: int | None = None
     heartbeat_s: float = 1.0
@@ -84,6 +89,8 @@ class ApplyConfig:
             )
         if self.batch_max_rows < 1 or self.batch_max_seconds <= 0:
             raise ApplyConfigError("batch_max_rows and batch_max_seconds must be positive")
+        if self.wave_max_rows < 1 or self.wave_memory_mb <= 0:
+            raise ApplyConfigError("wave_max_rows and wave_memory_mb must be positive")
         check_storage_options(self.storage_options, where="the binlog application's configuration")
 
     def lake_storage_options(self) -> dict[str, str] | None:
@@ -93,6 +100,16 @@ class ApplyConfig:
     @property
     def start(self) -> GtidSet:
         return self.start_gtids
+
+    def catches_up(self, now_us: int | None = None) -> bool:
+        """Whether the read's end has passed when it starts, so no one waits on a batch's latency:
+        ``until_caught_up``, ``until_gtid_set``, and a segment that ended (plus a second) already."""
+        if self.mode in ("until_caught_up", "until_gtid_set"):
+            return True
+        if self.mode != "segment" or self.segment_end_us is None:
+            return False
+        now_us = now_us if now_us is not None else time.time_ns() // 1000
+        return self.segment_end_us + 1_000_000 < now_us
 
     def stop_rule(self, consistent_point: GtidSet | None = None) -> StopRule:
         """The rule ending this run's read; it never ends before ``consistent_point`` is contained.

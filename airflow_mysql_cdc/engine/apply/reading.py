@@ -10,7 +10,8 @@ reader settings, the lake), so the pipeline's stream and a joining table's catch
 Reading and writing overlap: the reader runs in a thread feeding a bounded queue (backpressure:
 a slow sink stops the reader, never grows memory), while this thread cuts a batch when it holds
 ``batch_max_rows`` row changes or its oldest transaction waited ``batch_max_seconds`` (the live
-latency bound), and at the end of the read. An idle read keeps the sink's lease
+latency bound), and at the end of the read. A catch-up (:meth:`~.config.ApplyConfig.catches_up`)
+gathers cut batches into waves applied whole (:mod:`.batches`). An idle read keeps the sink's lease
 (:meth:`~..lake.sink.Sink.heartbeat_if_due`).
 """
 
@@ -30,6 +31,7 @@ from airflow_mysql_cdc.engine.apply.snapshot_filter import load_snapshot_filter
 from airflow_mysql_cdc.engine.binlog.errors import SchemaChangeError
 from airflow_mysql_cdc.engine.binlog.reader import BinlogReader
 from airflow_mysql_cdc.engine.binlog.stop_rules import StopRule
+from airflow_mysql_cdc.engine.lake.change_waves import MIB, Wave
 from airflow_mysql_cdc.engine.lake.schema_evolution import TableEvolution
 from airflow_mysql_cdc.engine.lake.sink import Sink
 from airflow_mysql_cdc.engine.runtime.gc_pause import BatchCollector
@@ -116,7 +118,10 @@ def read_into_sink(
         lambda gtid, change: _record(result, gtid, change),
         read.snapshots,
     )
-    applier = BatchApplier(sink, read.start, result, snapshot_filter, collector, on_batch, schema_changes)
+    wave = Wave(config.wave_max_rows, int(config.wave_memory_mb * MIB)) if config.catches_up() else None
+    applier = BatchApplier(
+        sink, read.start, result, snapshot_filter, collector, on_batch, schema_changes, wave=wave
+    )
     oldest_pending: float | None = None
 
     # Paused before the reader thread starts: that thread's own pause per rows event then sees
@@ -144,7 +149,7 @@ def read_into_sink(
                     oldest_pending = time.monotonic()
             due = oldest_pending is not None and time.monotonic() - oldest_pending >= config.batch_max_seconds
             if applier.pending_rows >= config.batch_max_rows or due:
-                applier.flush()
+                applier.cut()
                 oldest_pending = None
             elif item is None and not applier.pending:
                 sink.heartbeat_if_due()
@@ -153,6 +158,8 @@ def read_into_sink(
         sink.release()
     finally:
         thread.stopping.set()
+        if wave is not None:
+            wave.clear()
         collector.__exit__(None, None, None)
     return finish_result(result, applier.position, started, "applied")
 

@@ -25,10 +25,10 @@ positions are kept in :attr:`ChangeTable.extra_rows`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from operator import itemgetter
-from typing import Any
+from typing import Any, Protocol
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -50,6 +50,30 @@ _ROW_NUMBER = "_cdc_row_number"
 _OPS = {Op.INSERT: "insert", Op.UPDATE: "update", Op.DELETE: "delete"}
 
 
+class TableChanges(Protocol):
+    """What the sink takes of one table's changes: a micro-batch (:class:`ChangeTable`) or a whole
+    catch-up wave (:class:`~.change_waves.WaveTable`)."""
+
+    shape: TableShape
+
+    @property
+    def change_count(self) -> int:
+        """Changes that reach the changelog (old-key deletes of key changes not counted)."""
+        ...
+
+    def without(self, skipped: GtidSet) -> TableChanges:
+        """The changes minus those of ``skipped`` transactions (a replay after a crash)."""
+        ...
+
+    def target_rows(self) -> pa.Table:
+        """The last row per key, with its ``_cdc_action``: what a MERGE into the target applies."""
+        ...
+
+    def changelog_tables(self, schema: pa.Schema) -> Iterator[pa.Table]:
+        """Every change as changelog rows of ``schema``, in binlog order, a table at a time."""
+        ...
+
+
 @dataclass
 class ChangeTable:
     """One table's changes of a micro-batch (see the module docstring for the layout)."""
@@ -62,6 +86,15 @@ class ChangeTable:
     @property
     def change_count(self) -> int:
         return self.rows.num_rows - len(self.extra_rows)
+
+    def without(self, skipped: GtidSet) -> ChangeTable:
+        return without_gtids(self, skipped)
+
+    def target_rows(self) -> pa.Table:
+        return final_actions(self)
+
+    def changelog_tables(self, schema: pa.Schema) -> Iterator[pa.Table]:
+        yield changelog_rows(self, schema)
 
 
 class _Columns:
@@ -173,12 +206,18 @@ def without_gtids(table: ChangeTable, skipped: GtidSet) -> ChangeTable:
 
 
 def final_actions(table: ChangeTable) -> pa.Table:
-    """The last row per key (with its ``_cdc_action``): what a MERGE into the target applies."""
-    rows = table.rows
-    keys = list(table.shape.primary_key)
+    """The last row per key (with its ``_cdc_action``), in key order: what a MERGE into the target
+    applies (rows it inserts are written in key order, so new files hold narrow key ranges)."""
+    last = last_per_key(table.rows, table.shape).drop_columns([OP_COLUMN, SEQUENCE_COLUMN])
+    return last.sort_by([(column, "ascending") for column in table.shape.primary_key])
+
+
+def last_per_key(rows: pa.Table, shape: TableShape) -> pa.Table:
+    """The last of ``rows`` (binlog order) for each key, every column kept."""
+    keys = list(shape.primary_key)
     numbered = rows.append_column(_ROW_NUMBER, pa.array(range(rows.num_rows), pa.int64()))
     last = numbered.group_by(keys, use_threads=False).aggregate([(_ROW_NUMBER, "max")])
-    return rows.take(last[f"{_ROW_NUMBER}_max"]).drop_columns([OP_COLUMN, SEQUENCE_COLUMN])
+    return rows.take(last[f"{_ROW_NUMBER}_max"])
 
 
 def changelog_rows(table: ChangeTable, schema: pa.Schema) -> pa.Table:

@@ -28,29 +28,23 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import deque
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import pyarrow as pa
-from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
+from deltalake import CommitProperties, DeltaTable, Transaction
 
 from airflow_mysql_cdc.engine.binlog.changes import Transaction as BinlogTransaction
 from airflow_mysql_cdc.engine.lake.change_table import (
-    ACTION_COLUMN,
-    ChangeTable,
+    TableChanges,
     build_change_tables,
-    changelog_rows,
-    final_actions,
-    without_gtids,
 )
 from airflow_mysql_cdc.engine.lake.delta_layout import (
     COMMIT_DATE_COLUMN,
     COMMIT_METADATA_APPLIED,
     COMMIT_METADATA_BATCH,
     COMMIT_METADATA_EPOCH,
-    COMMIT_TS_COLUMN,
-    DELETED_AT_COLUMN,
-    DELETED_COLUMN,
-    GTID_COLUMN,
     changelog_schema,
     table_properties,
     target_schema,
@@ -61,7 +55,6 @@ from airflow_mysql_cdc.engine.lake.schema_evolution import (
     TableEvolution,
     apply_to_tables,
     dropped_columns,
-    fit_changelog,
     source_fields,
 )
 from airflow_mysql_cdc.engine.lake.sink import BatchResult, SinkBehindError, SinkDivergedError
@@ -69,6 +62,7 @@ from airflow_mysql_cdc.engine.lake.state.pipeline_state import PipelineState, de
 from airflow_mysql_cdc.engine.lake.state.store import LakeState
 from airflow_mysql_cdc.engine.lake.state.table_positions import move_legacy_positions, pipeline_app_id
 from airflow_mysql_cdc.engine.lake.table_handles import TableHandle, TableHandles
+from airflow_mysql_cdc.engine.lake.table_writes import TargetMerge, append_changes
 from airflow_mysql_cdc.engine.mysql.schema import TableRef
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 
@@ -105,6 +99,8 @@ class DeltaSink:
         self._state_store = self.lake.pipeline_store(state_path, pipeline_id)
         self._state: PipelineState | None = None
         self._handles = TableHandles(self.layout, self.app_id, storage_options)
+        self.merge_metrics: deque[dict[str, Any]] = deque(maxlen=1000)
+        """delta-rs's metrics of the latest MERGEs (files scanned, removed, added): for benchmarks."""
 
     # --- lifecycle ----------------------------------------------------------------------------
 
@@ -240,9 +236,10 @@ class DeltaSink:
         return self.apply_change_tables(build_change_tables(transactions), position_after, len(transactions))
 
     def apply_change_tables(
-        self, tables: Mapping[str, ChangeTable], position_after: GtidSet, transactions: int
+        self, tables: Mapping[str, TableChanges], position_after: GtidSet, transactions: int
     ) -> BatchResult:
-        """Apply one micro-batch already gathered per table (by :func:`.build_change_tables`)."""
+        """Apply one micro-batch already gathered per table (by :func:`.build_change_tables`), or a
+        catch-up's whole wave (:class:`~.change_waves.WaveTable`)."""
         assert self._state is not None, "open() the sink first"
         if not self._state.applied_gtids.issubset(position_after):
             raise ValueError("position_after must contain the applied set: the reader went backwards")
@@ -253,12 +250,12 @@ class DeltaSink:
         for name in sorted(tables):
             self._state_store.assert_still_owner(state)
             counts = []
-            target = without_gtids(tables[name], self._handle(name, "target").already_applied)
-            if target.rows.num_rows:
+            target = tables[name].without(self._handle(name, "target").already_applied)
+            if target.change_count:
                 self._merge_target(name, target, properties)
                 counts.append(target.change_count)
-            changelog = without_gtids(tables[name], self._handle(name, "changelog").already_applied)
-            if changelog.rows.num_rows:
+            changelog = tables[name].without(self._handle(name, "changelog").already_applied)
+            if changelog.change_count:
                 self._append_changelog(name, changelog, properties, self._preparing(state.applied_gtids))
                 counts.append(changelog.change_count)
             if counts:
@@ -368,58 +365,27 @@ class DeltaSink:
         assert self._state is not None
         return self._handles.get(name, kind, self._state)
 
-    def _merge_target(self, name: str, batch: ChangeTable, properties: CommitProperties) -> None:
+    def _merge_target(self, name: str, batch: TableChanges, properties: CommitProperties) -> None:
         handle = self._handle(name, "target")
-        table = self._handles.checked(
-            handle,
-            target_schema(batch.shape.columns),
-            None,
-            self.epoch,
-            table_properties(batch.shape.primary_key),
+        key = batch.shape.primary_key
+        target = self._handles.checked(
+            handle, target_schema(batch.shape.columns), None, self.epoch, table_properties(key)
         )
-        source = final_actions(batch)
-        key_match = " AND ".join(f"t.{_quote(c)} = s.{_quote(c)}" for c in batch.shape.primary_key)
-        columns = [c.name for c in batch.shape.columns]
-        upsert = {c: f"s.{_quote(c)}" for c in [*columns, GTID_COLUMN, COMMIT_TS_COLUMN]}
-        upsert |= {DELETED_COLUMN: "false", DELETED_AT_COLUMN: "null"}
-        upsert |= {name: "null" for name in source_fields(table) if name not in set(columns)}  # dropped
-
-        def merge(table: DeltaTable) -> None:
-            merger = table.merge(
-                source, key_match, source_alias="s", target_alias="t", commit_properties=properties
-            ).when_matched_update(upsert, predicate=f"s.{ACTION_COLUMN} = 'upsert'")
-            if self.soft_deletes:
-                deleted = {
-                    GTID_COLUMN: f"s.{GTID_COLUMN}",
-                    COMMIT_TS_COLUMN: f"s.{COMMIT_TS_COLUMN}",
-                    DELETED_COLUMN: "true",
-                    DELETED_AT_COLUMN: f"s.{COMMIT_TS_COLUMN}",
-                }
-                merger = merger.when_matched_update(deleted, predicate=f"s.{ACTION_COLUMN} = 'delete'")
-            else:
-                merger = merger.when_matched_delete(predicate=f"s.{ACTION_COLUMN} = 'delete'")
-            merger.when_not_matched_insert(upsert, predicate=f"s.{ACTION_COLUMN} = 'upsert'").execute()
-
-        self._handles.commit(handle, self.epoch, merge)
+        merge = TargetMerge.of(batch, source_fields(target), self.soft_deletes, properties)
+        self.merge_metrics.append(self._handles.commit(handle, self.epoch, merge.execute))
 
     def _append_changelog(
-        self, name: str, batch: ChangeTable, properties: CommitProperties, before: CommitProperties
+        self, name: str, batch: TableChanges, properties: CommitProperties, before: CommitProperties
     ) -> None:
-        """Append the batch's changes; columns the changelog lacks (or has with another type, after a
-        re-snapshot) are added first, in a commit recording the position before the batch."""
+        """Append the batch's changes (:func:`.table_writes.append_changes`)."""
         handle = self._handle(name, "changelog")
         schema = changelog_schema(batch.shape.columns)
         self._handles.checked(handle, schema, [COMMIT_DATE_COLUMN], self.epoch, table_properties())
-        rows = changelog_rows(batch, schema)
 
         def append(table: DeltaTable) -> None:
-            fitted = fit_changelog(rows, table, before)
-            table.update_incremental()
-            handle.expected_version = table.version()
-            write_deltalake(table, fitted, mode="append", commit_properties=properties)
+            def prepared(version: int) -> None:
+                handle.expected_version = version
+
+            append_changes(table, batch, schema, properties, before, prepared)
 
         self._handles.commit(handle, self.epoch, append)
-
-
-def _quote(column: str) -> str:
-    return '"' + column.replace('"', '""') + '"'

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -222,27 +223,42 @@ def retyped_name(name: str, arrow_type: pa.DataType) -> str:
 
 
 def fit_changelog(rows: pa.Table, table: DeltaTable, properties: CommitProperties) -> pa.Table:
-    """``rows`` shaped for the changelog ``table``, whose columns are added to first when needed.
+    """``rows`` shaped for the changelog ``table``, whose columns are added to first when needed."""
+    fit, _ = changelog_fitter(rows.schema, table, properties)
+    return fit(rows)
+
+
+def changelog_fitter(
+    schema: pa.Schema, table: DeltaTable, properties: CommitProperties
+) -> tuple[Callable[[pa.Table], pa.Table], pa.Schema]:
+    """How rows of ``schema`` become rows of the changelog ``table`` (and the schema they get).
 
     The changelog is history, so a column never changes its type there: values of a column whose
     type changed (a re-snapshot after MODIFY) go to a new column named by :func:`retyped_name`, and
     the old one holds NULL from then on. The names depend on the types alone, never on the values,
-    so a replay makes the same columns. Added columns are added in a commit with ``properties``
+    so a replay makes the same columns. Added columns are added now, in a commit with ``properties``
     (the position *before* the batch: the batch is not in the changelog until its append).
     """
     lake = pa.schema(table.schema().to_arrow())
     renamed: dict[str, str] = {}
-    for field in rows.schema:
+    for field in schema:
         if field.name in lake.names and lake.field(field.name).type != field.type:
             renamed[field.name] = retyped_name(field.name, field.type)
-    if renamed:
-        rows = rows.rename_columns([renamed.get(name, name) for name in rows.column_names])
-    missing = [field for field in rows.schema if field.name not in lake.names]
+    fitted_names = [renamed.get(name, name) for name in schema.names]
+    missing = [
+        pa.field(name, field.type)
+        for name, field in zip(fitted_names, schema, strict=True)
+        if name not in lake.names
+    ]
     if missing:
         table.alter.add_columns([Field.from_arrow(field) for field in missing], commit_properties=properties)
         table.update_incremental()
         lake = pa.schema(table.schema().to_arrow())
-    return with_dropped_columns(rows, lake)
+
+    def fit(rows: pa.Table) -> pa.Table:
+        return with_dropped_columns(rows.rename_columns(fitted_names) if renamed else rows, lake)
+
+    return fit, lake
 
 
 def with_dropped_columns(rows: pa.Table, lake_schema: pa.Schema) -> pa.Table:

@@ -31,7 +31,7 @@ import pyarrow as pa
 
 from airflow_mysql_cdc.engine.binlog.changes import Transaction
 from airflow_mysql_cdc.engine.errors import LakeMismatchError
-from airflow_mysql_cdc.engine.lake.change_table import ChangeTable
+from airflow_mysql_cdc.engine.lake.change_table import TableChanges
 from airflow_mysql_cdc.engine.lake.schema_evolution import TableEvolution
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 
@@ -106,7 +106,7 @@ class Sink(Protocol):
         ...
 
     def apply_change_tables(
-        self, tables: Mapping[str, ChangeTable], position_after: GtidSet, transactions: int
+        self, tables: Mapping[str, TableChanges], position_after: GtidSet, transactions: int
     ) -> BatchResult:
         """Apply one micro-batch already gathered per table (range readers build these in parallel)."""
         ...
