@@ -14,10 +14,13 @@ from pathlib import Path
 
 import pytest
 
+from airflow_mysql_cdc.engine.lake.layout import LakeLayout
+from airflow_mysql_cdc.engine.lake.state.store import LakeState
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from tests.support.airflow import load_dag, task_states, xcom_value
 from tests.support.frozen_replica import FrozenReplica
+from tests.support.maintenance import history_starts_after_version_zero, maintain_like_another_writer
 from tests.support.mysql import create_user
 from tests.support.pipeline import (
     ALL_TASKS,
@@ -28,6 +31,7 @@ from tests.support.pipeline import (
     checkpoint,
     finish,
     kill_application_after_a_batch,
+    kill_process_once_started,
     now,
     seed,
     writing,
@@ -36,13 +40,17 @@ from tests.support.pipeline import (
 pytestmark = [pytest.mark.mysql, pytest.mark.usefixtures("airflow_db")]
 
 
-def test_daily_runs_with_a_concurrent_writer_keep_the_lake_equal_to_the_source(
+def test_daily_runs_keep_the_lake_exact_through_maintenance_by_another_writer_and_the_built_in_one(
     mysql_database: MySqlEndpoint,
     frozen_replica: FrozenReplica,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     capfd: pytest.CaptureFixture,
 ) -> None:
+    """Runs while writers write; then another writer maintains every Delta table of the lake with the
+    log retention at a second (its commit history is gone); more runs, a table joining, a re-run of an
+    old date, a kill -9 inside the built-in maintenance and its retry. After every run the lake equals
+    a replica frozen at the published end set, and no table is snapshotted again."""
     database = mysql_database.database
     seed(mysql_database, "orders", 200)
     seed(mysql_database, "payments", 150)
@@ -51,23 +59,73 @@ def test_daily_runs_with_a_concurrent_writer_keep_the_lake_equal_to_the_source(
         mysql_database, "cdc_pipeline", password,
         "REPLICATION SLAVE, REPLICATION CLIENT ON *.*", f"SELECT ON `{database}`.*",
     )  # fmt: skip
-    pipeline = Pipeline(monkeypatch, tmp_path, user, [f"{database}.orders", f"{database}.payments"])
-    previous_end = None
-    for number in range(3):
+    tables = ["orders", "payments"]
+    pipeline = Pipeline(
+        monkeypatch, tmp_path, user, [f"{database}.{name}" for name in tables],
+        maintenance={"interval_hours": 0, "small_files": 2},
+    )  # fmt: skip
+    records: list[dict] = []
+
+    def run(writing_tables: tuple[str, ...], expected_states: str = "success") -> dict:
         # The writers go on past the interval end: the run tails the binlog until the end passes,
         # and the lake is compared with the source as of the published end set while they write.
-        writers = writing(mysql_database, 9, 10 * number, "orders", "payments")
+        writers = writing(mysql_database, 9, len(records) * 10, *writing_tables, pause_s=0.003)
         dag_run = pipeline.run(now() + datetime.timedelta(seconds=6))
-        assert task_states(dag_run) == dict.fromkeys(ALL_TASKS, "success")
-        record = checkpoint(dag_run)
-        if previous_end is not None:
-            assert record["start_gtids"] == previous_end  # the chain: this run starts where the last ended
-        assert GtidSet.parse(record["end_gtids"]) == pipeline.lake_position()  # the second witness agrees
-        assert record["already_applied"] is False
-        assert_exact_at(frozen_replica, record, pipeline.lake, database, "orders", "payments")
         finish(writers)
-        previous_end = record["end_gtids"]
-    assert xcom_value(dag_run, "replicate", "snapshot")["tables"] == []  # only the first run snapshots
+        assert task_states(dag_run) == dict.fromkeys(ALL_TASKS, expected_states)
+        record = checkpoint(dag_run)
+        if records:
+            assert record["start_gtids"] == records[-1]["end_gtids"]  # the chain goes on where it was
+        assert GtidSet.parse(record["end_gtids"]) == pipeline.lake_position()  # the second witness
+        assert_exact_at(frozen_replica, record, pipeline.lake, database, *tables)
+        records.append(record)
+        return dag_run
+
+    first = run(("orders", "payments"))
+    snapshotted = xcom_value(first, "replicate", "snapshot")["tables"]
+    assert {table["table"] for table in snapshotted} == {f"{database}.orders", f"{database}.payments"}
+    assert xcom_value(first, "maintain_lake")["files_after"] > 0  # the built-in maintenance ran
+    second = run(("orders", "payments"))
+    members = LakeState(pipeline.lake, "e2e").pipeline().members
+
+    maintain_like_another_writer(Path(pipeline.lake))
+    assert history_starts_after_version_zero(LakeLayout(pipeline.lake).target(database, "orders"))
+    third = run(("orders", "payments"))
+    assert xcom_value(third, "replicate", "snapshot")["tables"] == []  # nothing snapshotted again
+    assert LakeState(pipeline.lake, "e2e").pipeline().members == members
+
+    seed(mysql_database, "refunds", 80)  # a table joins the running pipeline
+    tables.append("refunds")
+    pipeline.configure(tables=[f"{database}.{name}" for name in tables])
+    joined = run(("orders", "payments", "refunds"))
+    assert [table["table"] for table in xcom_value(joined, "replicate", "snapshot")["tables"]] == [
+        f"{database}.refunds"
+    ]
+
+    # A re-run of an old date republishes its record and applies nothing.
+    lake_before = pipeline.lake_position()
+    rerun = pipeline.run(datetime.datetime.fromisoformat(records[1]["segment_end"]))
+    assert task_states(rerun) == dict.fromkeys(ALL_TASKS, "success")
+    assert checkpoint(rerun) == records[1] and pipeline.lake_position() == lake_before
+    del second
+
+    # kill -9 of the built-in maintenance, then its retry (a clear of the task): the lake stays exact.
+    killer = kill_process_once_started("maintain_lake", after_s=1.5)
+    killed = pipeline.run(now() + datetime.timedelta(seconds=6))
+    killer.join()
+    assert task_states(killed)["replicate"] == "success" and task_states(killed)["maintain_lake"] == "failed"
+    assert killer.killed
+    killed_record = checkpoint(killed)
+    assert_exact_at(frozen_replica, killed_record, pipeline.lake, database, *tables)
+    retried = pipeline.run(datetime.datetime.fromisoformat(killed_record["segment_end"]))
+    assert task_states(retried) == dict.fromkeys(ALL_TASKS, "success")
+    assert checkpoint(retried) == killed_record
+    records.append(killed_record)
+    run(("orders", "payments", "refunds"))
+
+    final_members = LakeState(pipeline.lake, "e2e").pipeline().members
+    assert {name: final_members[name] for name in members} == members  # no table snapshotted again
+    assert [record["run_id"] for record in chain_records(pipeline.lake)] == [r["run_id"] for r in records]
     output = capfd.readouterr()
     assert "Spark-Submit cmd" in output.out + output.err
     assert password not in output.out + output.err

@@ -114,6 +114,31 @@ def kill_application_after_a_batch(pipeline: Pipeline, before: GtidSet) -> threa
     return killer
 
 
+class _Killer(threading.Thread):
+    def __init__(self, marker: str, after_s: float) -> None:
+        super().__init__(daemon=True)
+        self.marker, self.after_s, self.killed = marker, after_s, False
+
+    def run(self) -> None:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and not self.killed:
+            for process in psutil.Process().children(recursive=True):
+                with contextlib.suppress(psutil.NoSuchProcess, psutil.ZombieProcess):
+                    if any(self.marker in part for part in process.cmdline()):
+                        time.sleep(self.after_s)
+                        process.kill()
+                        self.killed = True
+                        return
+            time.sleep(0.05)
+
+
+def kill_process_once_started(marker: str, *, after_s: float) -> _Killer:
+    """kill -9 this test's child process whose command line holds ``marker``, ``after_s`` after it starts."""
+    killer = _Killer(marker, after_s)
+    killer.start()
+    return killer
+
+
 def now() -> datetime.datetime:
     return datetime.datetime.now(datetime.UTC)
 

@@ -44,6 +44,7 @@ from deltalake import CommitProperties, DeltaTable, write_deltalake
 from deltalake.exceptions import CommitFailedError, TableNotFoundError
 
 from airflow_mysql_cdc.engine.errors import FencedError, LakeMismatchError
+from airflow_mysql_cdc.engine.lake.foreign_commits import commits_since, rearranged_only
 from airflow_mysql_cdc.engine.lake.layout import OWN_TABLE_PROPERTIES
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 
@@ -71,6 +72,9 @@ class PipelineBusyError(PipelineFencedError):
 
 class PipelineMismatchError(LakeMismatchError, ValueError):
     """The lake location holds another pipeline's state."""
+
+
+_REARRANGEMENT_RETRIES = 5
 
 
 def default_owner() -> str:
@@ -229,8 +233,16 @@ class PipelineStateStore:
 
     def assert_still_owner(self, current: PipelineState) -> None:
         latest = DeltaTable(self.path, storage_options=self.storage_options)
-        if latest.version() != current.table_version:
+        if latest.version() != current.table_version and not self._rearranged_since(
+            latest, current.table_version
+        ):
             raise self._fenced(current, "its state changed since this writer's last commit")
+
+    @staticmethod
+    def _rearranged_since(latest: DeltaTable, version: int) -> bool:
+        """Only maintenance (OPTIMIZE, vacuum, retention properties) committed since ``version``: the
+        row this writer wrote is still the state (another writer's claim or commit is an overwrite)."""
+        return version >= 0 and rearranged_only(commits_since(latest, version))
 
     def _write(self, table: DeltaTable | None, state: PipelineState, action: str) -> PipelineState:
         row = pa.table(
@@ -261,9 +273,7 @@ class PipelineStateStore:
                     configuration=OWN_TABLE_PROPERTIES,
                 )
             else:
-                write_deltalake(
-                    table, row, mode="overwrite", schema_mode="overwrite", commit_properties=properties
-                )
+                self._overwrite(table, row, properties)
         except (CommitFailedError, FileExistsError) as error:
             raise self._fenced(state, f"a concurrent {action} won ({error.__class__.__name__})") from error
         except Exception as error:  # deltalake reports "table already exists" as a generic error
@@ -280,6 +290,24 @@ class PipelineStateStore:
         ):
             raise self._fenced(state, "the state now belongs to another writer")
         return written
+
+    def _overwrite(self, table: DeltaTable, row: pa.Table, properties: CommitProperties) -> None:
+        """Overwrite the row; again on the newer version when only maintenance committed meanwhile
+        (its commits keep the row this writer read, so the overwrite still replaces it)."""
+        for _ in range(_REARRANGEMENT_RETRIES):
+            try:
+                write_deltalake(
+                    table, row, mode="overwrite", schema_mode="overwrite", commit_properties=properties
+                )
+                return
+            except CommitFailedError:
+                read_version = table.version()
+                table = DeltaTable(self.path, storage_options=self.storage_options)
+                if not self._rearranged_since(table, read_version):
+                    raise
+        raise CommitFailedError(
+            f"{self.path} was rearranged {_REARRANGEMENT_RETRIES} times during one commit"
+        )
 
     def _fenced(self, state: PipelineState, reason: str) -> PipelineFencedError:
         latest = None
