@@ -17,7 +17,10 @@ of ``--batch`` rows) and prints, all measured in the same run, medians of ``--ru
    already started (what a long catch-up sees, without the 2-3 s of cold Python workers);
 4. snapshot rows/s next to a plain ``SELECT *`` scan (the snapshot code of ``scripts/bench_snapshot.py``);
 5. live mode commit-to-Delta latency p50/p95 (one row every 100 ms);
-6. the peak resident memory of the application's Python driver (from its result file).
+6. the peak resident memory of the application's Python driver (from its result file);
+7. the lake's life (``scripts/bench_lake_life.py``): MERGE cost into 500k- and 5M-row targets after
+   maintenance and after another writer's compaction, files per table after live batches and one
+   maintenance run, catch-up rows/s with and without waves.
 
     .venv/bin/python scripts/benchmarks.py                      # 200k row changes, 3 runs
     .venv/bin/python scripts/benchmarks.py --rows 20000 --runs 1 --live-seconds 5     # a smoke run
@@ -427,8 +430,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--snapshot-rows", type=int, default=100_000)
     parser.add_argument("--live-seconds", type=float, default=20.0)
     parser.add_argument(
-        "--skip", default="", help="comma-separated sections to skip: read,apps,phases,snapshot,live"
+        "--skip", default="", help="comma-separated sections to skip: read,apps,phases,snapshot,live,lake"
     )
+    lake_life = _load_script("bench_lake_life")
+    lake_life.add_arguments(parser)
     args = parser.parse_args(argv)
     skip = set(filter(None, args.skip.split(",")))
     # Stopped with SIGTERM, still stop the private server (the finally below).
@@ -559,6 +564,8 @@ def main(argv: list[str] | None = None) -> int:
                 f"p50 {statistics.median(latencies):.2f}s, "
                 f"p95 {percentile(latencies, 0.95):.2f}s, max {max(latencies):.2f}s"
             )
+        if "lake" not in skip:
+            lake_life.run(endpoint, args)
         print(f"load average after: {os.getloadavg()[0]:.2f}")
     finally:
         shutil.rmtree(workdir, ignore_errors=True)

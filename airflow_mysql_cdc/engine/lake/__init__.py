@@ -7,16 +7,24 @@ Reading order (each module states its invariant in full):
 - ``layout``         where each table lives under the lake root (a public contract; URIs, no pathlib).
 - ``delta_layout``   the metadata columns and Delta storage types (a public contract).
 - ``change_table``   a micro-batch per table as one Arrow table; last write per key wins.
+- ``change_waves``   a catch-up's wave per table: last rows per key in memory, changelog rows spilled.
 - ``delta_sink``     the delta-rs sink: data and position commit together per table, replays are
                      recognised, a fenced writer fails before it moves a table.
-- ``pipeline_state`` the state table: applied set, epoch claims, lease, member tables.
+- ``table_handles``  the tables one sink writes: versions seen, other writers' rearrangements accepted.
+- ``table_writes``   one batch of one table as one commit: the target's MERGE, the changelog's append.
+- ``merge_plan``     the MERGE's predicate and mode, so delta-rs reads only the files a batch touches.
+- ``foreign_commits`` other writers: data-neutral rearrangements, and table features delta-rs can write.
+- ``state/``         the pipeline's state, one door (``LakeState``), nothing in commit history alone.
+- ``maintenance/``   the lake's upkeep under the pipeline's lease.
 - ``storage``        object-store options, public and secret; secrets never in files or argv.
 - ``checkpoint_log``, ``run_placement``: the published chain of run records and where a run stands.
 - ``compare``        a source table against its lake copy (tests, verification).
 
 Invariant of the folder: after every committed batch, each table and the state name the GTID set
 they reflect, and at most one writer makes progress.
-Guarding tests: tests/integration/test_delta_sink.py, test_single_writer.py, test_kill9_recovery.py;
-tests/unit/test_change_tables.py, test_lake_layout.py, test_run_placement.py, test_lake_storage_options.py.
+Guarding tests: tests/integration/test_delta_sink.py, test_single_writer.py, test_kill9_recovery.py,
+test_lake_state_durability.py, test_lake_maintenance.py, test_concurrent_maintenance.py,
+test_foreign_commits.py, test_catch_up_waves.py; tests/unit/test_change_tables.py, test_change_waves.py,
+test_lake_layout.py, test_run_placement.py, test_lake_storage_options.py.
 Imports: values, runtime, mysql, binlog (never snapshot, apply, entrypoints or Airflow).
 """

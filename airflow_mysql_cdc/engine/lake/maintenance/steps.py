@@ -14,7 +14,9 @@ The steps, per kind of table:
   by its leading key column (``z_order`` on one column is a sort), so files hold disjoint key ranges
   and a MERGE of a batch touches only the files of its keys;
 - **changelog**: the same size; each closed day (``_cdc_commit_date`` before today, UTC) with more
-  than one file is compacted; today's day is left to the writes still coming;
+  than one small file is compacted, and today's once it has ``small_files`` of them (a live pipeline
+  adds a file per batch: a second a day is 86,400 files; the sink's appends are blind, so they never
+  conflict with the compaction, and it accepts the rearrangement);
 - **the pipeline's own tables** (``_cdc/...``): their short retention properties
   (:data:`..layout.OWN_TABLE_PROPERTIES`), compaction once ``small_files`` files have gathered;
 - **every table**: a checkpoint, the clean-up of log files past ``delta.logRetentionDuration``, and
@@ -92,7 +94,7 @@ def maintain_table(table: DeltaTable, spec: MaintainedTable, policy: Maintenance
     if spec.role == "target":
         _sort_target(table, spec, policy, files, report)
     elif spec.role == "changelog":
-        _compact_closed_days(table, policy, files, report)
+        _compact_days(table, policy, files, report)
     elif _small(files, policy).num_rows >= policy.small_files:
         table.optimize.compact(target_size=policy.target_file_bytes)
         report.actions.append("compacted")
@@ -139,24 +141,29 @@ def _sort_target(
     report.actions.append(f"rewritten sorted by {spec.sort_column}")
 
 
-def _compact_closed_days(
-    table: DeltaTable, policy: MaintenancePolicy, files: pa.Table, report: TableReport
-) -> None:
+def _compact_days(table: DeltaTable, policy: MaintenancePolicy, files: pa.Table, report: TableReport) -> None:
     column = f"partition.{COMMIT_DATE_COLUMN}"
     if column not in files.column_names or not files.num_rows:
         return
     today = datetime.datetime.now(datetime.UTC).date()
-    per_day: dict[str, int] = {}
-    for day in files.column(column).to_pylist():
-        if day is not None and _as_date(day) < today:
-            per_day[str(_as_date(day))] = per_day.get(str(_as_date(day)), 0) + 1
-    days = sorted(day for day, count in per_day.items() if count > 1)
+    small = _small(files, policy)
+    per_day: dict[datetime.date, int] = {}
+    for day in small.column(column).to_pylist():
+        if day is not None:
+            per_day[_as_date(day)] = per_day.get(_as_date(day), 0) + 1
+    days = sorted(
+        day for day, count in per_day.items() if count >= (2 if day < today else policy.small_files)
+    )
     if not days:
         return
     table.optimize.compact(
-        partition_filters=[(COMMIT_DATE_COLUMN, "in", days)], target_size=policy.target_file_bytes
+        partition_filters=[(COMMIT_DATE_COLUMN, "in", [day.isoformat() for day in days])],
+        target_size=policy.target_file_bytes,
     )
-    report.actions.append(f"compacted {len(days)} closed day(s)")
+    closed = sum(day < today for day in days)
+    report.actions.append(
+        f"compacted {closed} closed day(s)" + (", and today's" if closed < len(days) else "")
+    )
 
 
 def _vacuum_hours(table: DeltaTable, spec: MaintainedTable, policy: MaintenancePolicy) -> int:
