@@ -24,11 +24,12 @@ the applied GTID set committed together, exactly once).
 
 The snapshot path, in reading order:
 ``snapshot/chunks`` → ``snapshot/window`` (a chunk between two GTID watermarks, without locks) →
-``snapshot/runner`` (windows as Spark tasks) → ``snapshot/lake_commits`` (chunks and progress in
-the table's Delta history) → ``snapshot/change_filter`` (the stream after it).
+``snapshot/runner`` (windows as Spark tasks) → ``snapshot/lake_commits`` (chunks in the target, their
+records in its snapshot log, tied by app transactions) → ``snapshot/change_filter`` (the stream after it).
 
-The lake (``lake/``): the ``Sink`` contract, the Delta layout, change tables, the pipeline's state
-(applied set, lease, member tables), the checkpoint log, the comparison with the source.
+The lake (``lake/``): the ``Sink`` contract, the Delta layout, change tables and waves, the pipeline's
+state (``lake/state/``: nothing in commit history alone), maintenance, the checkpoint log, the
+comparison with the source.
 
 Entry points (``entrypoints/``): ``snapshot_to_delta`` and ``binlog_to_delta``, run by spark-submit.
 """

@@ -32,7 +32,7 @@ METADATA_PREFIX = "_cdc_"
 ROW_KEY_PROPERTY = "airflow_mysql_cdc.row_key"
 """Table property of a target: its row key columns (JSON list), what maintenance sorts files by."""
 TARGET_FILE_SIZE_PROPERTY = "delta.targetFileSize"
-DEFAULT_TARGET_FILE_BYTES = 32 * 1024 * 1024
+DEFAULT_TARGET_FILE_BYTES = 16 * 1024 * 1024
 """Data files of targets and changelogs are kept this size (``maintenance.target_file_mb``): any
 writer's compaction honours ``delta.targetFileSize``, and a MERGE rewrites only the files its keys hit."""
 

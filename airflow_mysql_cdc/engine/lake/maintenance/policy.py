@@ -29,7 +29,7 @@ class MaintenancePolicy:
     """At most one maintenance per this many hours (0: every run)."""
     small_files: int = 16
     """Compact a table (or a closed changelog day) once it has this many files below half the target size."""
-    target_file_mb: int = 32
+    target_file_mb: int = 16
     """Target size of data files, set as ``delta.targetFileSize`` on targets and changelogs, so any
     writer's compaction (another job's OPTIMIZE too) keeps files this size: a MERGE then rewrites
     only the few files whose key range a batch touches."""
