@@ -12,7 +12,16 @@ from airflow_mysql_cdc.engine.lake.delta_sink import DeltaSink
 from airflow_mysql_cdc.engine.lake.sink import SinkBehindError, SinkDivergedError
 from airflow_mysql_cdc.engine.lake.state.pipeline_state import PipelineBusyError, PipelineFencedError
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
-from tests.unit.sink_fixtures import ITEMS, ORDERS, delete, insert, through, transaction, update
+from tests.unit.sink_fixtures import (
+    ITEMS,
+    ORDERS,
+    crash_before_the_state_commit,
+    delete,
+    insert,
+    through,
+    transaction,
+    update,
+)
 
 
 def _rows(path: Path, *columns: str) -> list[tuple]:
@@ -111,17 +120,7 @@ def test_crash_between_table_commits_replays_nothing_twice(
 ) -> None:
     sink = DeltaSink(tmp_path, "p1")
     sink.open(through(0))
-    crashing = sink._state_store
-    intend = crashing.commit
-    calls = []
-
-    def crash(*args, **kwargs):
-        calls.append(args)
-        if len(calls) == 1:
-            return intend(*args, **kwargs)  # the batch's intent goes into the state first
-        raise KeyboardInterrupt("simulated kill after the table commits, before the state commit")
-
-    monkeypatch.setattr(crashing, "commit", crash)
+    crash_before_the_state_commit(monkeypatch, sink)
     with pytest.raises(KeyboardInterrupt):
         sink.apply(_first_batch(), through(3))
     monkeypatch.undo()

@@ -27,7 +27,7 @@ from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from tests.support.lake import assert_lake_equals_source, changelog_entries
 from tests.support.maintenance import history_starts_after_version_zero, maintain_like_another_writer
 from tests.support.pipeline import seed, writers_running
-from tests.unit.sink_fixtures import ORDERS, insert, through, transaction
+from tests.unit.sink_fixtures import ORDERS, crash_before_the_state_commit, insert, through, transaction
 
 pytestmark = pytest.mark.mysql
 
@@ -97,17 +97,7 @@ def test_a_crash_before_the_state_commit_replays_exactly_after_the_log_was_clean
     sink = DeltaSink(tmp_path, "p1", tables=("shop.orders",))
     sink.open(through(0))
     sink.apply([transaction(1, insert(ORDERS, {"id": 1, "status": "new", "qty": 1}))], through(1))
-    store = sink._state_store
-    intend = store.commit
-    calls = []
-
-    def crash_after_the_tables(*args, **kwargs):
-        calls.append(args)
-        if len(calls) == 1:
-            return intend(*args, **kwargs)
-        raise KeyboardInterrupt("killed after the table commits, before the state commit")
-
-    monkeypatch.setattr(store, "commit", crash_after_the_tables)
+    crash_before_the_state_commit(monkeypatch, sink)
     batch = [
         transaction(2, insert(ORDERS, {"id": 2, "status": "new", "qty": 2})),
         transaction(3, insert(ORDERS, {"id": 3, "status": "new", "qty": 3})),

@@ -25,7 +25,14 @@ from tests.support.lake import assert_lake_equals_source, changelog_entries
 from tests.support.legacy_lake import LegacySnapshotWriter, commit_like_0_1, downgrade_state_to_0_1
 from tests.support.maintenance import history_starts_after_version_zero, maintain_like_another_writer
 from tests.support.pipeline import seed, writers_running
-from tests.unit.sink_fixtures import ITEMS, ORDERS, insert, through, transaction
+from tests.unit.sink_fixtures import (
+    ITEMS,
+    ORDERS,
+    crash_before_the_state_commit,
+    insert,
+    through,
+    transaction,
+)
 
 
 def _stream(endpoint: MySqlEndpoint, lake: Path, tables: tuple[str, ...], start: GtidSet) -> ApplyResult:
@@ -96,17 +103,8 @@ def test_a_version_0_1_crash_between_table_commits_is_replayed_exactly_after_the
     ]
     # 0.1 is killed after the orders tables committed batch 2, before the state did; its items
     # changelog had only gained columns (0.1 numbered that commit 2 too, recording the position before).
-    store, calls = sink._state_store, []
-    intend = store.commit
-
-    def crash(*args, **kwargs):
-        calls.append(args)
-        if len(calls) == 1:
-            return intend(*args, **kwargs)
-        raise KeyboardInterrupt("killed before the state commit")
-
     monkeypatch.setattr(sink, "_append_changelog", _skip_items(sink._append_changelog))
-    monkeypatch.setattr(store, "commit", crash)
+    crash_before_the_state_commit(monkeypatch, sink)
     with pytest.raises(KeyboardInterrupt):
         sink.apply(batch, through(3))
     monkeypatch.undo()

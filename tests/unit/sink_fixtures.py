@@ -101,3 +101,19 @@ class RecordingSink:
         self.batches.append((gtids, position_after))
         self._applied = position_after
         return BatchResult(len(self.batches), position_after, len(gtids), rows)
+
+
+def crash_before_the_state_commit(monkeypatch, sink) -> None:
+    """Make ``sink``'s next batch die like a kill -9 after its table commits, before the state's:
+    the batch's intent reaches the state (the first state commit), the position never does."""
+    store = sink._state_store
+    intend = store.commit
+    calls = []
+
+    def crash(*args, **kwargs):
+        calls.append(args)
+        if len(calls) == 1:
+            return intend(*args, **kwargs)
+        raise KeyboardInterrupt("killed after the table commits, before the state commit")
+
+    monkeypatch.setattr(store, "commit", crash)

@@ -60,6 +60,19 @@ def configuration_exit_code(error: Exception) -> ExitCode:
     return ExitCode.CONFIGURATION
 
 
+def run_to_result_file(work: Callable[[], dict], result_file: Path) -> ExitCode:
+    """Run the application's ``work``; its result file appears only after the work is done.
+
+    An engine error is printed for the task log and becomes the exit code its class sets.
+    """
+    try:
+        result = work()
+    except CdcError as error:
+        return exit_code_of(error)
+    write_result_atomically(result_file, result)
+    return ExitCode.OK
+
+
 def write_result_atomically(path: Path, payload: dict) -> None:
     temporary = path.with_name(path.name + ".tmp")
     temporary.write_text(json.dumps(payload, indent=2))

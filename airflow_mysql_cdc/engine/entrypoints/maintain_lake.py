@@ -23,11 +23,10 @@ from airflow_mysql_cdc.engine.entrypoints.common import (
     argument_parser,
     configuration_exit_code,
     configure_logging,
-    exit_code_of,
     exit_hard,
-    write_result_atomically,
+    run_to_result_file,
 )
-from airflow_mysql_cdc.engine.errors import CdcError, ConfigurationError
+from airflow_mysql_cdc.engine.errors import ConfigurationError
 from airflow_mysql_cdc.engine.lake.maintenance.policy import MaintenancePolicy
 from airflow_mysql_cdc.engine.lake.storage import (
     check_storage_options,
@@ -94,12 +93,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         config = replace(config, secret_storage_options=secret_storage_options_from_environment())
     except CONFIGURATION_FAILURES as error:
         return configuration_exit_code(error)
-    try:
-        result = run(config)
-    except CdcError as error:
-        return exit_code_of(error)
-    write_result_atomically(args.result_file, result)
-    return 0
+    return run_to_result_file(lambda: run(config), args.result_file)
 
 
 if __name__ == "__main__":

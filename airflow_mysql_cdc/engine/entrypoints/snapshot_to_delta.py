@@ -26,12 +26,11 @@ from typing import TYPE_CHECKING, Any
 from airflow_mysql_cdc.engine.entrypoints.common import (
     argument_parser,
     configure_logging,
-    exit_code_of,
     exit_hard,
     read_configuration,
-    write_result_atomically,
+    run_to_result_file,
 )
-from airflow_mysql_cdc.engine.errors import CdcError, ExitCode
+from airflow_mysql_cdc.engine.errors import ExitCode
 from airflow_mysql_cdc.engine.lake.storage import (
     check_storage_options,
     merged_storage_options,
@@ -173,12 +172,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return configuration
     config, endpoint = configuration
     runner = run_sequentially if args.no_spark else spark_runner("mysql-cdc-snapshot")
-    try:
-        result = run(config, endpoint, runner)
-    except CdcError as error:
-        return exit_code_of(error)
-    write_result_atomically(args.result_file, result)
-    return 0
+    return run_to_result_file(lambda: run(config, endpoint, runner), args.result_file)
 
 
 if __name__ == "__main__":
