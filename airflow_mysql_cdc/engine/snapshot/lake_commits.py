@@ -36,6 +36,7 @@ from airflow_mysql_cdc.engine.lake.delta_layout import (
     target_schema,
     to_delta_array,
 )
+from airflow_mysql_cdc.engine.lake.foreign_commits import check_writable
 from airflow_mysql_cdc.engine.lake.layout import LakeRoot
 from airflow_mysql_cdc.engine.lake.state.snapshot_log import SNAPSHOT_APP_ID, snapshot_transaction
 from airflow_mysql_cdc.engine.lake.state.store import LakeState
@@ -190,6 +191,7 @@ class DeltaSnapshotWriter:
         table = self._table()
         if table is None:
             return None
+        check_writable(table, f"target of {self.ref}", updates_rows=True)  # before any row moves
         self.state.migrate_snapshots([self.ref])
         link = table.transaction_version(SNAPSHOT_APP_ID)
         self._head = self._log.head(link)
