@@ -147,6 +147,7 @@ def test_an_interrupted_catch_up_resumes_where_it_stopped(
     config = ApplyConfig(
         pipeline_id="main", lake_root=str(tmp_path), tables=(orders, payments), start_gtids=position,
         mode="until_caught_up", batch_max_rows=10, batch_max_seconds=0.2, heartbeat_s=0.5,
+        wave_max_rows=10,  # a catch-up commits per wave: small ones, so it can be stopped after one
     )  # fmt: skip
     with pytest.raises(TableAdmissionError, match="its catch-up ended at .* Rerun: the catch-up resumes"):
         run_apply(config, mysql_database, stop_requested=stop)
