@@ -282,9 +282,13 @@ def run(endpoint: MySqlEndpoint, args: argparse.Namespace) -> None:
     workdir = Path(tempfile.mkdtemp(prefix="bench-lake-life-"))
     try:
         print(f"7. the lake's life (load average {os.getloadavg()[0]:.2f})", flush=True)
-        merge_cost(endpoint, workdir, args.small, args.large, args.changes)
-        files_after_live_batches(workdir, args.live_batches)
-        catch_up_waves(endpoint, workdir, args.backlog, args.runs)
+        sections = set(args.lake_sections.split(","))
+        if "7a" in sections:
+            merge_cost(endpoint, workdir, args.small, args.large, args.changes)
+        if "7b" in sections:
+            files_after_live_batches(workdir, args.live_batches)
+        if "7c" in sections:
+            catch_up_waves(endpoint, workdir, args.backlog, args.runs)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
@@ -295,6 +299,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--changes", type=int, default=100_000, help="7a: row changes applied")
     parser.add_argument("--live-batches", type=int, default=1_000, help="7b: live micro-batches")
     parser.add_argument("--backlog", type=int, default=1_000_000, help="7c: row changes of the catch-up")
+    parser.add_argument("--lake-sections", default="7a,7b,7c", help="which parts of section 7 to run")
 
 
 def main() -> int:

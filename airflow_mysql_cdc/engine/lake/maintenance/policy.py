@@ -7,7 +7,7 @@ once, naming the key, never halfway through a maintenance run.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
 from airflow_mysql_cdc.engine.errors import ConfigurationError
@@ -33,6 +33,11 @@ class MaintenancePolicy:
     """Target size of data files, set as ``delta.targetFileSize`` on targets and changelogs, so any
     writer's compaction (another job's OPTIMIZE too) keeps files this size: a MERGE then rewrites
     only the few files whose key range a batch touches."""
+    max_file_rows: int = 200_000
+    """Rows a target's or changelog's data file holds at most: a MERGE rewrites whole files, so it
+    costs about the rows of the files it touches. Narrow rows that compress well fit hundreds of
+    thousands per MiB, so the file size set on a table is the smaller of ``target_file_mb`` and this
+    many rows at the table's own bytes per row (a power of two MiB, at least 1)."""
     vacuum_retention_hours: float = 168.0
     """Files a target or changelog no longer references are deleted this long after (readers of
     older versions, time travel); a table's own ``delta.deletedFileRetentionDuration`` wins if longer."""
@@ -50,6 +55,10 @@ class MaintenancePolicy:
             raise MaintenancePolicyError(
                 f"maintenance.target_file_mb must be between 1 and 4096, not {self.target_file_mb}"
             )
+        if self.max_file_rows < 1000:
+            raise MaintenancePolicyError(
+                f"maintenance.max_file_rows must be at least 1000, not {self.max_file_rows}"
+            )
         if self.vacuum_retention_hours < 1:
             raise MaintenancePolicyError(
                 f"maintenance.vacuum_retention_hours must be at least 1 (readers in flight need the files "
@@ -59,6 +68,16 @@ class MaintenancePolicy:
     @property
     def target_file_bytes(self) -> int:
         return self.target_file_mb * MIB
+
+    def sized_for(self, rows: int, size_bytes: int) -> MaintenancePolicy:
+        """This policy with the file size for a table of ``rows`` rows in ``size_bytes`` bytes."""
+        if rows <= 0 or size_bytes <= 0:
+            return self
+        wanted = size_bytes / rows * self.max_file_rows / MIB
+        mib = 1
+        while mib * 2 <= min(wanted, self.target_file_mb):
+            mib *= 2
+        return replace(self, target_file_mb=min(mib, self.target_file_mb))
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -9,11 +9,12 @@ redoes what is still to do (``test_a_killed_maintenance_leaves_the_lake_exact_an
 
 The steps, per kind of table:
 
-- **target**: ``delta.targetFileSize`` set to the policy's size (so any writer's compaction keeps
-  files that small); once ``small_files`` files are below half of it, or its files' key ranges
-  overlap more than 4 deep, the table is rewritten sorted by its leading key column (``z_order`` on
-  one column is a sort), so files hold disjoint key ranges and a MERGE of a batch touches only the
-  files of its keys;
+- **target**: ``delta.targetFileSize`` set to the policy's size, or less where that many bytes
+  would hold more than ``max_file_rows`` rows of this table (a MERGE costs the rows of the files it
+  touches), so any writer's compaction keeps files that small; once ``small_files`` files are below
+  half of it, or its files' key ranges overlap more than 4 deep, the table is rewritten sorted by its
+  leading key column (``z_order`` on one column is a sort), so files hold disjoint key ranges and a
+  MERGE of a batch touches only the files of its keys;
 - **changelog**: the same size; each closed day (``_cdc_commit_date`` before today, UTC) with more
   than one small file is compacted, and today's once it has ``small_files`` of them (a live pipeline
   adds a file per batch: a second a day is 86,400 files; the sink's appends are blind, so they never
@@ -93,6 +94,8 @@ def maintain_table(table: DeltaTable, spec: MaintainedTable, policy: Maintenance
     report = TableReport(spec.path, spec.role, spec.name)
     files = _files(table)
     report.files_before, report.bytes_before = files.num_rows, _bytes(files)
+    if spec.role != "own" and files.num_rows:
+        policy = policy.sized_for(int(pc.sum(files.column("num_records")).as_py() or 0), report.bytes_before)
     _set_properties(table, spec, policy, report)
     if spec.role == "target":
         _sort_target(table, spec, policy, files, report)
