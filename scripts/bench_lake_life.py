@@ -242,7 +242,7 @@ def catch_up_waves(endpoint: MySqlEndpoint, workdir: Path, backlog: int, runs: i
     position = _executed(endpoint)
     run_apply(_config(base, names, start, position), endpoint)
     per_table, statements = backlog // len(tables), []
-    for index, table in enumerate(tables):  # 40% updates of existing rows, 40% inserts, 20% deletes
+    for index, table in enumerate(tables):  # 40% updates of existing rows, 40% inserts, 20% other updates
         rng = random.Random(index)
         for _ in range(per_table // 1000):
             kind = rng.random()
