@@ -84,8 +84,11 @@ def test_maintenance_bounds_files_and_log_after_many_micro_batches_without_chang
     orders = next(table for table in report.tables if table.role == "target" and table.name == "shop.orders")
     assert orders.files_before > 5 and orders.files_after == 1
     assert any(action.startswith("rewritten sorted by id") for action in orders.actions)
-    # 200,000 rows of this narrow table fit in far less than 16 MiB: files are bounded at 1 MiB.
-    assert DeltaTable(paths["target"]).metadata().configuration["delta.targetFileSize"] == str(1024 * 1024)
+    # A table this small holds far fewer than 200,000 rows a file anyway: the policy's 16 MiB stands
+    # (tests/unit/test_maintenance_policy.py: narrow rows of big tables get smaller files).
+    assert DeltaTable(paths["target"]).metadata().configuration["delta.targetFileSize"] == str(
+        16 * 1024 * 1024
+    )
     assert DeltaTable(paths["state"]).metadata().configuration | OWN_TABLE_PROPERTIES == (
         DeltaTable(paths["state"]).metadata().configuration
     )
