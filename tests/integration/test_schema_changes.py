@@ -308,7 +308,8 @@ def _when_the_snapshot_committed_a_chunk(
             except Exception:  # noqa: BLE001 - the table does not exist yet
                 history = []
             if any(
-                '"phase": "chunk"' in str(commit.get("airflow_mysql_cdc.snapshot", "")) for commit in history
+                '"phase": "chunk"' in str(commit.get("airflow_mysql_cdc.snapshot_commit", ""))
+                for commit in history
             ):
                 execute(endpoint, statement)
                 return
