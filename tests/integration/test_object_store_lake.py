@@ -168,7 +168,7 @@ def test_the_daily_dag_on_an_s3_lake_recovers_refuses_a_second_writer_and_leaks_
     secrets = (s3_lake.store.secret_access_key, s3_lake.store.access_key_id)
     with CommandLineRecorder() as recorder:
         # Run 1: snapshot both tables into s3, then stream the open segment while a writer writes.
-        writers = writing(mysql_database, 4, 1, "orders", "payments")
+        writers = writing(mysql_database, 4, 1, "orders", "payments", pause_s=0.003)
         first = pipeline.run(now() + datetime.timedelta(seconds=6))
         assert task_states(first) == dict.fromkeys(ALL_TASKS, "success")
         assert len(xcom_value(first, "replicate", "snapshot")["tables"]) == 2
@@ -179,7 +179,7 @@ def test_the_daily_dag_on_an_s3_lake_recovers_refuses_a_second_writer_and_leaks_
 
         # Run 2: the application is kill -9'ed after a committed batch; the retry finishes the segment.
         second_end = now() + datetime.timedelta(seconds=15)
-        writers = writing(mysql_database, 5, 2, "orders", "payments")
+        writers = writing(mysql_database, 5, 2, "orders", "payments", pause_s=0.003)
         killer = kill_application_after_a_batch(pipeline, pipeline.lake_position())
         failed = pipeline.run(second_end)
         killer.join()

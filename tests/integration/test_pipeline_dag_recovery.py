@@ -72,7 +72,7 @@ def test_purged_binlogs_fail_clearly_or_lead_to_a_resnapshot_by_policy(
     # The re-snapshot policy: every table is snapshotted again (while the writer goes on) and the
     # pipeline moves onto it, ending where the new snapshot is exact.
     pipeline.configure(on_purged="resnapshot")
-    with writers_running(shop, 4, "orders"):
+    with writers_running(shop, 4, "orders", pause_s=0.005):
         recovered = pipeline.run(now())
         assert task_states(recovered) == dict.fromkeys(ALL_TASKS, "success")
         assert xcom_value(recovered, "replicate", "plan")["rebase"] is True
