@@ -26,7 +26,8 @@ OWN_TABLE_PROPERTIES = {
 """Table properties of the pipeline's own tables (``_cdc/...``), set when they are created (and by
 maintenance on older lakes). Nothing reads their history or old versions, and the state table takes
 two commits per batch, so their log and replaced files are kept an hour (for readers in flight),
-not Delta's 30 and 7 days: maintenance's log clean-up and vacuum then keep them small."""
+not Delta's 30 and 7 days: delta-rs's automatic checkpoints (every 100 commits) then clean their
+logs as they go, and maintenance vacuums their files."""
 
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9_$-]+$")
 

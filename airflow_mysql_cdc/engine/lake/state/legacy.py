@@ -2,7 +2,7 @@
 
 Invariant: nothing here is read after a lake has moved on. Version 0.1 recorded two facts in the
 commit metadata of target and changelog tables, where Delta's log clean-up deletes them after
-``delta.logRetentionDuration`` (30 days by default; Spark writers do it at every checkpoint):
+``delta.logRetentionDuration`` (30 days by default; a checkpoint by any writer triggers it):
 
 - **snapshot records** (``airflow_mysql_cdc.snapshot``: each snapshot's plan and definition in its
   first commit, each finished chunk's bounds and watermarks in the chunk's commit): moved into the
@@ -12,7 +12,7 @@ commit metadata of target and changelog tables, where Delta's log clean-up delet
   state's intents (:mod:`.table_positions`).
 
 The move happens on the first run after the upgrade, before that run writes anything to the
-table, under the pipeline's lease (the built-in maintenance cleans up logs, after the move). A
+table (the pipeline's own commits can trigger the clean-up too), under the pipeline's lease. A
 history that was already cleaned up cannot be read back: the lake then says so instead of guessing.
 """
 
