@@ -33,6 +33,7 @@ from typing import Any
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 
+from airflow_mysql_cdc.engine.apply.config import ApplyResult  # noqa: E402
 from airflow_mysql_cdc.engine.lake.compare import TableComparison, compare_table  # noqa: E402
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint  # noqa: E402
 from airflow_mysql_cdc.engine.values.gtid import GtidSet  # noqa: E402
@@ -226,7 +227,7 @@ def run_interval(
     print(
         f"   success in {time.monotonic() - started:.0f}s"
         + (f", snapshot of {snapshotted} rows" if snapshot["tables"] else "")
-        + (f"\n   {summary_line(applied)}" if applied else "")
+        + (f"\n   {summary_line(ApplyResult.from_dict(applied))}" if applied else "")
         + f"\n   checkpoint {record['start_gtids']} -> {record['end_gtids']}",
         flush=True,
     )

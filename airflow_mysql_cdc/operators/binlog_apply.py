@@ -8,7 +8,12 @@ from typing import Any
 
 from airflow.sdk.exceptions import AirflowFailException
 
-from airflow_mysql_cdc.engine.apply.config import ApplyConfig
+from airflow_mysql_cdc.engine.apply.config import (
+    ApplyConfig,
+    ApplyResult,
+    SchemaChangeMode,
+    check_schema_change_mode,
+)
 from airflow_mysql_cdc.engine.lake.storage import check_storage_options
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from airflow_mysql_cdc.hooks.lake_storage import LakeStorageHook
@@ -88,7 +93,7 @@ class MySqlCdcBinlogApplyOperator(SparkApplicationOperator):
         soft_deletes: bool = False,
         rebase: bool | str = False,
         catchup_parallelism: int = 1,
-        schema_changes: str = "evolve",
+        schema_changes: SchemaChangeMode = "evolve",
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -108,7 +113,7 @@ class MySqlCdcBinlogApplyOperator(SparkApplicationOperator):
         self.soft_deletes = soft_deletes
         self.rebase = rebase
         self.catchup_parallelism = catchup_parallelism
-        self.schema_changes = schema_changes
+        self.schema_changes = check_schema_change_mode(schema_changes, where=f"task {self.task_id!r}")
 
     def _segment_end_us(self, context: Any) -> int | None:
         if self.mode != "segment":
@@ -140,10 +145,11 @@ class MySqlCdcBinlogApplyOperator(SparkApplicationOperator):
             soft_deletes=self.soft_deletes,
             server_id=server_id,
             rebase=str(self.rebase).strip().lower() in ("true", "1", "yes"),
-            schema_changes=self.schema_changes,  # type: ignore[arg-type]
+            schema_changes=self.schema_changes,
         )
 
     def execute(self, context: Any) -> dict[str, Any]:
+        """The run's result as XCom (:meth:`ApplyResult.to_dict`)."""
         return apply_binlog(
             self,
             lambda server_id, public_options: self.build_config(context, server_id, public_options),
@@ -151,7 +157,7 @@ class MySqlCdcBinlogApplyOperator(SparkApplicationOperator):
             storage_options=self.storage_options,
             lake_conn_id=self.lake_conn_id,
             catchup_parallelism=self.catchup_parallelism,
-        )
+        ).to_dict()
 
 
 ConfigBuilder = Callable[[int | None, dict[str, str]], ApplyConfig]
@@ -166,7 +172,7 @@ def apply_binlog(
     storage_options: dict[str, str],
     lake_conn_id: str | None,
     catchup_parallelism: int = 1,
-) -> dict[str, Any]:
+) -> ApplyResult:
     """Run the binlog application under ``runner`` (the operator whose task this is); its result."""
     endpoint = MySqlCdcHook(mysql_cdc_conn_id).get_endpoint()
     public_options, secret_options = LakeStorageHook(lake_conn_id).get_storage_options(storage_options)
@@ -178,24 +184,26 @@ def apply_binlog(
         config.mode,
         config.start or "(empty)",
     )
-    result = runner.run_application(
-        APPLICATION,
-        name=f"mysql-cdc-apply-{config.pipeline_id}",
-        config_json=config.to_json(),
-        secrets=ApplicationSecrets.of(endpoint, secret_options),
-        extra_args=("--catchup-parallelism", str(catchup_parallelism)) if catchup_parallelism > 1 else (),
+    result = ApplyResult.from_dict(
+        runner.run_application(
+            APPLICATION,
+            name=f"mysql-cdc-apply-{config.pipeline_id}",
+            config_json=config.to_json(),
+            secrets=ApplicationSecrets.of(endpoint, secret_options),
+            extra_args=("--catchup-parallelism", str(catchup_parallelism)) if catchup_parallelism > 1 else (),
+        )
     )
-    if result.get("already_applied"):
+    if result.already_applied:
         runner.log.info(
             "The lake already holds this segment (a retried or cleared run): nothing applied; "
             "the segment ends at %s",
-            result["end_gtids"] or "(empty)",
+            result.end_gtids or "(empty)",
         )
-    for table, end in result.get("caught_up", {}).items():
+    for table, end in result.caught_up.items():
         runner.log.info("%s was caught up to %s and joined the pipeline", table, end)
-    for change in result.get("schema_changes", []):
-        runner.log.info("%s", schema_change_line(change))
-    last_commit_us = result.get("last_commit_timestamp_us")
+    for change in result.schema_changes:
+        runner.log.info("%s", change.describe())
+    last_commit_us = result.last_commit_timestamp_us
     if (
         config.segment_end_us is not None
         and last_commit_us is not None
@@ -205,70 +213,28 @@ def apply_binlog(
             "This segment extends past the interval end: a snapshot's chunks are exact only from "
             "their consistent point %s on, so the run applied up to the first transaction after it "
             "committed at or after the interval end (docs/pipeline-dag.md)",
-            result.get("consistent_point") or "(empty)",
+            result.consistent_point or "(empty)",
         )
     runner.log.info("%s", summary_line(result))
     return result
 
 
-_ACTION_WORDS = {
-    "evolve": "evolved in place",
-    "truncate": "emptied (TRUNCATE)",
-    "leave": "left the pipeline; its lake table is kept",
-    "resnapshot": "left the pipeline to be snapshotted again",
-    "unchanged": "unchanged in the lake",
-}
-
-
-def schema_change_line(change: dict[str, Any]) -> str:
-    """One log line per table a schema change touched: what happened to it, and why."""
-    action = _ACTION_WORDS.get(change["action"], change["action"])
-    return f"Schema change {change['gtid']}: {change['table']} {action}: {change['reason']}"
-
-
-def tables_to_resnapshot(result: dict[str, Any]) -> list[str]:
-    """Tables whose latest schema change in ``result`` took them out for a re-snapshot."""
-    latest: dict[str, str] = {}
-    for change in result.get("schema_changes", []):
-        latest[change["table"]] = change["action"]
-    return sorted(table for table, action in latest.items() if action == "resnapshot")
-
-
-def combined_applications(results: list[dict[str, Any]]) -> dict[str, Any]:
-    """One result for a run that applied in several steps (re-snapshots between them): the last
-    step's end, everything applied and every schema change of all steps."""
-    combined = dict(results[-1])
-    combined["requested_start"] = results[0]["requested_start"]
-    combined["resumed_from"] = results[0]["resumed_from"]
-    combined["transactions"] = sum(r.get("transactions", 0) for r in results)
-    combined["batches"] = sum(r.get("batches", 0) for r in results)
-    combined["duration_s"] = round(sum(r.get("duration_s", 0.0) for r in results), 3)
-    rows: dict[str, int] = {}
-    for result in results:
-        for table, count in result.get("rows_by_table", {}).items():
-            rows[table] = rows.get(table, 0) + count
-    combined["rows_by_table"] = rows
-    combined["schema_changes"] = [change for r in results for change in r.get("schema_changes", [])]
-    combined["already_applied"] = all(r.get("already_applied") for r in results)
-    return combined
-
-
-def summary_line(result: dict[str, Any]) -> str:
+def summary_line(result: ApplyResult) -> str:
     """One readable line for a run's application: transactions, rows per second, lag or idle."""
-    rows = sum(result.get("rows_by_table", {}).values())
-    duration = result.get("duration_s") or 0.0
+    rows = sum(result.rows_by_table.values())
+    duration = result.duration_s
     rate = f", {rows / duration:,.0f} rows/s" if duration > 0 and rows else ""
-    if result.get("already_applied"):
+    if result.already_applied:
         state = "already in the lake"
-    elif not result.get("transactions"):
+    elif not result.transactions:
         state = "idle: no transaction of these tables to apply"
-    elif result.get("lag_s") is None:
+    elif result.lag_s is None:
         state = "lag unknown"
     else:
-        state = f"last applied commit {human_duration(result['lag_s'])} old"
+        state = f"last applied commit {human_duration(result.lag_s)} old"
     return (
-        f"Summary: {result.get('transactions', 0):,} transaction(s), {rows:,} row change(s){rate} in "
-        f"{human_duration(duration)}; {state}; end set {result.get('end_gtids') or '(empty)'}"
+        f"Summary: {result.transactions:,} transaction(s), {rows:,} row change(s){rate} in "
+        f"{human_duration(duration)}; {state}; end set {result.end_gtids or '(empty)'}"
     )
 
 

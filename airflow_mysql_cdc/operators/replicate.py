@@ -25,16 +25,19 @@ from typing import Any
 
 from airflow.sdk.exceptions import AirflowException
 
-from airflow_mysql_cdc.engine.apply.config import ApplyConfig
+from airflow_mysql_cdc.engine.apply.config import (
+    ApplyConfig,
+    ApplyResult,
+    SchemaChangeMode,
+    check_schema_change_mode,
+)
 from airflow_mysql_cdc.engine.lake.storage import check_storage_options
 from airflow_mysql_cdc.hooks.lake_storage import LakeStorageHook
 from airflow_mysql_cdc.hooks.mysql_cdc import MySqlCdcHook
 from airflow_mysql_cdc.operators.binlog_apply import (
     ConfigBuilder,
     apply_binlog,
-    combined_applications,
     human_duration,
-    tables_to_resnapshot,
 )
 from airflow_mysql_cdc.operators.prerequisites import parse_table_list
 from airflow_mysql_cdc.operators.snapshot import snapshot_tables
@@ -89,7 +92,7 @@ class MySqlCdcReplicateOperator(SparkApplicationOperator):
         catchup_parallelism: int = 1,
         resumability_task_id: str | None = "resumability",
         catch_up_backlog_after: datetime.timedelta | None = None,
-        schema_changes: str = "evolve",
+        schema_changes: SchemaChangeMode = "evolve",
         max_resnapshot_rounds: int = 3,
         **kwargs: Any,
     ) -> None:
@@ -106,7 +109,7 @@ class MySqlCdcReplicateOperator(SparkApplicationOperator):
         self.catchup_parallelism = catchup_parallelism
         self.resumability_task_id = resumability_task_id
         self.catch_up_backlog_after = catch_up_backlog_after
-        self.schema_changes = schema_changes
+        self.schema_changes = check_schema_change_mode(schema_changes, where=f"task {self.task_id!r}")
         self.max_resnapshot_rounds = max_resnapshot_rounds
 
     def execute(self, context: Any) -> dict[str, Any]:
@@ -161,10 +164,10 @@ class MySqlCdcReplicateOperator(SparkApplicationOperator):
                 soft_deletes=self.soft_deletes,
                 server_id=server_id,
                 rebase=plan["rebase"],
-                schema_changes=self.schema_changes,  # type: ignore[arg-type]
+                schema_changes=self.schema_changes,
             )
 
-        applied = self._apply(build_config)
+        applied = self._apply(build_config).to_dict()
         ti.xcom_push(key="applied", value=applied)
         return checkpoint_chain.publish_checkpoint(
             context, tables=self.tables, applied=applied, segment_end=segment_end, **chain
@@ -183,13 +186,13 @@ class MySqlCdcReplicateOperator(SparkApplicationOperator):
             present = {f"{schema}.{table}".lower() for schema, table in cursor.fetchall()}
         return frozenset(name for name in self.tables if name.lower() not in present)
 
-    def _apply(self, build_config: ConfigBuilder) -> dict[str, Any]:
+    def _apply(self, build_config: ConfigBuilder) -> ApplyResult:
         """Apply the segment; re-snapshot and join the tables a schema change took out, then continue."""
         applications = [self._apply_once(build_config)]
         for _ in range(self.max_resnapshot_rounds):
-            waiting = tables_to_resnapshot(applications[-1])
+            waiting = applications[-1].to_resnapshot
             if not waiting:
-                return combined_applications(applications)
+                return ApplyResult.combine(applications)
             self.log.info(
                 "Snapshotting %s again after a schema change, then applying on so they join this run",
                 ", ".join(waiting),
@@ -206,7 +209,7 @@ class MySqlCdcReplicateOperator(SparkApplicationOperator):
                 mysql_cdc_conn_id=self.mysql_cdc_conn_id,
             )
             applications.append(self._apply_once(build_config))
-        waiting = tables_to_resnapshot(applications[-1])
+        waiting = applications[-1].to_resnapshot
         if waiting:
             raise ResnapshotLoopError(
                 f"{', '.join(waiting)} changed shape again during each of {self.max_resnapshot_rounds} "
@@ -214,9 +217,9 @@ class MySqlCdcReplicateOperator(SparkApplicationOperator):
                 "the pipeline, the other tables are exact at the lake's position. Clear this task when "
                 "the migration is over; the next attempt snapshots them again."
             )
-        return combined_applications(applications)
+        return ApplyResult.combine(applications)
 
-    def _apply_once(self, build_config: ConfigBuilder) -> dict[str, Any]:
+    def _apply_once(self, build_config: ConfigBuilder) -> ApplyResult:
         return apply_binlog(
             self,
             build_config,

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from airflow_mysql_cdc.engine.apply.config import ApplyConfigError, SchemaChangeMode, check_schema_change_mode
 from airflow_mysql_cdc.engine.lake.layout import lake_uri
 from airflow_mysql_cdc.engine.lake.maintenance.policy import MaintenancePolicy, MaintenancePolicyError
 from airflow_mysql_cdc.engine.lake.storage import StorageOptionsError, check_storage_options
@@ -75,7 +76,7 @@ class PipelineConfig:
     slow one, a resumed DAG) applies up to the time it starts, so the runs queued behind it find
     their intervals covered and finish without Spark (docs/pipeline-dag.md)."""
     soft_deletes: bool = False
-    schema_changes: str = "evolve"
+    schema_changes: SchemaChangeMode = "evolve"
     """DDL on a tracked table: ``evolve`` its lake table in place or re-snapshot it within the run, or
     ``stop`` the run before it (docs/operations.md, "Schema changes")."""
     tags: tuple[str, ...] = field(default_factory=lambda: ("mysql-cdc",))
@@ -86,10 +87,10 @@ class PipelineConfig:
     def __post_init__(self) -> None:
         if self.on_purged not in ("fail", "resnapshot"):
             raise PipelineConfigError(f"on_purged must be 'fail' or 'resnapshot', not {self.on_purged!r}")
-        if self.schema_changes not in ("evolve", "stop"):
-            raise PipelineConfigError(
-                f"schema_changes must be 'evolve' or 'stop', not {self.schema_changes!r}"
-            )
+        try:
+            check_schema_change_mode(self.schema_changes, where="the pipeline configuration")
+        except ApplyConfigError as error:
+            raise PipelineConfigError(str(error)) from error
         if not self.tables:
             raise PipelineConfigError("tables is empty: name at least one schema.table")
         try:

@@ -188,9 +188,7 @@ def test_a_schema_change_in_a_parallel_catchup_continues_with_the_single_reader_
     )
     assert parallel.end_gtids == single.end_gtids
     assert (
-        [c["action"] for c in parallel.schema_changes]
-        == [c["action"] for c in single.schema_changes]
-        == ["evolve"]
+        [c.action for c in parallel.schema_changes] == [c.action for c in single.schema_changes] == ["evolve"]
     )
     _assert_same_lake(tmp_path / "single", tmp_path / "parallel", database)
     assert_lake_equals_source(mysql_database, tmp_path / "parallel", database, "orders")

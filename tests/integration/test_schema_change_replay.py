@@ -16,13 +16,13 @@ from deltalake import DeltaTable
 from airflow_mysql_cdc.engine.binlog.changes import TableShape
 from airflow_mysql_cdc.engine.lake import schema_evolution
 from airflow_mysql_cdc.engine.lake.delta_sink import DeltaSink
-from airflow_mysql_cdc.engine.lake.schema_evolution import AddedColumn, TableEvolution
+from airflow_mysql_cdc.engine.lake.evolution import AddedColumn, TableEvolution
 from airflow_mysql_cdc.engine.mysql.types import ColumnType
 from tests.unit.sink_fixtures import BASE_US, ORDERS, SOURCE_UUID, insert, through, transaction
 
 ORDERS_WITH_NOTE = TableShape("shop", "orders", (*ORDERS.columns, ColumnType("note", "text")), ("id",))
-ADD_NOTE = TableEvolution(
-    "shop.orders", "evolve", "added note", (AddedColumn(ColumnType("note", "text"), "n/a"),)
+ADD_NOTE = TableEvolution.evolving(
+    "shop.orders", "added note", (AddedColumn(ColumnType("note", "text"), "n/a"),), ()
 )
 
 

@@ -5,8 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import pyarrow as pa
+
 from airflow_mysql_cdc.engine.binlog.changes import Op, RowChange, TableShape, Transaction
 from airflow_mysql_cdc.engine.lake.change_table import ChangeTable
+from airflow_mysql_cdc.engine.lake.evolution import TableEvolution
 from airflow_mysql_cdc.engine.lake.sink import BatchResult
 from airflow_mysql_cdc.engine.mysql.types import ColumnType
 from airflow_mysql_cdc.engine.values.gtid import Gtid, GtidSet
@@ -54,6 +57,10 @@ class RecordingSink:
         self.batches: list[tuple[list[Gtid], GtidSet]] = []
         self.heartbeats = 0
         self.released = False
+        self.fields: dict[str, dict[str, pa.DataType]] = {}
+        """Each table's source columns in the "lake" (absent: no target yet)."""
+        self.dropped: dict[str, tuple[str, ...]] = {}
+        self.schema_changes: list[tuple[str, list[TableEvolution], GtidSet]] = []
 
     def open(self, requested_start: GtidSet, *, rebase: bool = False) -> GtidSet:
         self.epoch += 1
@@ -95,6 +102,33 @@ class RecordingSink:
     ) -> BatchResult:
         rows = {name: table.change_count for name, table in tables.items()}
         return self._commit([], position_after, rows)
+
+    def source_fields(self, name: str) -> dict[str, pa.DataType] | None:
+        return dict(self.fields[name]) if name in self.fields else None
+
+    def dropped_columns(self, name: str) -> tuple[str, ...]:
+        return self.dropped.get(name, ())
+
+    def apply_schema_change(
+        self,
+        gtid: str,
+        statement: str,
+        commit_timestamp_us: int,
+        evolutions: Sequence[TableEvolution],
+        position_after: GtidSet,
+    ) -> None:
+        """Like the Delta sink: columns added, drops recorded, leavers out of the members, one position."""
+        assert self._applied.issubset(position_after), "the position went backwards"
+        for evolution in evolutions:
+            evolution.check_applicable()
+            if evolution.table in self.fields:
+                for column in evolution.new_columns:
+                    self.fields[evolution.table].setdefault(column.column.name, column.delta_field().type)
+            self.dropped[evolution.table] = (*self.dropped.get(evolution.table, ()), *evolution.dropped)
+            if evolution.leaves and self._members is not None:
+                self._members.pop(evolution.table, None)
+        self.schema_changes.append((gtid, list(evolutions), position_after))
+        self._applied = position_after
 
     def _commit(self, gtids: list[Gtid], position_after: GtidSet, rows: dict[str, int]) -> BatchResult:
         assert self._applied.issubset(position_after), "the position went backwards"

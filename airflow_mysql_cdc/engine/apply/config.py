@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, field, fields
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
-from airflow_mysql_cdc.engine.binlog.statements import SCHEMA_CHANGE_MODES, SchemaChangeMode
 from airflow_mysql_cdc.engine.binlog.stop_rules import (
     Live,
     StopRule,
@@ -27,15 +27,33 @@ from airflow_mysql_cdc.engine.binlog.stop_rules import (
     UntilGtidSet,
 )
 from airflow_mysql_cdc.engine.errors import ConfigurationError
+from airflow_mysql_cdc.engine.lake.evolution import TableEvolution
 from airflow_mysql_cdc.engine.lake.storage import check_storage_options, merged_storage_options
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 
 Mode = Literal["segment", "until_gtid_set", "until_caught_up", "live"]
-MODES: tuple[str, ...] = ("segment", "until_gtid_set", "until_caught_up", "live")
+MODES: tuple[str, ...] = get_args(Mode)
+SchemaChangeMode = Literal["evolve", "stop"]
+"""What DDL on a tracked table does: evolve the lake table (or re-snapshot it), or stop the run."""
+SCHEMA_CHANGE_MODES: tuple[str, ...] = get_args(SchemaChangeMode)
 
 
 class ApplyConfigError(ConfigurationError, ValueError):
     """The application's configuration is incomplete or inconsistent."""
+
+
+def check_schema_change_mode(mode: object, *, where: str) -> SchemaChangeMode:
+    """``mode`` if it is a :data:`SchemaChangeMode`; else :class:`ApplyConfigError` naming ``where``.
+
+    The one check of the mode: the operators call it in their constructors (a DAG with a typo fails
+    at parse), :class:`ApplyConfig` when the engine reads its configuration.
+    """
+    if mode not in SCHEMA_CHANGE_MODES:
+        raise ApplyConfigError(
+            f"{where}: schema_changes must be one of {', '.join(SCHEMA_CHANGE_MODES)}, not {mode!r} "
+            "(evolve: apply DDL to the lake table or re-snapshot it; stop: fail the run before it)"
+        )
+    return mode  # type: ignore[return-value]  # narrowed by the membership test above
 
 
 @dataclass(frozen=True)
@@ -49,7 +67,6 @@ class ApplyConfig:
     """segment mode: apply every transaction committed before this instant (microseconds, UTC)."""
     target_gtids: GtidSet | None = None
     """until_gtid_set mode: stop once the position contains this set."""
-    """until_gtid_set mode: also stop before any transaction outside the target (never pass it)."""
     batch_max_rows: int = 50_000
     batch_max_seconds: float = 1.0
     wave_max_rows: int = 1_000_000
@@ -83,10 +100,7 @@ class ApplyConfig:
             raise ApplyConfigError("until_gtid_set mode needs target_gtids")
         if not self.tables:
             raise ApplyConfigError("tables is empty: name at least one schema.table")
-        if self.schema_changes not in SCHEMA_CHANGE_MODES:
-            raise ApplyConfigError(
-                f"schema_changes must be one of {', '.join(SCHEMA_CHANGE_MODES)}, not {self.schema_changes!r}"
-            )
+        check_schema_change_mode(self.schema_changes, where="the binlog application's configuration")
         if self.batch_max_rows < 1 or self.batch_max_seconds <= 0:
             raise ApplyConfigError("batch_max_rows and batch_max_seconds must be positive")
         if self.wave_max_rows < 1 or self.wave_memory_mb <= 0:
@@ -187,29 +201,78 @@ class ApplyResult:
     did not end before it, even when its interval ended earlier (``admission.consistent_point``)."""
     already_applied: bool = False
     """The lake held the whole segment before the run (a retried or cleared run): nothing applied."""
-    schema_changes: list[dict[str, Any]] = field(default_factory=list)
-    """Every table a DDL touched: ``gtid``, ``table``, ``action`` (evolve, truncate, leave,
-    resnapshot, unchanged), ``reason``, ``added`` and ``dropped`` columns, in binlog order."""
+    schema_changes: list[TableEvolution] = field(default_factory=list)
+    """Every table a DDL touched, with its action and reason, in binlog order."""
+    driver_peak_rss_bytes: int | None = None
+    """The application driver's peak resident memory (set by the entry point; the benchmarks read it)."""
 
     @property
     def to_resnapshot(self) -> list[str]:
-        """Tables that left the pipeline at a schema change and wait for a new snapshot."""
-        left = {
-            change["table"]: change["action"]
-            for change in self.schema_changes
-            if change["action"] in ("resnapshot", "leave")
-        }
-        return sorted(table for table, action in left.items() if action == "resnapshot")
+        """Tables that left the pipeline at a schema change of this run and wait for a new snapshot:
+        those whose last schema change in the run is a ``resnapshot`` (the one rule: the replicate
+        operator snapshots exactly these and applies on)."""
+        last = {evolution.table: evolution for evolution in self.schema_changes}
+        return sorted(table for table, evolution in last.items() if evolution.waits_for_snapshot)
+
+    @classmethod
+    def combine(cls, steps: Sequence[ApplyResult]) -> ApplyResult:
+        """One result for a run that applied in several steps, in order (a parallel catch-up then its
+        rest, or applications with re-snapshots between them): the first step's start, the last
+        step's end and position facts, the sums of what was applied, every schema change and join."""
+        if not steps:
+            raise ValueError("combine needs at least one step")
+        first, last = steps[0], steps[-1]
+        rows: dict[str, int] = {}
+        caught_up: dict[str, GtidSet] = {}
+        for step in steps:
+            for table, count in step.rows_by_table.items():
+                rows[table] = rows.get(table, 0) + count
+            caught_up.update(step.caught_up)
+        stamps = [s.last_commit_timestamp_us for s in steps if s.last_commit_timestamp_us is not None]
+        return replace(
+            last,
+            requested_start=first.requested_start,
+            resumed_from=first.resumed_from,
+            transactions=sum(step.transactions for step in steps),
+            rows_by_table=rows,
+            batches=sum(step.batches for step in steps),
+            duration_s=round(sum(step.duration_s for step in steps), 3),
+            last_commit_timestamp_us=stamps[-1] if stamps else None,
+            caught_up=caught_up,
+            already_applied=all(step.already_applied for step in steps),
+            schema_changes=[change for step in steps for change in step.schema_changes],
+            driver_peak_rss_bytes=max(
+                (s.driver_peak_rss_bytes for s in steps if s.driver_peak_rss_bytes is not None), default=None
+            ),
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form: every GTID set as MySQL's text."""
         data = {item.name: getattr(self, item.name) for item in fields(self)}
         data["rows_by_table"] = dict(self.rows_by_table)
         data["caught_up"] = {table: str(end) for table, end in self.caught_up.items()}
-        data["schema_changes"] = [dict(change) for change in self.schema_changes]
-        for key in ("requested_start", "resumed_from", "end_gtids", "consistent_point"):
+        data["schema_changes"] = [change.to_json() for change in self.schema_changes]
+        for key in _GTID_SET_FIELDS:
             data[key] = str(data[key])
         return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ApplyResult:
+        """The result read back from :meth:`to_dict` (the Airflow side reads the result file so);
+        keys it does not know are ignored, so a result of a newer engine still reads."""
+        known = {item.name for item in fields(cls)}
+        if missing := sorted({"pipeline_id", "end_gtids"} - set(data)):
+            raise ValueError(
+                f"the binlog application's result lacks {', '.join(missing)}: it was not written by this "
+                "version's application (is the Spark driver running another installed version?)"
+            )
+        values = {key: value for key, value in data.items() if key in known}
+        for key in _GTID_SET_FIELDS:
+            values[key] = GtidSet.parse(values.get(key) or "")
+        values["rows_by_table"] = {str(t): int(n) for t, n in (values.get("rows_by_table") or {}).items()}
+        values["caught_up"] = {t: GtidSet.parse(end) for t, end in (values.get("caught_up") or {}).items()}
+        values["schema_changes"] = [TableEvolution.from_json(c) for c in values.get("schema_changes") or ()]
+        return cls(**values)
 
     @classmethod
     def starting(
@@ -230,3 +293,6 @@ class ApplyResult:
             sink_epoch=sink_epoch,
             consistent_point=consistent or GtidSet(),
         )
+
+
+_GTID_SET_FIELDS = ("requested_start", "resumed_from", "end_gtids", "consistent_point")

@@ -211,7 +211,8 @@ def run_parallel_catchup(
         log.warning("parallel catch-up: %s; continuing with the single reader from the lake", reason)
         sink.release()
         rest = run_apply(config, endpoint, stop_requested=stop_requested)
-        return _combined(result, rest, started)
+        done = finish_result(result, applier.position, started, "parallel catch-up applied")
+        return ApplyResult.combine([done, rest])
     sink.release()
     return finish_result(result, applier.position, started, "parallel catch-up applied")
 
@@ -322,16 +323,3 @@ def _feed(
                 return False
     applier.flush()
     return not _stopped(stop_requested)
-
-
-def _combined(parallel: ApplyResult, rest: ApplyResult, started: float) -> ApplyResult:
-    rows = dict(parallel.rows_by_table)
-    for table, count in rest.rows_by_table.items():
-        rows[table] = rows.get(table, 0) + count
-    rest.requested_start = parallel.requested_start
-    rest.resumed_from = parallel.resumed_from
-    rest.transactions += parallel.transactions
-    rest.batches += parallel.batches
-    rest.rows_by_table = rows
-    rest.duration_s = round(time.monotonic() - started, 3)
-    return rest

@@ -32,7 +32,6 @@ from airflow_mysql_cdc.engine.binlog.errors import SchemaChangeError
 from airflow_mysql_cdc.engine.binlog.reader import BinlogReader
 from airflow_mysql_cdc.engine.binlog.stop_rules import StopRule
 from airflow_mysql_cdc.engine.lake.change_waves import MIB, Wave
-from airflow_mysql_cdc.engine.lake.schema_evolution import TableEvolution
 from airflow_mysql_cdc.engine.lake.sink import Sink
 from airflow_mysql_cdc.engine.runtime.gc_pause import BatchCollector
 from airflow_mysql_cdc.engine.snapshot.lake_commits import SnapshotProgress
@@ -115,7 +114,7 @@ def read_into_sink(
         endpoint,
         read.departed,
         snapshot_filter,
-        lambda gtid, change: _record(result, gtid, change),
+        result.schema_changes.append,
         read.snapshots,
     )
     wave = Wave(config.wave_max_rows, int(config.wave_memory_mb * MIB)) if config.catches_up() else None
@@ -162,7 +161,3 @@ def read_into_sink(
             wave.clear()
         collector.__exit__(None, None, None)
     return finish_result(result, applier.position, started, "applied")
-
-
-def _record(result: ApplyResult, gtid: str, evolution: TableEvolution) -> None:
-    result.schema_changes.append({"gtid": gtid, **evolution.to_json()})

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Mapping
 
 from airflow_mysql_cdc.engine.apply.schema_decisions import compare_columns, decide, fits_lake
 from airflow_mysql_cdc.engine.binlog.changes import SchemaChange, TableShape, Transaction
-from airflow_mysql_cdc.engine.lake.schema_evolution import TableEvolution
+from airflow_mysql_cdc.engine.lake.evolution import TableEvolution
 from airflow_mysql_cdc.engine.lake.sink import Sink
 from airflow_mysql_cdc.engine.mysql import ddl as parsed
 from airflow_mysql_cdc.engine.mysql.schema import TableMetadata, TableRef, read_table_metadata
@@ -39,8 +39,8 @@ from airflow_mysql_cdc.engine.values.gtid import GtidSet
 
 log = logging.getLogger("airflow_mysql_cdc.apply")
 
-Recorder = Callable[[str, TableEvolution], None]
-"""Called with the GTID and the evolution of every table a schema change touched."""
+Recorder = Callable[[TableEvolution], None]
+"""Called with the evolution of every table a schema change touched, at its GTID (in the result)."""
 
 
 class SchemaChanges:
@@ -81,7 +81,7 @@ class SchemaChanges:
             gtid, change.statement, transaction.commit_timestamp_us, evolutions, position_after
         )
         for evolution in evolutions:
-            self.record(gtid, evolution)
+            self.record(evolution.at(gtid))
         self._fitting.clear()  # the next rows of a changed table come with a new table map
 
     def unfit_tables(self, transaction: Transaction) -> list[str]:
@@ -122,7 +122,7 @@ class SchemaChanges:
             position,
         )  # fmt: skip
         for evolution in evolutions:
-            self.record(str(transaction.gtid), evolution)
+            self.record(evolution.at(str(transaction.gtid)))
 
     def _decisions(self, change: SchemaChange, gtid: str) -> list[TableEvolution | None]:
         statement = parsed.parse_ddl(change.statement, change.default_schema)

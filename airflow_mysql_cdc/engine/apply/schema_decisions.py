@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 import pyarrow as pa
 
 from airflow_mysql_cdc.engine.lake.delta_layout import source_columns_schema
-from airflow_mysql_cdc.engine.lake.schema_evolution import AddedColumn, TableEvolution
+from airflow_mysql_cdc.engine.lake.evolution import AddedColumn, TableEvolution
 from airflow_mysql_cdc.engine.mysql import ddl as parsed
 from airflow_mysql_cdc.engine.mysql.schema import TableRef
 from airflow_mysql_cdc.engine.mysql.types import ColumnType
@@ -144,7 +144,7 @@ def _alter(
         return TableEvolution(table, "unchanged", "no column changed (indexes, options or defaults only)")
     words = [f"added {', '.join(a.column.name for a in added)}" if added else ""]
     words.append(f"dropped {', '.join(dropped)} (kept in the lake, NULL from here on)" if dropped else "")
-    return TableEvolution(table, "evolve", "; ".join(w for w in words if w), tuple(added), tuple(dropped))
+    return TableEvolution.evolving(table, "; ".join(w for w in words if w), tuple(added), tuple(dropped))
 
 
 def _resnapshot(table: str, action: object) -> TableEvolution:

@@ -87,7 +87,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exit_code_of(error)
     # Peak resident memory of this driver process (Linux reports KiB), for capacity planning.
     peak_rss_bytes = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    write_result_atomically(args.result_file, result.to_dict() | {"driver_peak_rss_bytes": peak_rss_bytes})
+    result.driver_peak_rss_bytes = peak_rss_bytes
+    write_result_atomically(args.result_file, result.to_dict())
     return 0
 
 

@@ -49,10 +49,10 @@ from airflow_mysql_cdc.engine.lake.delta_layout import (
     table_properties,
     target_schema,
 )
+from airflow_mysql_cdc.engine.lake.evolution import TableEvolution
 from airflow_mysql_cdc.engine.lake.layout import LakeRoot
 from airflow_mysql_cdc.engine.lake.schema_evolution import (
     SchemaChangeCommit,
-    TableEvolution,
     apply_to_tables,
     dropped_columns,
     source_fields,

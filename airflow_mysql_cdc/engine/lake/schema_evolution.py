@@ -8,19 +8,13 @@ it. A crash between them leaves the table at the position before the DDL with th
 added; the replay adds nothing twice (it adds only missing columns) and sets the defaults again,
 which is harmless because no row after the DDL can have been written yet.
 
-The actions (docs/operations.md, "Schema changes"):
-
-- ``evolve``: columns are added to the target and the changelog; rows that existed before the DDL
-  get the value MySQL gave them (NULL or the literal DEFAULT). A dropped column stays in the lake
-  (delta-rs cannot drop one without rewriting the table) and rows written after the drop hold
-  NULL in it; the drop is recorded in the target's table properties
-  (``airflow_mysql_cdc.dropped_columns``).
-- ``truncate``: the target becomes empty (or every row soft-deleted); the changelog gets one
-  ``_cdc_op = 'truncate'`` row.
-- ``leave`` / ``resnapshot``: the table leaves the pipeline at the DDL's position; the target is
-  kept and marked (:mod:`.departures`), and a ``resnapshot`` table joins again through a new
-  snapshot and the admission path.
-- ``unchanged``: nothing in the lake changes (an index, a table option, a default for new rows).
+What each action does to the tables (the action itself, :class:`TableEvolution`, is a plain value
+in :mod:`.evolution`): ``evolve`` adds columns to the target and the changelog and gives existing rows
+their value; a dropped column stays in the lake (delta-rs cannot drop one without rewriting the
+table), NULL from then on, and is recorded in the target's table properties
+(``airflow_mysql_cdc.dropped_columns``); ``truncate`` empties the target (or soft-deletes every row)
+and appends one ``_cdc_op = 'truncate'`` row to the changelog; ``leave``/``resnapshot`` mark the
+target (:mod:`.departures`); ``unchanged`` writes nothing.
 """
 
 from __future__ import annotations
@@ -29,7 +23,6 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
 
 import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, Field, write_deltalake
@@ -43,55 +36,12 @@ from airflow_mysql_cdc.engine.lake.delta_layout import (
     METADATA_PREFIX,
     OP_COLUMN,
     SEQUENCE_COLUMN,
-    delta_type,
-    to_delta_array,
 )
 from airflow_mysql_cdc.engine.lake.departures import Departure, mark_departed
-from airflow_mysql_cdc.engine.mysql.types import ColumnType, to_arrow_array
+from airflow_mysql_cdc.engine.lake.evolution import AddedColumn, TableEvolution
 
-Action = Literal["evolve", "truncate", "leave", "resnapshot", "unchanged"]
 DROPPED_COLUMNS_PROPERTY = "airflow_mysql_cdc.dropped_columns"
 TRUNCATE_OP = "truncate"
-
-
-@dataclass(frozen=True)
-class AddedColumn:
-    """A column the DDL added, and the value rows existing before it got (None: NULL)."""
-
-    column: ColumnType
-    existing_rows_value: Any = None
-
-    def delta_field(self) -> pa.Field:
-        return pa.field(self.column.name, delta_type(self.column.arrow_type()))
-
-    def delta_value(self) -> pa.Array:
-        """The value as a one-element array of the type Delta stores (the rows' own conversion)."""
-        return to_delta_array(to_arrow_array(self.column, [self.existing_rows_value]))
-
-
-@dataclass(frozen=True)
-class TableEvolution:
-    """What one DDL does to one tracked table (see the module docstring for each ``action``)."""
-
-    table: str
-    action: Action
-    reason: str
-    added: tuple[AddedColumn, ...] = ()
-    dropped: tuple[str, ...] = ()
-
-    @property
-    def leaves(self) -> bool:
-        """The table stops being streamed at the DDL (it joins again only through a snapshot)."""
-        return self.action in ("leave", "resnapshot")
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "table": self.table,
-            "action": self.action,
-            "reason": self.reason,
-            "added": [added.column.name for added in self.added],
-            "dropped": list(self.dropped),
-        }
 
 
 def source_fields(table: DeltaTable) -> dict[str, pa.DataType]:
@@ -199,12 +149,13 @@ def apply_to_tables(
     ddl: SchemaChangeCommit,
 ) -> None:
     """Apply ``evolution`` to the table's target and changelog (None: not created yet, nothing to do)."""
+    evolution.check_applicable()
     if evolution.action == "evolve":
         for table in (target, changelog):
             if table is not None:
-                add_columns(table, evolution.added, ddl.before)
+                add_columns(table, evolution.new_columns, ddl.before)
         if target is not None:
-            changed = tuple(added for added in evolution.added if added.existing_rows_value is not None)
+            changed = tuple(added for added in evolution.new_columns if added.existing_rows_value is not None)
             set_existing_rows(target, changed, ddl.before)
             record_dropped(target, evolution.dropped, ddl.final)  # also the commit of the position
     elif evolution.action == "truncate":

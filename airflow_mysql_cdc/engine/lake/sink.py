@@ -32,7 +32,7 @@ import pyarrow as pa
 from airflow_mysql_cdc.engine.binlog.changes import Transaction
 from airflow_mysql_cdc.engine.errors import LakeMismatchError
 from airflow_mysql_cdc.engine.lake.change_table import TableChanges
-from airflow_mysql_cdc.engine.lake.schema_evolution import TableEvolution
+from airflow_mysql_cdc.engine.lake.evolution import TableEvolution
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 
 

@@ -75,7 +75,10 @@ def test_statements_on_other_tables_or_temporary_ones_do_not_touch_the_table() -
 def test_added_columns_carry_the_value_existing_rows_got() -> None:
     decision = _decide("ALTER TABLE orders ADD COLUMN qty INT NOT NULL, ADD COLUMN note TEXT")
     assert decision is not None
-    assert [(a.column.name, a.existing_rows_value) for a in decision.added] == [("qty", 0), ("note", None)]
+    assert [(a.column.name, a.existing_rows_value) for a in decision.new_columns] == [
+        ("qty", 0),
+        ("note", None),
+    ]
 
 
 def test_dropping_a_primary_key_column_or_changing_a_unique_key_without_a_primary_key_resnapshots() -> None:

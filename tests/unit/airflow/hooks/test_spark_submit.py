@@ -13,8 +13,10 @@ import pytest
 from airflow.providers.apache.spark.hooks import spark_submit as provider
 from airflow.sdk.log import redact
 
+from airflow_mysql_cdc.engine.apply.config import ApplyResult
 from airflow_mysql_cdc.engine.lake.storage import LAKE_STORAGE_OPTIONS_VARIABLE
 from airflow_mysql_cdc.engine.values.endpoint import ENVIRONMENT_VARIABLE, MySqlEndpoint
+from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from airflow_mysql_cdc.hooks.spark_submit import (
     ClusterDeployModeRefused,
     MySqlCdcSparkSubmitHook,
@@ -27,7 +29,7 @@ from tests.support.spark_submit import SparkSubmitRecorder
 
 PASSWORD = "Recorder-Secret-91q"
 SOURCE = MySqlEndpoint(host="127.0.0.1", port=3306, user="cdc", password=PASSWORD)
-APPLY_RESULT = {"end_gtids": "", "transactions": 0, "batches": 0, "rows_by_table": {}, "lag_s": 0.0}
+APPLY_RESULT = ApplyResult.starting("recorded", GtidSet(), GtidSet()).to_dict()
 MASTERS = {
     "local[2]": {"host": "local[2]"},
     "spark://127.0.0.1:7077": {"host": "spark://127.0.0.1", "port": 7077},

@@ -38,7 +38,7 @@ def test_a_file_named_by_the_environment_overrides_the_defaults(
         ({"on_purged": "ignore"}, "on_purged must be 'fail' or 'resnapshot'"),
         (
             {"tables": ["a.b"], "lake_root": "/l", "schema_changes": "ignore"},
-            "schema_changes must be 'evolve' or",
+            "pipeline configuration: schema_changes must be one of evolve, stop, not 'ignore'",
         ),
         ([1, 2], "must hold a JSON object"),
     ],
