@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import json
 import random
 import struct
 from typing import Any
@@ -12,6 +13,8 @@ import pyarrow as pa
 import pytest
 
 from airflow_mysql_cdc.engine.lake.compare import source_table
+from airflow_mysql_cdc.engine.lake.table_shape import Compatibility, Shape, compatibility
+from airflow_mysql_cdc.engine.mysql.definition import TableDefinition, read_definition
 from airflow_mysql_cdc.engine.mysql.normalise import (
     SNAPSHOT_SESSION_STATEMENTS,
     normalise_select_row,
@@ -168,6 +171,17 @@ def test_every_type_maps_to_identical_arrow_values_from_select_and_binlog(mysql_
     zero = binlog_table.to_pylist()[1]
     assert zero["dt"] is None and zero["dtm0"] is None and zero["ts0"] is None and zero["dtm3"] is None
     assert zero["yr"] == 0 and zero["s"] == "" and zero["e"] == ""
+
+
+def test_a_recorded_definition_of_every_type_reads_back_as_the_same_columns(mysql_database: MySqlEndpoint):
+    """What a snapshot records (:meth:`TableDefinition.to_json`) is compared with the table later."""
+    write_every_type_rows(mysql_database)
+    definition = read_definition(mysql_database, TableRef(mysql_database.database, "t"))
+    assert definition is not None
+    back = TableDefinition.from_json(json.loads(json.dumps(definition.to_json())))
+    assert back.column_types == definition.column_types
+    verdict = compatibility(Shape.of_definition(definition), Shape.of_definition(back))
+    assert verdict.reason is Compatibility.SAME
 
 
 def test_columnar_select_nulls_the_dates_python_cannot_hold_like_the_row_path(mysql_database: MySqlEndpoint):

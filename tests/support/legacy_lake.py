@@ -31,10 +31,10 @@ from airflow_mysql_cdc.engine.lake.delta_layout import (
 )
 from airflow_mysql_cdc.engine.lake.layout import LakeLayout, LakeRoot
 from airflow_mysql_cdc.engine.lake.state.legacy import SNAPSHOT_METADATA, snapshot_records_in_history
+from airflow_mysql_cdc.engine.mysql.definition import TableDefinition
 from airflow_mysql_cdc.engine.snapshot import lake_commits
 from airflow_mysql_cdc.engine.snapshot.chunks import Chunk
 from airflow_mysql_cdc.engine.snapshot.lake_commits import DoneChunk, SnapshotProgress
-from airflow_mysql_cdc.engine.snapshot.table_definition import TableDefinition
 from airflow_mysql_cdc.engine.snapshot.window import ChunkSnapshot
 
 

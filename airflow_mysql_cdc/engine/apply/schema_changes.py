@@ -9,9 +9,9 @@ steps keep it:
    the DDL. A table that leaves (dropped, renamed away, to be re-snapshotted) is dropped from every
    later transaction of the read;
 2. **at a table map** the stream has not seen (rows with a new shape), its columns are checked
-   against the lake's (:func:`.schema_decisions.fits_lake`); rows that do not fit (a statement read
-   wrongly, a swap whose new table differs) make their table leave for a re-snapshot *before* that
-   transaction, so no row of the wrong shape reaches the lake.
+   against the lake's (:func:`~airflow_mysql_cdc.engine.lake.table_shape.fits_lake`); rows that do
+   not fit (a statement read wrongly, a swap whose new table differs) make their table leave for a
+   re-snapshot *before* that transaction, so no row of the wrong shape reaches the lake.
 
 A table whose snapshot already reflects the DDL (the snapshot ran after it: every chunk's high
 watermark holds its GTID) is left as the snapshot wrote it; one whose chunks disagree is
@@ -24,16 +24,17 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Mapping
 
-from airflow_mysql_cdc.engine.apply.schema_decisions import compare_columns, decide, fits_lake
+from airflow_mysql_cdc.engine.apply.schema_decisions import compare_columns, decide
 from airflow_mysql_cdc.engine.binlog.changes import SchemaChange, TableShape, Transaction
 from airflow_mysql_cdc.engine.lake.evolution import TableEvolution
 from airflow_mysql_cdc.engine.lake.sink import Sink
+from airflow_mysql_cdc.engine.lake.table_shape import SAME_ROWS, Shape, compatibility, fits_lake
 from airflow_mysql_cdc.engine.mysql import ddl as parsed
+from airflow_mysql_cdc.engine.mysql.definition import TableDefinition
 from airflow_mysql_cdc.engine.mysql.schema import TableMetadata, TableRef, read_table_metadata
 from airflow_mysql_cdc.engine.mysql.types import ColumnType
 from airflow_mysql_cdc.engine.snapshot.change_filter import SnapshotChangeFilter
 from airflow_mysql_cdc.engine.snapshot.lake_commits import SnapshotProgress
-from airflow_mysql_cdc.engine.snapshot.table_definition import TableDefinition
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 
@@ -183,9 +184,10 @@ class SchemaChanges:
         if added := [name for name in self.sink.source_fields(str(ref)) or {} if name not in known]:
             return f"columns added since its snapshot ({', '.join(added)}) have no recorded declaration"
         expected = recorded.without(set(self.sink.dropped_columns(str(ref))))
-        if expected.same_as(now):
+        verdict = compatibility(Shape.of_definition(expected), Shape.of_definition(now))
+        if verdict.within(SAME_ROWS):
             return None
-        return f"declared otherwise than when its snapshot read it ({expected.changes_to(now)})"
+        return f"declared otherwise than when its snapshot read it ({verdict.describe()})"
 
     def _columns(self, ref: TableRef) -> tuple[ColumnType, ...] | None:
         metadata = self._metadata(ref)

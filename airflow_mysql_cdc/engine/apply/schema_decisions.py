@@ -23,6 +23,7 @@ import pyarrow as pa
 
 from airflow_mysql_cdc.engine.lake.delta_layout import source_columns_schema
 from airflow_mysql_cdc.engine.lake.evolution import AddedColumn, TableEvolution
+from airflow_mysql_cdc.engine.lake.table_shape import fits_lake
 from airflow_mysql_cdc.engine.mysql import ddl as parsed
 from airflow_mysql_cdc.engine.mysql.schema import TableRef
 from airflow_mysql_cdc.engine.mysql.types import ColumnType
@@ -206,8 +207,3 @@ def compare_columns(
     if difference := redeclared(ref):
         return TableEvolution(table, "resnapshot", f"{what}; {difference}")
     return TableEvolution(table, "unchanged", f"{what}; its columns are the lake's")
-
-
-def fits_lake(columns: tuple[ColumnType, ...], lake_fields: Mapping[str, pa.DataType]) -> bool:
-    """Every column exists in the lake with the type Delta stores for it (lake extras: dropped columns)."""
-    return all(lake_fields.get(field.name) == field.type for field in source_columns_schema(columns))

@@ -40,12 +40,12 @@ from airflow_mysql_cdc.engine.lake.foreign_commits import check_writable
 from airflow_mysql_cdc.engine.lake.layout import LakeRoot
 from airflow_mysql_cdc.engine.lake.state.snapshot_log import SNAPSHOT_APP_ID, snapshot_transaction
 from airflow_mysql_cdc.engine.lake.state.store import LakeState
+from airflow_mysql_cdc.engine.mysql.definition import TableDefinition
 from airflow_mysql_cdc.engine.mysql.schema import TableRef
 from airflow_mysql_cdc.engine.mysql.types import ColumnType
 from airflow_mysql_cdc.engine.snapshot.change_filter import SnapshottedChunk
 from airflow_mysql_cdc.engine.snapshot.chunks import Chunk
 from airflow_mysql_cdc.engine.snapshot.key_codec import decode_key, encode_key
-from airflow_mysql_cdc.engine.snapshot.table_definition import TableDefinition
 from airflow_mysql_cdc.engine.snapshot.window import ChunkSnapshot
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 

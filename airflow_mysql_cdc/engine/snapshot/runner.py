@@ -18,6 +18,8 @@ from typing import Any
 import pymysql
 
 from airflow_mysql_cdc.engine.lake.layout import LakeRoot
+from airflow_mysql_cdc.engine.lake.table_shape import Compatibility, Shape, compatibility
+from airflow_mysql_cdc.engine.mysql.definition import TableDefinition
 from airflow_mysql_cdc.engine.mysql.schema import Column, TableRef, read_table_metadata
 from airflow_mysql_cdc.engine.mysql.types import ColumnType
 from airflow_mysql_cdc.engine.snapshot.chunks import Chunk, plan_chunks, require_row_key
@@ -26,7 +28,6 @@ from airflow_mysql_cdc.engine.snapshot.table_definition import (
     DefinitionChanged,
     DefinitionUnstableError,
     SnapshotTableDroppedError,
-    TableDefinition,
     check_unchanged,
 )
 from airflow_mysql_cdc.engine.snapshot.window import ChunkSnapshot, open_window_connection, read_window
@@ -177,12 +178,12 @@ def _snapshot_once(
     with endpoint.connect() as connection, connection.cursor() as cursor:
         metadata = require_row_key(read_table_metadata(cursor, ref), ref)
         definition = TableDefinition.of(metadata)
-        columns = definition.columns
+        columns = definition.column_types
         key_columns = metadata.row_key_columns
         writer = DeltaSnapshotWriter(lake_root, ref, columns, storage_options)
         progress = writer.progress()
         resumed = progress is not None and not progress.complete and not restart
-        if resumed and (not writer.fits_columns() or progress.definition not in (None, definition)):
+        if resumed and (not writer.fits_columns() or _redefined(progress.definition, definition)):
             log.warning("snapshot of %s: the table's columns changed since it began; it starts again", ref)
             resumed = False
         if progress is None or restart or not resumed and not progress.complete:
@@ -239,3 +240,13 @@ def _log_progress(
         "snapshot of %s: %d/%d chunks done, %d rows (%.0f rows/s), ETA %.0fs",
         ref, done, total, rows, rows / elapsed, eta,
     )  # fmt: skip
+
+
+def _redefined(recorded: TableDefinition | None, now: TableDefinition) -> bool:
+    """The table is not defined as when its unfinished snapshot began (None: no record to compare)."""
+    if recorded is None:
+        return False
+    return (
+        compatibility(Shape.of_definition(recorded), Shape.of_definition(now)).reason
+        is not Compatibility.SAME
+    )
