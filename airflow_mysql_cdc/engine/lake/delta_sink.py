@@ -36,6 +36,7 @@ import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, Transaction
 
 from airflow_mysql_cdc.engine.binlog.changes import Transaction as BinlogTransaction
+from airflow_mysql_cdc.engine.lake.batch_commit import BatchCommit
 from airflow_mysql_cdc.engine.lake.change_table import (
     TableChanges,
     build_change_tables,
@@ -240,28 +241,37 @@ class DeltaSink:
     ) -> BatchResult:
         """Apply one micro-batch already gathered per table (by :func:`.build_change_tables`), or a
         catch-up's whole wave (:class:`~.change_waves.WaveTable`)."""
+        batch = self._begin(position_after)
+        result = BatchResult(batch.seq, position_after, transactions)
+        for name in batch.each(sorted(tables)):
+            counts = []
+            target = tables[name].without(self._handle(name, "target").already_applied)
+            if target.change_count:
+                self._merge_target(name, target, batch.final)
+                counts.append(target.change_count)
+            changelog = tables[name].without(self._handle(name, "changelog").already_applied)
+            if changelog.change_count:
+                self._append_changelog(name, changelog, batch.final, batch.before)
+                counts.append(changelog.change_count)
+            if counts:
+                result.rows_by_table[name] = max(counts)
+        self._committed(batch)
+        return result
+
+    def _begin(self, position_after: GtidSet) -> BatchCommit:
+        """The skeleton's first step (:mod:`.batch_commit`): the batch's intent is in the state."""
         assert self._state is not None, "open() the sink first"
         if not self._state.applied_gtids.issubset(position_after):
             raise ValueError("position_after must contain the applied set: the reader went backwards")
         batch_seq = self._intend(position_after)
         state = self._state
-        result = BatchResult(batch_seq, position_after, transactions)
-        properties = self._properties(position_after, batch_seq)
-        for name in sorted(tables):
-            self._state_store.assert_still_owner(state)
-            counts = []
-            target = tables[name].without(self._handle(name, "target").already_applied)
-            if target.change_count:
-                self._merge_target(name, target, properties)
-                counts.append(target.change_count)
-            changelog = tables[name].without(self._handle(name, "changelog").already_applied)
-            if changelog.change_count:
-                self._append_changelog(name, changelog, properties, self._preparing(state.applied_gtids))
-                counts.append(changelog.change_count)
-            if counts:
-                result.rows_by_table[name] = max(counts)
-        self._committed(position_after, batch_seq)
-        return result
+        return BatchCommit(
+            batch_seq,
+            position_after,
+            final=self._properties(position_after, batch_seq),
+            before=self._preparing(state.applied_gtids),
+            assert_owner=lambda: self._state_store.assert_still_owner(state),
+        )
 
     def _intend(self, position_after: GtidSet) -> int:
         """Record the next batch's number and position in the state before any table commits it."""
@@ -273,13 +283,14 @@ class DeltaSink:
         )
         return batch_seq
 
-    def _committed(self, position_after: GtidSet, batch_seq: int, **changes: dict[str, str]) -> None:
-        """Record the batch's position in the state: every table now reflects it."""
+    def _committed(self, batch: BatchCommit, members: dict[str, str] | None = None) -> None:
+        """The skeleton's last step: the batch's position (and ``members``, if they change) in the
+        state; every table now reflects it."""
         assert self._state is not None
-        self._state = self._state_store.commit(self._state, position_after, batch_seq, **changes)
+        self._state = self._state_store.commit(self._state, batch.position, batch.seq, members=members)
         self._last_state_commit = time.monotonic()
         for handle in self._handles.values():
-            handle.already_applied = handle.already_applied - position_after
+            handle.already_applied = handle.already_applied - batch.position
 
     def source_fields(self, name: str) -> dict[str, pa.DataType] | None:
         """The source columns the target of ``name`` has now (None: it has no target table yet)."""
@@ -306,14 +317,12 @@ class DeltaSink:
         Tables that leave are marked and removed from the members in the same state commit that
         records the position (:mod:`.departures`); see :mod:`.schema_evolution` for replays.
         """
-        assert self._state is not None, "open() the sink first"
-        batch_seq = self._intend(position_after)
-        state = self._state
-        final = self._properties(position_after, batch_seq)
-        before = self._preparing(state.applied_gtids)
-        members = dict(state.members or {})
-        for evolution in evolutions:
-            self._state_store.assert_still_owner(state)
+        batch = self._begin(position_after)
+        members = dict(self.members or {})
+        commit = SchemaChangeCommit(
+            gtid, statement, commit_timestamp_us, batch.before, batch.final, self.soft_deletes
+        )
+        for evolution in batch.each(evolutions):
             if evolution.leaves:
                 members.pop(evolution.table, None)
             if gtid in self._handle(evolution.table, "target").already_applied:
@@ -322,10 +331,10 @@ class DeltaSink:
                 evolution,
                 self._existing(evolution.table, "target"),
                 self._existing(evolution.table, "changelog"),
-                SchemaChangeCommit(gtid, statement, commit_timestamp_us, before, final, self.soft_deletes),
+                commit,
             )
             self._handles.refresh(evolution.table)
-        self._committed(position_after, batch_seq, members=members)
+        self._committed(batch, members=members)
 
     def _properties(self, position: GtidSet, batch_seq: int) -> CommitProperties:
         """A commit that records batch ``batch_seq``: its app transaction names the batch's intent."""
