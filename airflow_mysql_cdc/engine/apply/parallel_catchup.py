@@ -162,20 +162,7 @@ def run_parallel_catchup(
         consistent=opened.consistent_point,
     )
     result.caught_up = opened.caught_up
-    end = segment.end | resume_from
-    segment_count = (end - resume_from).count()
-    waves_needed = max(min_waves, math.ceil(segment_count / max(1, wave_transactions)))
-    plan = split_segment(resume_from, end, parallelism * waves_needed)
-    if plan.reason_not_split:
-        log.info("parallel catch-up: one reader only, because %s", plan.reason_not_split)
-    log.info(
-        "parallel catch-up of %d transaction(s) from %s to %s: %d range(s) in waves of %d",
-        segment_count,
-        resume_from or "(empty)",
-        end,
-        len(plan.ranges),
-        parallelism,
-    )
+    plan = _plan(resume_from, segment.end | resume_from, parallelism, min_waves, wave_transactions)
     snapshot_filter = load_snapshot_filter(
         endpoint,
         config.lake_root,
@@ -184,23 +171,17 @@ def run_parallel_catchup(
         config.lake_storage_options(),
         opened.snapshots,
     )
-    collector = BatchCollector()
-    applier = BatchApplier(sink, resume_from, result, snapshot_filter, collector)
+    applier = BatchApplier(sink, resume_from, result, snapshot_filter, BatchCollector())
     # Range readers build the Arrow change tables themselves, unless a snapshot filter must see
     # each change (a table whose snapshot is still in progress).
     possible = snapshot_filter is None
     columnar = possible if columnar is None else columnar and possible
+    waves = _waves(
+        plan, config, endpoint, segment.boundary_us, parallelism, columnar, opened.consistent_point
+    )
     try:
         _apply_waves(
-            plan,
-            _waves(
-                plan, config, endpoint, segment.boundary_us, parallelism, columnar, opened.consistent_point
-            ),
-            run_ranges,
-            applier,
-            collector,
-            config.batch_max_rows,
-            stop_requested,
+            plan, waves, run_ranges, applier, applier.collector, config.batch_max_rows, stop_requested
         )
         if not opened.consistent_point.issubset(applier.position) and not _stopped(stop_requested):
             raise _Fallback(
@@ -215,6 +196,27 @@ def run_parallel_catchup(
         return ApplyResult.combine([done, rest])
     sink.release()
     return finish_result(result, applier.position, started, "parallel catch-up applied")
+
+
+def _plan(
+    resume_from: GtidSet, end: GtidSet, parallelism: int, min_waves: int, wave_transactions: int
+) -> RangePlan:
+    """The segment from ``resume_from`` to ``end`` in ``parallelism`` ranges per wave, with as many
+    waves as ``wave_transactions`` per range needs (at least ``min_waves``)."""
+    count = (end - resume_from).count()
+    waves_needed = max(min_waves, math.ceil(count / max(1, wave_transactions)))
+    plan = split_segment(resume_from, end, parallelism * waves_needed)
+    if plan.reason_not_split:
+        log.info("parallel catch-up: one reader only, because %s", plan.reason_not_split)
+    log.info(
+        "parallel catch-up of %d transaction(s) from %s to %s: %d range(s) in waves of %d",
+        count,
+        resume_from or "(empty)",
+        end,
+        len(plan.ranges),
+        parallelism,
+    )
+    return plan
 
 
 def _waves(

@@ -104,60 +104,74 @@ def read_into_sink(
         max_buffered_bytes=config.max_buffered_bytes,
         schema_changes=config.schema_changes,
     )
-    snapshot_filter = load_snapshot_filter(
-        endpoint, config.lake_root, read.tables, read.start, config.lake_storage_options(), read.snapshots
-    )
+    applier = _applier(read, config, endpoint, sink, result, on_batch)
     thread = _ReaderThread(reader, read.start, read.stop_rule)
-    collector = BatchCollector()
-    schema_changes = SchemaChanges(
-        sink,
-        endpoint,
-        read.departed,
-        snapshot_filter,
-        result.schema_changes.append,
-        read.snapshots,
-    )
-    wave = Wave(config.wave_max_rows, int(config.wave_memory_mb * MIB)) if config.catches_up() else None
-    applier = BatchApplier(
-        sink, read.start, result, snapshot_filter, collector, on_batch, schema_changes, wave=wave
-    )
-    oldest_pending: float | None = None
-
     # Paused before the reader thread starts: that thread's own pause per rows event then sees
     # the collector disabled and leaves it alone (two threads toggling it could re-enable it).
-    collector.__enter__()
+    applier.collector.__enter__()
     try:
         thread.start()
-        while True:
-            timeout = min(config.batch_max_seconds, 0.5)
-            if oldest_pending is not None:
-                timeout = max(0.0, oldest_pending + config.batch_max_seconds - time.monotonic())
-            try:
-                item = thread.queue.get(timeout=timeout)
-            except queue.Empty:
-                item = None
-            if item is _END or (stop_requested is not None and stop_requested.is_set()):
-                break
-            if isinstance(item, BaseException):
-                if isinstance(item, SchemaChangeError):
-                    applier.flush()  # schema_changes: stop: the lake is exact up to the DDL
-                raise item
-            if item is not None:
-                applier.add(item)
-                if oldest_pending is None:
-                    oldest_pending = time.monotonic()
-            due = oldest_pending is not None and time.monotonic() - oldest_pending >= config.batch_max_seconds
-            if applier.pending_rows >= config.batch_max_rows or due:
-                applier.cut()
-                oldest_pending = None
-            elif item is None and not applier.pending:
-                sink.heartbeat_if_due()
-            applier.report_if_due(config.progress_interval_s)
+        _drain(thread, applier, config, stop_requested)
         applier.flush()
         sink.release()
     finally:
         thread.stopping.set()
-        if wave is not None:
-            wave.clear()
-        collector.__exit__(None, None, None)
+        if applier.wave is not None:
+            applier.wave.clear()
+        applier.collector.__exit__(None, None, None)
     return finish_result(result, applier.position, started, "applied")
+
+
+def _applier(
+    read: Read,
+    config: ApplyConfig,
+    endpoint: MySqlEndpoint,
+    sink: Sink,
+    result: ApplyResult,
+    on_batch: OnBatch | None,
+) -> BatchApplier:
+    """The batch applier of one read: its snapshot filter, schema-change handling and, in a catch-up,
+    its wave."""
+    snapshot_filter = load_snapshot_filter(
+        endpoint, config.lake_root, read.tables, read.start, config.lake_storage_options(), read.snapshots
+    )
+    schema_changes = SchemaChanges(
+        sink, endpoint, read.departed, snapshot_filter, result.schema_changes.append, read.snapshots
+    )
+    wave = Wave(config.wave_max_rows, int(config.wave_memory_mb * MIB)) if config.catches_up() else None
+    return BatchApplier(
+        sink, read.start, result, snapshot_filter, BatchCollector(), on_batch, schema_changes, wave=wave
+    )
+
+
+def _drain(
+    thread: _ReaderThread, applier: BatchApplier, config: ApplyConfig, stop_requested: threading.Event | None
+) -> None:
+    """Feed the reader's transactions to ``applier``, cutting a batch at ``batch_max_rows`` or once its
+    oldest transaction waited ``batch_max_seconds``, until the read ends or a stop is requested."""
+    oldest_pending: float | None = None
+    while True:
+        timeout = min(config.batch_max_seconds, 0.5)
+        if oldest_pending is not None:
+            timeout = max(0.0, oldest_pending + config.batch_max_seconds - time.monotonic())
+        try:
+            item = thread.queue.get(timeout=timeout)
+        except queue.Empty:
+            item = None
+        if item is _END or (stop_requested is not None and stop_requested.is_set()):
+            return
+        if isinstance(item, BaseException):
+            if isinstance(item, SchemaChangeError):
+                applier.flush()  # schema_changes: stop: the lake is exact up to the DDL
+            raise item
+        if item is not None:
+            applier.add(item)
+            if oldest_pending is None:
+                oldest_pending = time.monotonic()
+        due = oldest_pending is not None and time.monotonic() - oldest_pending >= config.batch_max_seconds
+        if applier.pending_rows >= config.batch_max_rows or due:
+            applier.cut()
+            oldest_pending = None
+        elif item is None and not applier.pending:
+            applier.sink.heartbeat_if_due()
+        applier.report_if_due(config.progress_interval_s)

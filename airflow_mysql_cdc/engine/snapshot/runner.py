@@ -20,10 +20,10 @@ import pymysql
 from airflow_mysql_cdc.engine.lake.layout import LakeRoot
 from airflow_mysql_cdc.engine.lake.table_shape import Compatibility, Shape, compatibility
 from airflow_mysql_cdc.engine.mysql.definition import TableDefinition
-from airflow_mysql_cdc.engine.mysql.schema import Column, TableRef, read_table_metadata
+from airflow_mysql_cdc.engine.mysql.schema import Column, TableMetadata, TableRef, read_table_metadata
 from airflow_mysql_cdc.engine.mysql.types import ColumnType
 from airflow_mysql_cdc.engine.snapshot.chunks import Chunk, plan_chunks, require_row_key
-from airflow_mysql_cdc.engine.snapshot.lake_commits import DeltaSnapshotWriter
+from airflow_mysql_cdc.engine.snapshot.lake_commits import DeltaSnapshotWriter, SnapshotProgress
 from airflow_mysql_cdc.engine.snapshot.table_definition import (
     DefinitionChanged,
     DefinitionUnstableError,
@@ -175,28 +175,10 @@ def _snapshot_once(
     storage_options: dict[str, str] | None,
     started: float,
 ) -> SnapshotResult:
-    with endpoint.connect() as connection, connection.cursor() as cursor:
-        metadata = require_row_key(read_table_metadata(cursor, ref), ref)
-        definition = TableDefinition.of(metadata)
-        columns = definition.column_types
-        key_columns = metadata.row_key_columns
-        writer = DeltaSnapshotWriter(lake_root, ref, columns, storage_options)
-        progress = writer.progress()
-        resumed = progress is not None and not progress.complete and not restart
-        if resumed and (not writer.fits_columns() or _redefined(progress.definition, definition)):
-            log.warning("snapshot of %s: the table's columns changed since it began; it starts again", ref)
-            resumed = False
-        if progress is None or restart or not resumed and not progress.complete:
-            plan = plan_chunks(connection, metadata, chunk_size)
-            progress = writer.start(plan, metadata.key_columns, definition)
-            log.info("snapshot of %s: %d chunk(s) of up to %d rows planned", ref, len(plan), chunk_size)
-        elif resumed:
-            log.info(
-                "snapshot of %s: resuming, %d of %d chunk(s) done",
-                ref,
-                len(progress.done),
-                len(progress.plan),
-            )
+    metadata, definition, writer, progress, resumed = _plan_or_resume(
+        endpoint, lake_root, ref, chunk_size, restart, storage_options
+    )
+    columns, key_columns = definition.column_types, metadata.row_key_columns
     pending = progress.pending
     tasks = [
         WindowTask(
@@ -250,3 +232,37 @@ def _redefined(recorded: TableDefinition | None, now: TableDefinition) -> bool:
         compatibility(Shape.of_definition(recorded), Shape.of_definition(now)).reason
         is not Compatibility.SAME
     )
+
+
+def _plan_or_resume(
+    endpoint: MySqlEndpoint,
+    lake_root: LakeRoot,
+    ref: TableRef,
+    chunk_size: int,
+    restart: bool,
+    storage_options: dict[str, str] | None,
+) -> tuple[TableMetadata, TableDefinition, DeltaSnapshotWriter, SnapshotProgress, bool]:
+    """The table now, its writer, and the snapshot to run: the unfinished one (resumed: True) if the
+    table is defined as when it began, else a new plan (a finished snapshot is kept as it is)."""
+    with endpoint.connect() as connection, connection.cursor() as cursor:
+        metadata = require_row_key(read_table_metadata(cursor, ref), ref)
+        definition = TableDefinition.of(metadata)
+        writer = DeltaSnapshotWriter(lake_root, ref, definition.column_types, storage_options)
+        progress = writer.progress()
+        resumed = progress is not None and not progress.complete and not restart
+        if resumed and (not writer.fits_columns() or _redefined(progress.definition, definition)):
+            log.warning("snapshot of %s: the table's columns changed since it began; it starts again", ref)
+            resumed = False
+        if progress is None or restart or not resumed and not progress.complete:
+            plan = plan_chunks(connection, metadata, chunk_size)
+            progress = writer.start(plan, metadata.key_columns, definition)
+            log.info("snapshot of %s: %d chunk(s) of up to %d rows planned", ref, len(plan), chunk_size)
+        elif resumed:
+            log.info(
+                "snapshot of %s: resuming, %d of %d chunk(s) done",
+                ref,
+                len(progress.done),
+                len(progress.plan),
+            )
+    assert progress is not None
+    return metadata, definition, writer, progress, resumed

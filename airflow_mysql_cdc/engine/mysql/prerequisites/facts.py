@@ -8,9 +8,9 @@ the new names so the judging code never branches on the version.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import pymysql
 
@@ -83,62 +83,17 @@ def _first_working(cursor: pymysql.cursors.Cursor, statements: Sequence[str]) ->
 
 
 def gather_facts(connection: pymysql.connections.Connection, config: PrerequisiteConfig) -> ServerFacts:
+    """What the checks judge, read in one session: nothing here decides, nothing there queries."""
     notes: list[str] = []
     with connection.cursor() as cursor:
-        names = ", ".join(f"'{name}'" for name in _VARIABLES)
-        cursor.execute(f"SHOW GLOBAL VARIABLES WHERE Variable_name IN ({names})")
-        variables = {str(name).lower(): str(value) for name, value in cursor.fetchall()}
-        for name, old_name in _RENAMED_VARIABLES.items():
-            if name not in variables and old_name in variables:
-                variables[name] = variables[old_name]
+        variables = _variables(cursor)
         cursor.execute("SELECT @@GLOBAL.gtid_executed")
         gtid_executed = GtidSet.parse(cursor.fetchone()[0])
         grants = read_account_grants(cursor)
-
-        replica_source = None
-        try:
-            replica_rows = _first_working(cursor, ("SHOW REPLICA STATUS", "SHOW SLAVE STATUS"))
-        except pymysql.MySQLError as error:
-            replica_rows = None
-            notes.append(f"could not read replica status: {error.args[-1]}")
-        if replica_rows:
-            row = replica_rows[0]
-            host = row.get("Source_Host") or row.get("Master_Host")
-            port = row.get("Source_Port") or row.get("Master_Port")
-            replica_source = f"{host}:{port}"
-
-        rds_hours: int | None | Literal["absent"] = "absent"
-        try:
-            cursor.execute("SELECT value FROM mysql.rds_configuration WHERE name = 'binlog retention hours'")
-            row = cursor.fetchone()
-            rds_hours = int(row[0]) if row and row[0] is not None else None
-        except pymysql.MySQLError as error:
-            if error.args[0] not in (1146, 1142, 1044):  # no such table; no access to mysql.*
-                raise
-
-        try:
-            replicas = _first_working(cursor, ("SHOW REPLICAS", "SHOW SLAVE HOSTS"))
-        except pymysql.MySQLError:
-            replicas = None
-        registered = (
-            None
-            if replicas is None
-            else frozenset(int(r.get("Server_Id") or r.get("Server_id") or 0) for r in replicas)
-        )
-
-        tables: dict[TableRef, TableMetadata | None] = {}
-        select_denied: set[TableRef] = set()
-        for ref in config.tables:
-            tables[ref] = read_table_metadata(cursor, ref)
-            try:
-                # SELECT * (not SELECT 1): column-level grants on some columns must not pass as table access.
-                cursor.execute(f"SELECT * FROM {ref.quoted} LIMIT 0")
-                cursor.fetchall()
-            except pymysql.MySQLError as error:
-                if error.args[0] in (1142, 1143):  # SELECT command denied
-                    select_denied.add(ref)
-                elif error.args[0] != 1146:  # missing tables are reported by the existence check
-                    raise
+        replica_source = _replica_source(cursor, notes)
+        rds_hours = _rds_binlog_retention_hours(cursor)
+        registered = _registered_replica_ids(cursor)
+        tables, select_denied = _tables(cursor, config.tables)
     return ServerFacts(
         variables=variables,
         gtid_executed=gtid_executed,
@@ -150,3 +105,72 @@ def gather_facts(connection: pymysql.connections.Connection, config: Prerequisit
         registered_replica_ids=registered,
         notes=tuple(notes),
     )
+
+
+def _variables(cursor: Any) -> dict[str, str]:
+    """The server variables the checks read, by their current names (older names filled in)."""
+    names = ", ".join(f"'{name}'" for name in _VARIABLES)
+    cursor.execute(f"SHOW GLOBAL VARIABLES WHERE Variable_name IN ({names})")
+    variables = {str(name).lower(): str(value) for name, value in cursor.fetchall()}
+    for name, old_name in _RENAMED_VARIABLES.items():
+        if name not in variables and old_name in variables:
+            variables[name] = variables[old_name]
+    return variables
+
+
+def _replica_source(cursor: Any, notes: list[str]) -> str | None:
+    """``host:port`` of the server this one replicates from (None: it is no replica)."""
+    try:
+        replica_rows = _first_working(cursor, ("SHOW REPLICA STATUS", "SHOW SLAVE STATUS"))
+    except pymysql.MySQLError as error:
+        notes.append(f"could not read replica status: {error.args[-1]}")
+        return None
+    if not replica_rows:
+        return None
+    row = replica_rows[0]
+    host = row.get("Source_Host") or row.get("Master_Host")
+    port = row.get("Source_Port") or row.get("Master_Port")
+    return f"{host}:{port}"
+
+
+def _rds_binlog_retention_hours(cursor: Any) -> int | None | Literal["absent"]:
+    """RDS's ``binlog retention hours`` (None: unset), or "absent" where there is no RDS configuration."""
+    try:
+        cursor.execute("SELECT value FROM mysql.rds_configuration WHERE name = 'binlog retention hours'")
+    except pymysql.MySQLError as error:
+        if error.args[0] not in (1146, 1142, 1044):  # no such table; no access to mysql.*
+            raise
+        return "absent"
+    row = cursor.fetchone()
+    return int(row[0]) if row and row[0] is not None else None
+
+
+def _registered_replica_ids(cursor: Any) -> frozenset[int] | None:
+    """The server ids of the replicas registered now (None: not readable)."""
+    try:
+        replicas = _first_working(cursor, ("SHOW REPLICAS", "SHOW SLAVE HOSTS"))
+    except pymysql.MySQLError:
+        return None
+    if replicas is None:
+        return None
+    return frozenset(int(r.get("Server_Id") or r.get("Server_id") or 0) for r in replicas)
+
+
+def _tables(
+    cursor: Any, refs: Iterable[TableRef]
+) -> tuple[dict[TableRef, TableMetadata | None], set[TableRef]]:
+    """Each configured table's metadata (None: it does not exist) and those the account cannot SELECT."""
+    tables: dict[TableRef, TableMetadata | None] = {}
+    select_denied: set[TableRef] = set()
+    for ref in refs:
+        tables[ref] = read_table_metadata(cursor, ref)
+        try:
+            # SELECT * (not SELECT 1): column-level grants on some columns must not pass as table access.
+            cursor.execute(f"SELECT * FROM {ref.quoted} LIMIT 0")
+            cursor.fetchall()
+        except pymysql.MySQLError as error:
+            if error.args[0] in (1142, 1143):  # SELECT command denied
+                select_denied.add(ref)
+            elif error.args[0] != 1146:  # missing tables are reported by the existence check
+                raise
+    return tables, select_denied
