@@ -1,15 +1,16 @@
 """The open transaction: what the reader holds between a GTID event and its commit marker.
 
 Invariant: an :class:`OpenTransaction` becomes a :class:`~.changes.Transaction` only through
-:meth:`OpenTransaction.close`, called at its commit marker, and is otherwise dropped whole
-(:meth:`OpenTransaction.discard`, on a lost connection or at the end of a read). So no row of a
-transaction reaches a consumer before every row of it was read, and a transaction cut by a
-reconnect is read again from its GTID rather than continued. It holds because all state that spans
-the events of one transaction lives here and nowhere else: its GTID and commit time, whether it is
-already in the position (re-sent after a reconnect: checked, never decoded or yielded again), whether
-a ``BEGIN`` body is open (inside it statements do not commit; outside it a statement such as DDL is
-its own transaction), its schema change under ``schema_changes="evolve"``, and its rows (the reader's
-:class:`~.backpressure.ChangeBuffer`, one per reader, so its peak memory is measured across reads).
+:meth:`OpenTransaction.close`, called at its commit marker, and is otherwise dropped whole with its
+rows (:meth:`.events.EventHandler.discard_open_transaction`, on a lost connection or at the end of a
+read). So no row of a transaction reaches a consumer before every row of it was read, and a
+transaction cut by a reconnect is read again from its GTID rather than continued. It holds because
+all state that spans the events of one transaction lives here and nowhere else: its GTID and commit
+time, whether it is already in the position (re-sent after a reconnect: checked, never decoded or
+yielded again), whether a ``BEGIN`` body is open (inside it statements do not commit; outside it a
+statement such as DDL is its own transaction), its schema change under ``schema_changes="evolve"``,
+and its rows (the reader's :class:`~.backpressure.ChangeBuffer`, one per reader, so its peak memory
+is measured across reads).
 
 Lifted out of the reader's stream loop, where these were five loose locals and an attribute of the
 reader, so that "what is open" is one value that the handler (:mod:`.events`) replaces at a GTID and
@@ -64,7 +65,3 @@ class OpenTransaction:
     def close(self) -> Transaction:
         """At the commit marker: the whole transaction, and an empty buffer for the next one."""
         return Transaction(self.gtid, self.commit_timestamp_us, self.rows.finish(), self.schema_change)
-
-    def discard(self) -> None:
-        """Drop it unfinished (its connection was lost, or the read ended before its commit)."""
-        self.rows.discard()
