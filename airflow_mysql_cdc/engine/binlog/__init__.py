@@ -5,9 +5,12 @@ Reading order (docs/binlog-application.md tells the algorithm):
    included), its server settings check, reconnects, and the server_id rules.
 2. ``internals``: every private part of mysql-replication / PyMySQL we touch, checked against the
    installed versions (``test_the_private_parts_we_use_exist_in_the_installed_libraries``).
-3. ``reader``: events to transactions (GTID, BEGIN, rows, COMMIT/XID), position tracking
-   (``position``), statements that end or change a transaction (``statements``), compressed payloads
-   (``compressed_payload``), bounded memory (``backpressure``).
+3. ``reader``: the read: a short loop that fetches events and reconnects from the position, handing
+   each event to ``events``, the one event handler (GTID, BEGIN, rows, COMMIT/XID, DDL, heartbeats;
+   a compressed payload's events, unpacked by ``compressed_payload``, go through it too). What spans
+   one transaction is ``transaction``'s ``OpenTransaction`` (GTID, rows, BEGIN body, schema change).
+   Around them: position tracking (``position``), statements that end or change a transaction
+   (``statements``), bounded memory (``backpressure``).
 4. ``decoding/``: row images to values: the library's path and the compiled one, both ending in the
    canonical values of :mod:`..mysql.normalise`.
 5. ``changes``: what a read yields (transactions of row changes). ``stop_rules``: when a read ends

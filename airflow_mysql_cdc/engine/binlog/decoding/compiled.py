@@ -214,83 +214,136 @@ def _length(source: _Source, index: int, size: int, indent: int) -> None:
 
 
 def _emit_value(source: _Source, index: int, library_column: Any, column: ColumnType, indent: int) -> None:
-    """Emit code reading one non-null value into ``v_<index>`` and moving ``pos`` past it."""
+    """Emit code reading one non-null value into ``v_<index>`` and moving ``pos`` past it.
+
+    One emitter per family of kinds (:data:`_EMITTERS`); a kind without one is left to the library.
+    """
+    emit = _EMITTERS.get(column.kind)
+    if emit is None:
+        raise UncompilableColumn(f"kind {column.kind}")
+    emit(source, index, library_column, column, indent)
+
+
+def _emit_integer(source: _Source, index: int, library_column: Any, column: ColumnType, indent: int) -> None:
     target = f"v_{index}"
-    field_type = library_column.type
-    kind = column.kind
-    add = source.add
-    if kind in ("int", "uint"):
-        if column.bits == 24:
-            signed = kind == "int"
-            add(indent, f"{target} = int.from_bytes(data[pos:pos + 3], 'little', signed={signed})")
-            add(indent, "pos += 3")
-            return
-        unpack = source.bind("I", index, Struct(_INTEGER_FORMATS[(kind, column.bits)]).unpack_from)
-        add(indent, f"{target} = {unpack}(data, pos)[0]", f"pos += {column.bits // 8}")
-    elif kind in ("float", "double"):
-        # A FLOAT read as 4 bytes is already the float32 value mysql_types rounds to.
-        fmt, size = ("<f", 4) if kind == "float" else ("<d", 8)
-        unpack = source.bind("F", index, Struct(fmt).unpack_from)
-        add(indent, f"{target} = {unpack}(data, pos)[0]", f"pos += {size}")
-    elif kind == "decimal":
-        if field_type != FIELD_TYPE.NEWDECIMAL:
-            raise UncompilableColumn("pre-5.0 DECIMAL")
-        read = source.bind("D", index, packed_decimal_reader(column.precision, column.scale))
-        add(indent, f"{target} = {read}(data, pos)", f"pos += {decimal_size(column.precision, column.scale)}")
-    elif kind == "date":
-        add(indent, f"{target} = DATE(data[pos] | data[pos + 1] << 8 | data[pos + 2] << 16)", "pos += 3")
-    elif kind in ("datetime", "timestamp", "time"):
-        layouts = {
-            ("datetime", FIELD_TYPE.DATETIME2): (_datetime2, 5),
-            ("timestamp", FIELD_TYPE.TIMESTAMP2): (_timestamp2, 4),
-            ("time", FIELD_TYPE.TIME2): (_time2, 3),
-        }
-        if (kind, field_type) not in layouts:
-            raise UncompilableColumn(f"pre-5.6.4 {kind.upper()} format")
-        make, size = layouts[(kind, field_type)]
-        read = source.bind("T", index, make(column.fsp))
-        add(indent, f"{target} = {read}(data, pos)", f"pos += {size + (column.fsp + 1) // 2}")
-    elif kind == "year":
-        add(indent, f"{target} = data[pos] + 1900 if data[pos] else 0", "pos += 1")
-    elif kind in ("text", "binary"):
-        if field_type in (FIELD_TYPE.VARCHAR, FIELD_TYPE.STRING):
-            _length(source, index, 2 if library_column.max_length > 255 else 1, indent)
-        else:
-            _length(source, index, library_column.length_size, indent)
-        if kind == "binary":
-            value = "data[pos:pos + n]"
-            if column.fixed_length:  # the library strips BINARY(n)'s trailing zero bytes
-                value = f"{value}.ljust({column.fixed_length}, b'\\x00')"
-            add(indent, f"{target} = {value}", "pos += n")
-        else:
-            encoding = _text_encoding(library_column.character_set_name)
-            add(indent, f"{target} = data[pos:pos + n].decode({encoding!r})", "pos += n")
-    elif kind == "json":
-        _length(source, index, library_column.length_size, indent)
-        read = source.bind("J", index, _json_reader())
-        # A zero-length payload is what the library reads as None.
-        add(indent, f"{target} = {read}(data[pos:pos + n]) if n else None", "pos += n")
-    elif kind in ("enum", "set"):
-        # ENUM: the member at the stored index ('' at 0); SET: the members of the stored bitmask.
-        members = library_column.enum_values if kind == "enum" else library_column.set_values
-        if not members:
-            raise UncompilableColumn(f"{kind.upper()} without member metadata")
-        lookup = tuple(members).__getitem__ if kind == "enum" else _set_text(column.members)
-        text = source.bind("M", index, lookup)
-        if library_column.size not in (1, 2):
-            raise UncompilableColumn(f"{kind.upper()} of {library_column.size} bytes")
-        _length(source, index, library_column.size, indent)
-        add(indent, f"{target} = {text}(n)")
-    elif kind == "bit":
-        size = library_column.bytes
-        top_bits = column.bits % 8 if size > 1 else column.bits
-        mask = ((1 << (top_bits or 8)) << (8 * (size - 1))) - 1
-        add(indent, f"{target} = int.from_bytes(data[pos:pos + {size}], 'big') & {mask}", f"pos += {size}")
-    elif kind == "geometry":
-        _length(source, index, library_column.length_size, indent)
-        add(indent, f"{target} = data[pos + 4:pos + n]", "pos += n")  # the SRID prefix is dropped
+    if column.bits == 24:
+        signed = column.kind == "int"
+        source.add(indent, f"{target} = int.from_bytes(data[pos:pos + 3], 'little', signed={signed})")
+        source.add(indent, "pos += 3")
+        return
+    unpack = source.bind("I", index, Struct(_INTEGER_FORMATS[(column.kind, column.bits)]).unpack_from)
+    source.add(indent, f"{target} = {unpack}(data, pos)[0]", f"pos += {column.bits // 8}")
+
+
+def _emit_float(source: _Source, index: int, library_column: Any, column: ColumnType, indent: int) -> None:
+    # A FLOAT read as 4 bytes is already the float32 value mysql_types rounds to.
+    fmt, size = ("<f", 4) if column.kind == "float" else ("<d", 8)
+    unpack = source.bind("F", index, Struct(fmt).unpack_from)
+    source.add(indent, f"v_{index} = {unpack}(data, pos)[0]", f"pos += {size}")
+
+
+def _emit_decimal(source: _Source, index: int, library_column: Any, column: ColumnType, indent: int) -> None:
+    if library_column.type != FIELD_TYPE.NEWDECIMAL:
+        raise UncompilableColumn("pre-5.0 DECIMAL")
+    read = source.bind("D", index, packed_decimal_reader(column.precision, column.scale))
+    size = decimal_size(column.precision, column.scale)
+    source.add(indent, f"v_{index} = {read}(data, pos)", f"pos += {size}")
+
+
+def _emit_date(source: _Source, index: int, library_column: Any, column: ColumnType, indent: int) -> None:
+    source.add(indent, f"v_{index} = DATE(data[pos] | data[pos + 1] << 8 | data[pos + 2] << 16)", "pos += 3")
+
+
+_TEMPORAL_LAYOUTS = {
+    ("datetime", FIELD_TYPE.DATETIME2): (_datetime2, 5),
+    ("timestamp", FIELD_TYPE.TIMESTAMP2): (_timestamp2, 4),
+    ("time", FIELD_TYPE.TIME2): (_time2, 3),
+}
+
+
+def _emit_temporal(source: _Source, index: int, library_column: Any, column: ColumnType, indent: int) -> None:
+    layout = _TEMPORAL_LAYOUTS.get((column.kind, library_column.type))
+    if layout is None:
+        raise UncompilableColumn(f"pre-5.6.4 {column.kind.upper()} format")
+    make, size = layout
+    read = source.bind("T", index, make(column.fsp))
+    source.add(indent, f"v_{index} = {read}(data, pos)", f"pos += {size + (column.fsp + 1) // 2}")
+
+
+def _emit_year(source: _Source, index: int, library_column: Any, column: ColumnType, indent: int) -> None:
+    source.add(indent, f"v_{index} = data[pos] + 1900 if data[pos] else 0", "pos += 1")
+
+
+def _emit_string(source: _Source, index: int, library_column: Any, column: ColumnType, indent: int) -> None:
+    if library_column.type in (FIELD_TYPE.VARCHAR, FIELD_TYPE.STRING):
+        _length(source, index, 2 if library_column.max_length > 255 else 1, indent)
     else:
-        raise UncompilableColumn(f"kind {kind}")
+        _length(source, index, library_column.length_size, indent)
+    if column.kind == "binary":
+        value = "data[pos:pos + n]"
+        if column.fixed_length:  # the library strips BINARY(n)'s trailing zero bytes
+            value = f"{value}.ljust({column.fixed_length}, b'\\x00')"
+        source.add(indent, f"v_{index} = {value}", "pos += n")
+    else:
+        encoding = _text_encoding(library_column.character_set_name)
+        source.add(indent, f"v_{index} = data[pos:pos + n].decode({encoding!r})", "pos += n")
+
+
+def _emit_json(source: _Source, index: int, library_column: Any, column: ColumnType, indent: int) -> None:
+    _length(source, index, library_column.length_size, indent)
+    read = source.bind("J", index, _json_reader())
+    # A zero-length payload is what the library reads as None.
+    source.add(indent, f"v_{index} = {read}(data[pos:pos + n]) if n else None", "pos += n")
+
+
+def _emit_members(source: _Source, index: int, library_column: Any, column: ColumnType, indent: int) -> None:
+    # ENUM: the member at the stored index ('' at 0); SET: the members of the stored bitmask.
+    kind = column.kind
+    members = library_column.enum_values if kind == "enum" else library_column.set_values
+    if not members:
+        raise UncompilableColumn(f"{kind.upper()} without member metadata")
+    lookup = tuple(members).__getitem__ if kind == "enum" else _set_text(column.members)
+    text = source.bind("M", index, lookup)
+    if library_column.size not in (1, 2):
+        raise UncompilableColumn(f"{kind.upper()} of {library_column.size} bytes")
+    _length(source, index, library_column.size, indent)
+    source.add(indent, f"v_{index} = {text}(n)")
+
+
+def _emit_bit(source: _Source, index: int, library_column: Any, column: ColumnType, indent: int) -> None:
+    size = library_column.bytes
+    top_bits = column.bits % 8 if size > 1 else column.bits
+    mask = ((1 << (top_bits or 8)) << (8 * (size - 1))) - 1
+    source.add(
+        indent, f"v_{index} = int.from_bytes(data[pos:pos + {size}], 'big') & {mask}", f"pos += {size}"
+    )
+
+
+def _emit_geometry(source: _Source, index: int, library_column: Any, column: ColumnType, indent: int) -> None:
+    _length(source, index, library_column.length_size, indent)
+    source.add(indent, f"v_{index} = data[pos + 4:pos + n]", "pos += n")  # the SRID prefix is dropped
+
+
+_Emitter = Callable[[_Source, int, Any, ColumnType, int], None]
+_EMITTERS: dict[str, _Emitter] = {
+    "int": _emit_integer,
+    "uint": _emit_integer,
+    "float": _emit_float,
+    "double": _emit_float,
+    "decimal": _emit_decimal,
+    "date": _emit_date,
+    "datetime": _emit_temporal,
+    "timestamp": _emit_temporal,
+    "time": _emit_temporal,
+    "year": _emit_year,
+    "text": _emit_string,
+    "binary": _emit_string,
+    "json": _emit_json,
+    "enum": _emit_members,
+    "set": _emit_members,
+    "bit": _emit_bit,
+    "geometry": _emit_geometry,
+}
 
 
 def _text_encoding(charset: str | None) -> str:
