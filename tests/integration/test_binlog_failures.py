@@ -187,7 +187,7 @@ def test_with_evolve_the_reader_yields_ddl_on_a_tracked_table_as_its_own_transac
         "INSERT INTO t VALUES (2, 2, 3)",
     )
     name = table_name(mysql_database, "t")
-    reader = BinlogReader(mysql_database, tables=[name], heartbeat_s=0.2, schema_changes="evolve")
+    reader = BinlogReader(mysql_database, tables=[name], heartbeat_s=0.2, evolve_schema=True)
     transactions = list(reader.read(start, UntilCaughtUp()))
 
     assert [t.schema_change is not None for t in transactions] == [False, True, False]

@@ -293,7 +293,7 @@ def test_a_read_abandoned_at_a_schema_change_leaves_nothing_for_the_next_read(mo
     monkeypatch.setattr(binlog_reader, "open_stream", lambda *args: _FakeStream(scripted.pop(0)))
     monkeypatch.setattr(binlog_reader, "ControlConnection", _FakeControl)
     reader = BinlogReader(
-        MySqlEndpoint("db.invalid"), server_id=21, tables=["shop.orders"], schema_changes="evolve"
+        MySqlEndpoint("db.invalid"), server_id=21, tables=["shop.orders"], evolve_schema=True
     )
 
     for transaction in reader.read(GtidSet()):

@@ -107,6 +107,11 @@ class ApplyConfig:
             raise ApplyConfigError("wave_max_rows and wave_memory_mb must be positive")
         check_storage_options(self.storage_options, where="the binlog application's configuration")
 
+    @property
+    def evolves_schema(self) -> bool:
+        """DDL on a tracked table is applied to the lake (``evolve``), not a stop (``stop``)."""
+        return self.schema_changes == "evolve"
+
     def lake_storage_options(self) -> dict[str, str] | None:
         """What delta-rs gets to reach the lake: public and secret options (None: its defaults)."""
         return merged_storage_options(self.storage_options, self.secret_storage_options)

@@ -124,7 +124,7 @@ def _segment_already_applied(
     original run. If the lake contains it, nothing is applied and the sink is not moved backwards.
     """
     reader = BinlogReader(
-        endpoint, tables=config.tables, server_id=config.server_id, schema_changes=config.schema_changes
+        endpoint, tables=config.tables, server_id=config.server_id, evolve_schema=config.evolves_schema
     )
     for _ in reader.read(config.start, config.stop_rule(consistent)):
         pass

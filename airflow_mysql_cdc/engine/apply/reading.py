@@ -102,7 +102,7 @@ def read_into_sink(
         server_id=config.server_id,
         heartbeat_s=config.heartbeat_s,
         max_buffered_bytes=config.max_buffered_bytes,
-        schema_changes=config.schema_changes,
+        evolve_schema=config.evolves_schema,
     )
     applier = _applier(read, config, endpoint, sink, result, on_batch)
     thread = _ReaderThread(reader, read.start, read.stop_rule)

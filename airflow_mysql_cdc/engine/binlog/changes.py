@@ -113,7 +113,7 @@ class Transaction:
     ``commit_timestamp_us`` is the GTID event's immediate commit timestamp: microseconds since the
     Unix epoch, by the clock of the server this reader is connected to.
     ``schema_change`` is set on a DDL statement's transaction that may change a tracked table (the
-    reader's ``schema_changes="evolve"``); such a transaction has no changes.
+    reader's ``evolve_schema``); such a transaction has no changes.
     ``changes`` may be backed partly by a spill file (see :mod:`.backpressure`); iterate it, it can be
     iterated more than once, and ``len`` is known.
     """

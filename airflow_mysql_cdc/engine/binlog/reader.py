@@ -16,8 +16,8 @@ that position yields exactly the rest of the binlog: no duplicate, no gap. It ho
    (``test_killed_dump_thread_resumes_without_duplicates_or_gaps``);
 5. anything that would make a transaction's rows unknowable (an undecodable compressed payload, a
    tagged GTID, missing row-image columns or names, statement-logged change, two-phase XA on a
-   tracked table, and DDL on a tracked table unless ``schema_changes="evolve"``) raises a
-   :mod:`.errors` exception *before* that transaction is yielded. With ``"evolve"`` a DDL statement
+   tracked table, and DDL on a tracked table unless ``evolve_schema``) raises a
+   :mod:`.errors` exception *before* that transaction is yielded. With ``evolve_schema`` a DDL statement
    that may change a tracked table is yielded as its own transaction, with no rows and its
    :class:`~.changes.SchemaChange`: rows after it arrive with their new table map (a new table id),
    so they are decoded with the new definition;
@@ -53,7 +53,6 @@ from airflow_mysql_cdc.engine.binlog.decoding.rows import RowDecoder
 from airflow_mysql_cdc.engine.binlog.errors import ConnectionLostError, UndecodableEventError
 from airflow_mysql_cdc.engine.binlog.events import UNDECODABLE, EventHandler
 from airflow_mysql_cdc.engine.binlog.position import PositionTracker
-from airflow_mysql_cdc.engine.binlog.statements import SCHEMA_CHANGE_MODES, SchemaChangeMode
 from airflow_mysql_cdc.engine.binlog.stop_rules import Live, StopRule
 from airflow_mysql_cdc.engine.binlog.stream import (
     ER_SOURCE_FATAL_ERROR_READING_BINLOG,
@@ -99,9 +98,10 @@ class BinlogReader:
 
     ``tables`` are ``"schema.table"`` names whose rows are decoded and yielded (None: every table).
     Transactions on other tables are still yielded, with no changes, so the position advances.
-    ``schema_changes`` says what DDL on a tracked table does: ``"stop"`` raises
-    :class:`~.errors.SchemaChangeError` before it, ``"evolve"`` yields it (module docstring, point 5;
-    it needs named ``tables``).
+    ``evolve_schema`` says what DDL on a tracked table does: False raises
+    :class:`~.errors.SchemaChangeError` before it, True yields it (module docstring, point 5; it needs
+    named ``tables``). The pipeline's ``schema_changes`` mode is checked where it is configured
+    (:func:`~airflow_mysql_cdc.engine.apply.config.check_schema_change_mode`), not here.
     """
 
     def __init__(
@@ -114,13 +114,11 @@ class BinlogReader:
         max_buffered_bytes: int = DEFAULT_MAX_BUFFERED_BYTES,
         reconnect: ReconnectPolicy = ReconnectPolicy(),
         compiled_decoding: bool = True,
-        schema_changes: SchemaChangeMode = "stop",
+        evolve_schema: bool = False,
     ) -> None:
-        if schema_changes not in SCHEMA_CHANGE_MODES:
-            raise ValueError(f"schema_changes must be one of {SCHEMA_CHANGE_MODES}, not {schema_changes!r}")
         self.endpoint = endpoint
         self.tracked = _parse_tracked(tables)
-        self.evolve_schema = schema_changes == "evolve" and self.tracked is not None
+        self.evolve_schema = evolve_schema and self.tracked is not None
         self.server_id = server_id or endpoint.replication_server_id or random_server_id()
         self.heartbeat_s = heartbeat_s
         self.reconnect = reconnect

@@ -8,7 +8,7 @@ transaction cut by a reconnect is read again from its GTID rather than continued
 all state that spans the events of one transaction lives here and nowhere else: its GTID and commit
 time, whether it is already in the position (re-sent after a reconnect: checked, never decoded or
 yielded again), whether a ``BEGIN`` body is open (inside it statements do not commit; outside it a
-statement such as DDL is its own transaction), its schema change under ``schema_changes="evolve"``,
+statement such as DDL is its own transaction), its schema change when the reader evolves schemas,
 and its rows (the reader's :class:`~.backpressure.ChangeBuffer`, one per reader, so its peak memory
 is measured across reads).
 
