@@ -39,8 +39,8 @@ from airflow_mysql_cdc.operators.binlog_apply import (
 from airflow_mysql_cdc.operators.prerequisites import parse_table_list
 from airflow_mysql_cdc.operators.snapshot import snapshot_tables
 from airflow_mysql_cdc.operators.spark_application import SparkApplicationOperator
-from airflow_mysql_cdc.pipeline import checkpoint_chain
-from airflow_mysql_cdc.pipeline.segment import plan_segment, segment_start
+from airflow_mysql_cdc.runs import checkpoint_chain
+from airflow_mysql_cdc.runs.segment import plan_segment, segment_start
 
 
 class ResnapshotLoopError(AirflowException):

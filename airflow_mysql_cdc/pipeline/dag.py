@@ -4,7 +4,7 @@
 
 One run applies one *segment*: every transaction committed before its data interval end that the
 chain's latest record does not hold (and, for a run that snapshots or admits tables, at least up to
-their consistent point). The chain is kept in the lake (:mod:`airflow_mysql_cdc.pipeline.checkpoint_chain`),
+their consistent point). The chain is kept in the lake (:mod:`airflow_mysql_cdc.runs.checkpoint_chain`),
 so runs do not wait for each other: a failed run's interval is covered by the next successful run,
 a re-run of a published interval republishes its record, a run inside the chain applies nothing,
 and a run before the first interval is refused. ``replicate`` (place, snapshot, apply, publish) has
@@ -17,7 +17,7 @@ expired-log clean-up, vacuum) when the configuration's ``maintenance.interval_ho
 since the last time; it takes the pipeline's lease, so it never runs beside an application.
 
 ``dags/mysql_cdc_daily.py`` builds this DAG from the configuration file; a custom DAG can use
-the same operators and :mod:`airflow_mysql_cdc.pipeline.checkpoint_chain` (docs/custom-dags.md).
+the same operators and :mod:`airflow_mysql_cdc.runs.checkpoint_chain` (docs/custom-dags.md).
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ from airflow_mysql_cdc.hooks.lake_storage import LakeStorageHook
 from airflow_mysql_cdc.operators.maintenance import MySqlCdcLakeMaintenanceOperator
 from airflow_mysql_cdc.operators.prerequisites import MySqlCdcPrerequisitesOperator
 from airflow_mysql_cdc.operators.replicate import MySqlCdcReplicateOperator
-from airflow_mysql_cdc.pipeline import checkpoint_chain
 from airflow_mysql_cdc.pipeline.config import PipelineConfig
+from airflow_mysql_cdc.runs import checkpoint_chain
 from airflow_mysql_cdc.sensors.gtid_sensors import MySqlCdcResumabilitySensor
 
 

@@ -9,7 +9,7 @@ would apply transactions twice.
 The plan says which of the two it is: ``start_gtids`` holds the checkpoint's text, or None for "the
 snapshots' stream start". An empty string is the empty GTID set, a real start (a source that had
 executed nothing when the pipeline began), not "unknown"; :func:`segment_start` turns the plan and
-the snapshot step's result into the set. Guarded by tests/unit/airflow/pipeline/test_segment.py and,
+the snapshot step's result into the set. Guarded by tests/unit/airflow/runs/test_segment.py and,
 end to end, tests/integration/test_pipeline_dag.py and test_pipeline_dag_recovery.py (the rebase).
 """
 
@@ -23,6 +23,7 @@ from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_mysql_cdc.engine.mysql.schema import TableRef
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
+from airflow_mysql_cdc.runs import lake
 
 log = logging.getLogger(__name__)
 
@@ -50,11 +51,6 @@ def plan_segment(
       starts at the checkpoint. A table that left the pipeline (dropped or renamed away, marked in
       the lake) and is ``absent`` from the server is not snapshotted: there is nothing to snapshot.
     """
-    from airflow_mysql_cdc.engine.lake.state.store import LakeState
-    from airflow_mysql_cdc.engine.snapshot.lake_commits import progress_from_records
-
-    lake = LakeState(lake_root, storage_options=storage_options)
-
     names = [str(TableRef.parse(t)) for t in tables]
     if loaded["first_run"]:
         return {"tables": names, "restart": False, "rebase": False, "start_gtids": None}
@@ -69,11 +65,11 @@ def plan_segment(
         if name in members:
             continue
         if name in absent:
-            departure = lake.departure(TableRef.parse(name))
+            departure = lake.departure(lake_root, TableRef.parse(name), storage_options)
             if departure is not None:
                 log.info("not snapshotted: %s; it no longer exists", departure.describe())
                 continue
-        progress = progress_from_records(lake.snapshot_records(TableRef.parse(name)))
+        progress = lake.snapshot_progress(lake_root, TableRef.parse(name), storage_options)
         if progress is not None and progress.complete and checkpoint.issubset(progress.stream_start):
             continue  # snapshotted after the checkpoint (an earlier attempt of this run): joins as it is
         to_snapshot.append(name)

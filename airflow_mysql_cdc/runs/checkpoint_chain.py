@@ -16,10 +16,11 @@ the lake's applied set (committed with the data, :mod:`~airflow_mysql_cdc.engine
 previous successful run left a record in XCom (a pipeline started by an earlier version) has that
 record moved into the log first.
 
-The lake is read here, in the Airflow worker, with ``storage_options``: every option delta-rs
-needs, credentials included (:meth:`LakeStorageHook.get_delta_storage_options`). They stay in this
-process: nothing here returns them to XCom. The Delta and Arrow imports happen inside the
-functions: the DAG file is parsed for every task, and they cost half a second.
+The lake is read here, in the Airflow worker, through :mod:`airflow_mysql_cdc.runs.lake` with
+``storage_options``: every option delta-rs needs, credentials included
+(:meth:`~airflow_mysql_cdc.hooks.lake_storage.LakeStorageHook.get_delta_storage_options`). They
+stay in this process: nothing here returns them to XCom. That module keeps the Delta and Arrow
+imports inside its functions: the DAG file is parsed for every task, and they cost half a second.
 
 A run without a logical date (Airflow 3 allows manual runs without one) has no place in the
 chain: it is refused with an explanation. Trigger a manual run with a logical date instead.
@@ -31,11 +32,10 @@ import datetime
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from airflow.sdk.exceptions import AirflowFailException
 
-from airflow_mysql_cdc.engine.lake.run_placement import Placement, RunBeforeFirstIntervalError, place_run
 from airflow_mysql_cdc.engine.mysql.schema import TableRef
 from airflow_mysql_cdc.engine.values.checkpoint import (
     CheckpointError,
@@ -47,9 +47,8 @@ from airflow_mysql_cdc.engine.values.checkpoint import (
 )
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from airflow_mysql_cdc.hooks.mysql_cdc import MySqlCdcHook
-
-if TYPE_CHECKING:
-    from airflow_mysql_cdc.engine.lake.state.store import LakeState
+from airflow_mysql_cdc.runs import lake
+from airflow_mysql_cdc.runs.lake import Placement, RunBeforeFirstIntervalError, place_run
 
 log = logging.getLogger(__name__)
 PUBLISH_TASK_ID = "replicate"
@@ -89,17 +88,6 @@ def _refuse_without_logical_date(context: Any) -> None:
         )
 
 
-def _lake(lake_root: str, pipeline_id: str, storage_options: dict[str, str] | None) -> LakeState:
-    """The pipeline's state in the lake (imported here: Delta's import costs every DAG parse)."""
-    from airflow_mysql_cdc.engine.lake.state.store import LakeState
-
-    return LakeState(lake_root, pipeline_id, storage_options)
-
-
-def _lake_state(lake_root: str, pipeline_id: str, storage_options: dict[str, str] | None):
-    return _lake(lake_root, pipeline_id, storage_options).pipeline()
-
-
 def _legacy_record(context: Any, pipeline_id: str, publish_task_id: str) -> CheckpointRecord | None:
     """The previous successful run's record from XCom: a chain started before records lived in the lake."""
     ti = context["ti"]
@@ -126,7 +114,7 @@ def locate_run(
     disagree, or when the run is dated before the pipeline's first interval."""
     _refuse_without_logical_date(context)
     interval_end = context["data_interval_end"]
-    chain = _lake(lake_root, pipeline_id, storage_options).checkpoint_log()
+    chain = lake.checkpoint_log(lake_root, pipeline_id, storage_options)
     try:
         records = chain.records()
         if not records:
@@ -139,7 +127,7 @@ def locate_run(
     except (CheckpointError, RunBeforeFirstIntervalError) as error:
         raise AirflowFailException(str(error)) from error
     log.info("this run: %s", placement.describe(interval_end.isoformat()))
-    state = _lake_state(lake_root, pipeline_id, storage_options)
+    state = lake.pipeline_state(lake_root, pipeline_id, storage_options)
     lake_applied = state.applied_gtids if state is not None else None
     members = dict(state.members or {}) if state is not None else {}
     record = placement.record
@@ -216,7 +204,7 @@ def publish_checkpoint(
         assert position.placement.record is not None
         log.info("republishing the record of run %s", position.placement.record.run_id)
         return position.placement.record.to_dict()
-    state = _lake_state(lake_root, pipeline_id, storage_options)
+    state = lake.pipeline_state(lake_root, pipeline_id, storage_options)
     end = GtidSet.parse(applied["end_gtids"])
     if state is None or not end.issubset(state.applied_gtids):
         raise AirflowFailException(
@@ -260,7 +248,7 @@ def publish_checkpoint(
         already_applied=bool(applied.get("already_applied")),
         previous_run_id=predecessor.run_id if predecessor else None,
     )
-    _lake(lake_root, pipeline_id, storage_options).checkpoint_log().append(record)
+    lake.checkpoint_log(lake_root, pipeline_id, storage_options).append(record)
     log.info(
         "checkpoint: %s -> %s (%s), continuing %s",
         record.start_gtids or "(empty)",
