@@ -172,16 +172,7 @@ class MySqlCdcReplicateOperator(SparkApplicationOperator):
 
     def _absent_tables(self) -> frozenset[str]:
         """Configured tables the server does not have (dropped or renamed after they joined)."""
-        endpoint = MySqlCdcHook(self.mysql_cdc_conn_id).get_endpoint()
-        with endpoint.connect() as connection, connection.cursor() as cursor:
-            schemas = sorted({name.split(".", 1)[0] for name in self.tables})
-            cursor.execute(
-                "SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA IN "
-                f"({', '.join(['%s'] * len(schemas))})",
-                schemas,
-            )
-            present = {f"{schema}.{table}".lower() for schema, table in cursor.fetchall()}
-        return frozenset(name for name in self.tables if name.lower() not in present)
+        return MySqlCdcHook(self.mysql_cdc_conn_id).get_missing_tables(self.tables)
 
     def _apply(self, build_config: ConfigBuilder) -> dict[str, Any]:
         """Apply the segment; re-snapshot and join the tables a schema change took out, then continue."""
