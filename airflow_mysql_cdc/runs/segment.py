@@ -22,6 +22,7 @@ from typing import Any
 from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_mysql_cdc.engine.mysql.schema import TableRef
+from airflow_mysql_cdc.engine.mysql.table_standing import TableStanding, judge_table
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from airflow_mysql_cdc.runs import lake
 
@@ -48,8 +49,9 @@ def plan_segment(
       rebased onto the new snapshots' stream start (``start_gtids`` None);
     - otherwise: tables that are not members of the pipeline and have no snapshot taken after the
       checkpoint (the binlog application then joins them, see ``table_admission``); the segment
-      starts at the checkpoint. A table that left the pipeline (dropped or renamed away, marked in
-      the lake) and is ``absent`` from the server is not snapshotted: there is nothing to snapshot.
+      starts at the checkpoint. A table that is gone (``absent`` from the server, marked in the lake
+      as dropped or renamed away: :func:`~airflow_mysql_cdc.engine.mysql.table_standing.judge_table`)
+      is not snapshotted: there is nothing to snapshot.
     """
     names = [str(TableRef.parse(t)) for t in tables]
     if loaded["first_run"]:
@@ -66,7 +68,9 @@ def plan_segment(
             continue
         if name in absent:
             departure = lake.departure(lake_root, TableRef.parse(name), storage_options)
-            if departure is not None:
+            left_at = departure.gtid if departure is not None else None
+            if judge_table(on_source=False, left_at=left_at) is TableStanding.GONE:
+                assert departure is not None
                 log.info("not snapshotted: %s; it no longer exists", departure.describe())
                 continue
         progress = lake.snapshot_progress(lake_root, TableRef.parse(name), storage_options)
