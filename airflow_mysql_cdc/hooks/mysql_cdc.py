@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 import pymysql
@@ -83,6 +84,24 @@ class MySqlCdcHook(BaseHook):
 
     def get_gtid_executed(self) -> GtidSet:
         return GtidSet.parse(self._select_one("SELECT @@GLOBAL.gtid_executed"))
+
+    def get_missing_tables(self, tables: Sequence[str]) -> frozenset[str]:
+        """Those of the ``schema.table`` names the server has no table or view for, as given.
+
+        Names compare case-insensitively, as ``lower_case_table_names`` makes them on most servers;
+        a table the account cannot see counts as missing.
+        """
+        if not tables:
+            return frozenset()
+        schemas = sorted({name.split(".", 1)[0] for name in tables})
+        with self.get_conn() as connection, connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA IN "
+                f"({', '.join(['%s'] * len(schemas))})",
+                schemas,
+            )
+            present = {f"{schema}.{table}".lower() for schema, table in cursor.fetchall()}
+        return frozenset(name for name in tables if name.lower() not in present)
 
     def check_prerequisites(self, config: PrerequisiteConfig) -> PrerequisiteReport:
         endpoint = self.get_endpoint()

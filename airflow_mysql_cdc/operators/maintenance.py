@@ -32,6 +32,7 @@ from airflow_mysql_cdc.engine.lake.maintenance.policy import MaintenancePolicy
 from airflow_mysql_cdc.engine.lake.storage import check_storage_options, secret_storage_options_to_environment
 from airflow_mysql_cdc.hooks.lake_storage import LakeStorageHook
 from airflow_mysql_cdc.operators.prerequisites import parse_table_list
+from airflow_mysql_cdc.runs import lake
 
 APPLICATION_MODULE = "airflow_mysql_cdc.engine.entrypoints.maintain_lake"
 _INHERITED_PREFIXES_REFUSED = ("AIRFLOW_CONN_", "AIRFLOW_VAR_")
@@ -79,12 +80,11 @@ class MySqlCdcLakeMaintenanceOperator(BaseOperator):
         self._process: subprocess.Popen[str] | None = None
 
     def execute(self, context: Any) -> dict[str, Any]:
-        from airflow_mysql_cdc.engine.lake.maintenance.run import maintenance_due
-        from airflow_mysql_cdc.engine.lake.state.store import LakeState
-
         public, secret = LakeStorageHook(self.lake_conn_id).get_storage_options(self.storage_options)
-        lake = LakeState(self.lake_root, self.pipeline_id, {**public, **secret} or None)
-        why_not = None if self.force else maintenance_due(lake, self.policy)
+        options = {**public, **secret} or None
+        why_not = None
+        if not self.force:
+            why_not = lake.maintenance_due(self.lake_root, self.pipeline_id, options, self.policy)
         if why_not is not None:
             self.log.info("Summary: maintenance skipped: %s", why_not)
             return {"pipeline_id": self.pipeline_id, "skipped": why_not, "tables": []}

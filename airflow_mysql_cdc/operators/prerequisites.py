@@ -14,6 +14,7 @@ from airflow_mysql_cdc.engine.mysql.prerequisites.facts import MIN_RETENTION_FLO
 from airflow_mysql_cdc.engine.mysql.schema import TableRef
 from airflow_mysql_cdc.hooks.lake_storage import LakeStorageHook
 from airflow_mysql_cdc.hooks.mysql_cdc import MySqlCdcHook
+from airflow_mysql_cdc.runs import lake
 
 REPORT_XCOM_KEY = "prerequisites_report"
 
@@ -77,14 +78,8 @@ class MySqlCdcPrerequisitesOperator(BaseOperator):
         """Configured tables that have a target table in the lake (none when no lake is given)."""
         if not self.lake_root:
             return frozenset()
-        from airflow_mysql_cdc.engine.lake.layout import LakeLayout
-        from airflow_mysql_cdc.engine.lake.storage import lake_table_exists  # delta-rs: lazily
-
         options = LakeStorageHook(self.lake_conn_id).get_delta_storage_options(self.storage_options)
-        layout = LakeLayout(self.lake_root)
-        return frozenset(
-            ref for ref in tables if lake_table_exists(str(layout.target(ref.schema, ref.table)), options)
-        )
+        return frozenset(ref for ref in tables if lake.target_table_exists(self.lake_root, ref, options))
 
     def execute(self, context: Any) -> dict[str, Any]:
         hook = MySqlCdcHook(self.mysql_cdc_conn_id)

@@ -42,8 +42,8 @@ from airflow_mysql_cdc.operators.binlog_apply import (
 from airflow_mysql_cdc.operators.prerequisites import parse_table_list
 from airflow_mysql_cdc.operators.snapshot import snapshot_tables
 from airflow_mysql_cdc.operators.spark_application import SparkApplicationOperator
-from airflow_mysql_cdc.pipeline import checkpoint_chain
-from airflow_mysql_cdc.pipeline.segment import plan_segment, segment_start
+from airflow_mysql_cdc.runs import checkpoint_chain
+from airflow_mysql_cdc.runs.segment import plan_segment, segment_start
 
 
 class ResnapshotLoopError(AirflowException):
@@ -175,16 +175,7 @@ class MySqlCdcReplicateOperator(SparkApplicationOperator):
 
     def _absent_tables(self) -> frozenset[str]:
         """Configured tables the server does not have (dropped or renamed after they joined)."""
-        endpoint = MySqlCdcHook(self.mysql_cdc_conn_id).get_endpoint()
-        with endpoint.connect() as connection, connection.cursor() as cursor:
-            schemas = sorted({name.split(".", 1)[0] for name in self.tables})
-            cursor.execute(
-                "SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA IN "
-                f"({', '.join(['%s'] * len(schemas))})",
-                schemas,
-            )
-            present = {f"{schema}.{table}".lower() for schema, table in cursor.fetchall()}
-        return frozenset(name for name in self.tables if name.lower() not in present)
+        return MySqlCdcHook(self.mysql_cdc_conn_id).get_missing_tables(self.tables)
 
     def _apply(self, build_config: ConfigBuilder) -> ApplyResult:
         """Apply the segment; re-snapshot and join the tables a schema change took out, then continue."""

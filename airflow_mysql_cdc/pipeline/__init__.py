@@ -1,17 +1,16 @@
-"""The pipeline: the example DAG and the pieces a custom DAG reuses, on top of the operators.
+"""The pipeline: the example DAG and its configuration, on top of the operators.
 
 Reading order:
 
 1. ``config``: :class:`~airflow_mysql_cdc.pipeline.config.PipelineConfig`, the example DAG's JSON
    configuration file (no credentials in it: they live in Airflow connections).
 2. ``dag``: :func:`~airflow_mysql_cdc.pipeline.dag.build_pipeline_dag`, the DAG
-   ``check_prerequisites >> load_checkpoint >> resumability >> replicate`` that
+   ``check_prerequisites >> load_checkpoint >> resumability >> replicate >> maintain_lake`` that
    ``dags/mysql_cdc_daily.py`` builds from the configuration.
-3. ``checkpoint_chain``: where a run stands in the chain of records kept in the lake
-   (:func:`~airflow_mysql_cdc.pipeline.checkpoint_chain.locate_run`, ``load_checkpoint``) and the
-   record it publishes (``publish_checkpoint``); a custom DAG calls these two (docs/custom-dags.md).
-4. ``segment``: which tables a run snapshots (``plan_segment``) and the GTID set its segment starts
-   from (``segment_start``: the checkpoint, or the stream start of the snapshots the run took).
+
+What a run decides (its place in the checkpoint chain, the record it publishes, its segment plan)
+lives below the operators, in :mod:`airflow_mysql_cdc.runs`: the replicate operator and a custom DAG
+use it too, and nothing below the pipeline imports the pipeline.
 
 Invariants:
 
@@ -22,10 +21,10 @@ Invariants:
 - One run at a time is in ``replicate`` (``max_active_tis_per_dag=1``): it decides, writes and
   publishes in one task.
 - Parsing the DAG file imports no Delta, Arrow or Spark: the DAG file is parsed for every task,
-  and those imports happen inside the functions that read the lake.
+  and those imports happen inside the functions of :mod:`airflow_mysql_cdc.runs.lake`.
 
-Guarding tests: tests/unit/airflow/pipeline/ (the DAG's shape, its configuration, the segment's
-start, the parse without Delta/Arrow/Spark), and end to end under ``dag.test`` and a real scheduler:
-tests/integration/test_pipeline_dag.py, test_pipeline_dag_recovery.py,
+Guarding tests: tests/unit/airflow/pipeline/ (the DAG's shape, its configuration, the parse
+without Delta/Arrow/Spark), tests/unit/airflow/runs/ (the segment's start), and end to end under
+``dag.test`` and a real scheduler: tests/integration/test_pipeline_dag.py, test_pipeline_dag_recovery.py,
 test_pipeline_dag_consistent_point.py, test_pipeline_under_the_scheduler.py, test_custom_dag_example.py.
 """

@@ -4,7 +4,7 @@
 
 One run applies one *segment*: every transaction committed before its data interval end that the
 chain's latest record does not hold (and, for a run that snapshots or admits tables, at least up to
-their consistent point). The chain is kept in the lake (:mod:`airflow_mysql_cdc.pipeline.checkpoint_chain`),
+their consistent point). The chain is kept in the lake (:mod:`airflow_mysql_cdc.runs.checkpoint_chain`),
 so runs do not wait for each other: a failed run's interval is covered by the next successful run,
 a re-run of a published interval republishes its record, a run inside the chain applies nothing,
 and a run before the first interval is refused. ``replicate`` (place, snapshot, apply, publish) has
@@ -17,7 +17,7 @@ expired-log clean-up, vacuum) when the configuration's ``maintenance.interval_ho
 since the last time; it takes the pipeline's lease, so it never runs beside an application.
 
 ``dags/mysql_cdc_daily.py`` builds this DAG from the configuration file; a custom DAG can use
-the same operators and :mod:`airflow_mysql_cdc.pipeline.checkpoint_chain` (docs/custom-dags.md).
+the same operators and :mod:`airflow_mysql_cdc.runs.checkpoint_chain` (docs/custom-dags.md).
 """
 
 from __future__ import annotations
@@ -31,12 +31,13 @@ from airflow_mysql_cdc.hooks.lake_storage import LakeStorageHook
 from airflow_mysql_cdc.operators.maintenance import MySqlCdcLakeMaintenanceOperator
 from airflow_mysql_cdc.operators.prerequisites import MySqlCdcPrerequisitesOperator
 from airflow_mysql_cdc.operators.replicate import MySqlCdcReplicateOperator
-from airflow_mysql_cdc.pipeline import checkpoint_chain
 from airflow_mysql_cdc.pipeline.config import PipelineConfig
+from airflow_mysql_cdc.runs import checkpoint_chain
 from airflow_mysql_cdc.sensors.gtid_sensors import MySqlCdcResumabilitySensor
 
 
 def build_pipeline_dag(config: PipelineConfig) -> DAG:
+    """The DAG of the module doc, one task per step, built from ``config``."""
     default_args = {
         "retries": config.retries,
         "retry_delay": datetime.timedelta(seconds=config.retry_delay_s),
@@ -51,65 +52,86 @@ def build_pipeline_dag(config: PipelineConfig) -> DAG:
         tags=list(config.tags),
         doc_md=__doc__,
     ) as dag:
-        tables = list(config.tables)
-        prerequisites = MySqlCdcPrerequisitesOperator(
-            task_id="check_prerequisites",
-            tables=tables,
-            mysql_cdc_conn_id=config.mysql_cdc_conn_id,
-            lake_root=config.lake_root,
-            storage_options=config.storage_options,
-            lake_conn_id=config.lake_conn_id,
-        )
-
-        @task(task_id="load_checkpoint", multiple_outputs=False)
-        def load_checkpoint(**context: Any) -> dict[str, Any]:
-            # Credentials included: for reading the lake in this worker only, never returned.
-            options = LakeStorageHook(config.lake_conn_id).get_delta_storage_options(config.storage_options)
-            return checkpoint_chain.load_checkpoint(
-                context,
-                pipeline_id=config.pipeline_id,
-                lake_root=config.lake_root,
-                mysql_cdc_conn_id=config.mysql_cdc_conn_id,
-                storage_options=options,
-            )
-
-        loaded = load_checkpoint()
-        resumability = MySqlCdcResumabilitySensor(
-            task_id="resumability",
-            mysql_cdc_conn_id=config.mysql_cdc_conn_id,
-            checkpoint="{{ ti.xcom_pull(task_ids='load_checkpoint')['checkpoint'] }}",
-            on_purged=config.on_purged,  # type: ignore[arg-type]
-            empty_checkpoint_passes=True,
-            mode=config.sensor_mode,
-            poke_interval=config.sensor_poke_interval_s,
-            timeout=config.resumability_timeout_s,
-        )
-        replicate = MySqlCdcReplicateOperator(
-            task_id=checkpoint_chain.PUBLISH_TASK_ID,
-            pipeline_id=config.pipeline_id,
-            tables=tables,
-            lake_root=config.lake_root,
-            storage_options=config.storage_options,
-            lake_conn_id=config.lake_conn_id,
-            mysql_cdc_conn_id=config.mysql_cdc_conn_id,
-            spark_conn_id=config.spark_conn_id,
-            chunk_size=config.chunk_size,
-            batch_max_seconds=config.batch_max_seconds,
-            soft_deletes=config.soft_deletes,
-            schema_changes=config.schema_changes,
-            catchup_parallelism=config.catchup_parallelism,
-            resumability_task_id="resumability",
-            catch_up_backlog_after=config.interval() if config.catch_up_backlog else None,
-            max_active_tis_per_dag=1,
-        )
-        maintain = MySqlCdcLakeMaintenanceOperator(
-            task_id="maintain_lake",
-            pipeline_id=config.pipeline_id,
-            tables=tables,
-            lake_root=config.lake_root,
-            storage_options=config.storage_options,
-            lake_conn_id=config.lake_conn_id,
-            maintenance=config.maintenance,
-        )
+        prerequisites = _prerequisites(config)
+        loaded = _load_checkpoint(config)
+        resumability = _resumability(config)
+        replicate = _replicate(config)
+        maintain = _maintain_lake(config)
         prerequisites >> loaded >> resumability >> replicate >> maintain
     return dag
+
+
+def _prerequisites(config: PipelineConfig) -> MySqlCdcPrerequisitesOperator:
+    return MySqlCdcPrerequisitesOperator(
+        task_id="check_prerequisites",
+        tables=list(config.tables),
+        mysql_cdc_conn_id=config.mysql_cdc_conn_id,
+        lake_root=config.lake_root,
+        storage_options=config.storage_options,
+        lake_conn_id=config.lake_conn_id,
+    )
+
+
+def _load_checkpoint(config: PipelineConfig) -> Any:
+    """Where the run stands in the chain, for the resumability sensor to check (its XCom)."""
+
+    @task(task_id="load_checkpoint", multiple_outputs=False)
+    def load_checkpoint(**context: Any) -> dict[str, Any]:
+        # Credentials included: for reading the lake in this worker only, never returned.
+        options = LakeStorageHook(config.lake_conn_id).get_delta_storage_options(config.storage_options)
+        return checkpoint_chain.load_checkpoint(
+            context,
+            pipeline_id=config.pipeline_id,
+            lake_root=config.lake_root,
+            mysql_cdc_conn_id=config.mysql_cdc_conn_id,
+            storage_options=options,
+        )
+
+    return load_checkpoint()
+
+
+def _resumability(config: PipelineConfig) -> MySqlCdcResumabilitySensor:
+    return MySqlCdcResumabilitySensor(
+        task_id="resumability",
+        mysql_cdc_conn_id=config.mysql_cdc_conn_id,
+        checkpoint="{{ ti.xcom_pull(task_ids='load_checkpoint')['checkpoint'] }}",
+        on_purged=config.on_purged,  # type: ignore[arg-type]
+        empty_checkpoint_passes=True,
+        mode=config.sensor_mode,
+        poke_interval=config.sensor_poke_interval_s,
+        timeout=config.resumability_timeout_s,
+    )
+
+
+def _replicate(config: PipelineConfig) -> MySqlCdcReplicateOperator:
+    """The chain step; ``max_active_tis_per_dag=1``: one run at a time decides, writes and publishes."""
+    return MySqlCdcReplicateOperator(
+        task_id=checkpoint_chain.PUBLISH_TASK_ID,
+        pipeline_id=config.pipeline_id,
+        tables=list(config.tables),
+        lake_root=config.lake_root,
+        storage_options=config.storage_options,
+        lake_conn_id=config.lake_conn_id,
+        mysql_cdc_conn_id=config.mysql_cdc_conn_id,
+        spark_conn_id=config.spark_conn_id,
+        chunk_size=config.chunk_size,
+        batch_max_seconds=config.batch_max_seconds,
+        soft_deletes=config.soft_deletes,
+        schema_changes=config.schema_changes,
+        catchup_parallelism=config.catchup_parallelism,
+        resumability_task_id="resumability",
+        catch_up_backlog_after=config.interval() if config.catch_up_backlog else None,
+        max_active_tis_per_dag=1,
+    )
+
+
+def _maintain_lake(config: PipelineConfig) -> MySqlCdcLakeMaintenanceOperator:
+    return MySqlCdcLakeMaintenanceOperator(
+        task_id="maintain_lake",
+        pipeline_id=config.pipeline_id,
+        tables=list(config.tables),
+        lake_root=config.lake_root,
+        storage_options=config.storage_options,
+        lake_conn_id=config.lake_conn_id,
+        maintenance=config.maintenance,
+    )

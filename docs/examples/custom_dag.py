@@ -15,7 +15,7 @@ from airflow.sdk import DAG, task
 
 from airflow_mysql_cdc.operators.binlog_apply import MySqlCdcBinlogApplyOperator
 from airflow_mysql_cdc.operators.prerequisites import MySqlCdcPrerequisitesOperator
-from airflow_mysql_cdc.pipeline import checkpoint_chain
+from airflow_mysql_cdc.runs import checkpoint_chain
 from airflow_mysql_cdc.sensors.gtid_sensors import MySqlCdcResumabilitySensor
 
 CONN = os.environ.get("SHOP_CDC_CONN", "shop_mysql")

@@ -31,6 +31,7 @@ from airflow_mysql_cdc.engine.errors import LakeMismatchError
 from airflow_mysql_cdc.engine.lake.state.pipeline_state import PipelineStateStore
 from airflow_mysql_cdc.engine.lake.state.store import LakeState
 from airflow_mysql_cdc.engine.mysql.schema import TableRef
+from airflow_mysql_cdc.engine.mysql.table_standing import judge_table
 from airflow_mysql_cdc.engine.snapshot.lake_commits import (
     SnapshotProgress,
     read_snapshot_progress,
@@ -181,9 +182,18 @@ def admit_tables(
 def _departed(
     ref: TableRef, progress: SnapshotProgress | None, lake_root: str, storage_options: dict[str, str] | None
 ) -> bool:
-    """The table left the pipeline at a DDL after its latest snapshot: it waits for a new one."""
+    """The table left the pipeline at a DDL after its latest snapshot: it waits for a new one.
+
+    The rule is :func:`~airflow_mysql_cdc.engine.mysql.table_standing.judge_table`, the one the
+    prerequisites and the plan ask too; admission does not ask the source (it runs in Spark).
+    """
     departure = LakeState(lake_root, storage_options=storage_options).departure(ref)
-    if departure is None or (progress is not None and departure.joins_after(progress.stream_start)):
+    standing = judge_table(
+        on_source=None,
+        left_at=departure.gtid if departure is not None else None,
+        snapshot_stream_start=progress.stream_start if progress is not None else None,
+    )
+    if departure is None or not standing.out_of_the_pipeline:
         return False
     log.warning("%s is not streamed: %s; a new snapshot of it joins the pipeline", ref, departure.describe())
     return True

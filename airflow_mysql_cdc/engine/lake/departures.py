@@ -4,9 +4,11 @@ Invariant: a table leaves the pipeline only at a DDL's position, in the same ste
 the pipeline's members (:meth:`~.delta_sink.DeltaSink.apply_schema_change`), and its target table
 keeps every row it had at that position. The mark (the target's table property
 ``airflow_mysql_cdc.left_pipeline``) records the DDL's GTID, so a table is taken back only through a
-snapshot whose stream start contains that GTID (:func:`joins_after`): an older snapshot of it, caught
-up through the DDL again, would meet the same change again. The prerequisites and the plan read the
-mark to accept a configured table that no longer exists (docs/operations.md, "Schema changes").
+snapshot whose stream start contains that GTID: an older snapshot of it, caught up through the DDL
+again, would meet the same change again. What the mark means for a configured table (gone, or
+waiting for a snapshot) is one rule,
+:func:`~airflow_mysql_cdc.engine.mysql.table_standing.judge_table`, which the plan and admission ask
+with the mark's GTID (docs/operations.md, "Schema changes").
 """
 
 from __future__ import annotations
@@ -20,7 +22,6 @@ from deltalake.exceptions import TableNotFoundError
 
 from airflow_mysql_cdc.engine.lake.layout import LakeLayout, LakeRoot
 from airflow_mysql_cdc.engine.mysql.schema import TableRef
-from airflow_mysql_cdc.engine.values.gtid import Gtid, GtidSet
 
 DEPARTURE_PROPERTY = "airflow_mysql_cdc.left_pipeline"
 
@@ -43,10 +44,6 @@ class Departure:
             "reason": self.reason,
             "statement": self.statement,
         }
-
-    def joins_after(self, stream_start: GtidSet) -> bool:
-        """A snapshot streaming from ``stream_start`` was taken after the DDL: it may join."""
-        return Gtid.parse(self.gtid) in stream_start
 
     def describe(self) -> str:
         verb = "is to be snapshotted again" if self.action == "resnapshot" else "left the pipeline"

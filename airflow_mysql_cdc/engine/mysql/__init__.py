@@ -20,6 +20,9 @@ Reading order:
    ``test_added_columns_have_the_type_and_existing_row_values_the_parser_reads``.
 6. ``server_state``: ``gtid_executed``, ``gtid_purged``, the server's identity; ``grants``: the account.
 7. ``prerequisites/``: can this server feed a pipeline (its own map).
+8. ``table_standing``: the one rule for a configured table that is gone (dropped or renamed away
+   after it joined) or waits for a snapshot after leaving at a DDL; the prerequisites, the segment
+   plan and admission ask it. Guarded by ``tests/unit/test_table_standing.py``.
 
 Imports: values, runtime, errors; never binlog, lake, snapshot or apply.
 """

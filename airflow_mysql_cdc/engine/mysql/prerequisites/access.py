@@ -5,6 +5,7 @@ from __future__ import annotations
 from airflow_mysql_cdc.engine.mysql.prerequisites.facts import PrerequisiteConfig, ServerFacts
 from airflow_mysql_cdc.engine.mysql.prerequisites.report import CheckResult
 from airflow_mysql_cdc.engine.mysql.prerequisites.requirements import CARRIED_DATA_TYPES
+from airflow_mysql_cdc.engine.mysql.table_standing import TableStanding, judge_table
 
 
 def check_privileges(facts: ServerFacts, config: PrerequisiteConfig) -> list[CheckResult]:
@@ -40,7 +41,8 @@ def check_tables(facts: ServerFacts, config: PrerequisiteConfig) -> list[CheckRe
     results = []
     for ref in config.tables:
         metadata = facts.tables.get(ref)
-        if metadata is None and ref in config.in_the_lake:
+        standing = judge_table(on_source=metadata is not None, lake_holds_it=ref in config.in_the_lake)
+        if standing is TableStanding.GONE:
             results.append(
                 CheckResult(
                     f"table {ref}",

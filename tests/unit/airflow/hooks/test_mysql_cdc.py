@@ -50,3 +50,51 @@ def test_a_connection_of_another_type_is_refused_naming_the_types_it_takes(
     _connection(monkeypatch, "pg", conn_type="postgres", host="db")
     with pytest.raises(ValueError, match="connection 'pg' has type 'postgres'; use one of mysql_cdc, mysql"):
         MySqlCdcHook("pg").get_endpoint()
+
+
+class _Cursor:
+    def __init__(self, rows: list[tuple[str, str]]) -> None:
+        self.rows = rows
+        self.executed: list[tuple[str, object]] = []
+
+    def __enter__(self) -> _Cursor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def execute(self, query: str, args: object = None) -> None:
+        self.executed.append((query, args))
+
+    def fetchall(self) -> list[tuple[str, str]]:
+        return self.rows
+
+
+class _Connection:
+    def __init__(self, cursor: _Cursor) -> None:
+        self._cursor = cursor
+
+    def __enter__(self) -> _Connection:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def cursor(self) -> _Cursor:
+        return self._cursor
+
+
+def test_missing_tables_are_those_information_schema_lacks_compared_without_case(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    cursor = _Cursor([("shop", "Orders"), ("shop", "payments"), ("crm", "customers")])
+    monkeypatch.setattr(MySqlCdcHook, "get_conn", lambda hook: _Connection(cursor))
+    missing = MySqlCdcHook("shop").get_missing_tables(["shop.orders", "shop.refunds", "crm.customers"])
+    assert missing == frozenset({"shop.refunds"})
+    ((query, schemas),) = cursor.executed
+    assert "information_schema.TABLES" in query and schemas == ["crm", "shop"]
+
+
+def test_no_configured_table_asks_the_server_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(MySqlCdcHook, "get_conn", lambda hook: pytest.fail("connected"))
+    assert MySqlCdcHook("shop").get_missing_tables([]) == frozenset()

@@ -9,7 +9,7 @@ would apply transactions twice.
 The plan says which of the two it is: ``start_gtids`` holds the checkpoint's text, or None for "the
 snapshots' stream start". An empty string is the empty GTID set, a real start (a source that had
 executed nothing when the pipeline began), not "unknown"; :func:`segment_start` turns the plan and
-the snapshot step's result into the set. Guarded by tests/unit/airflow/pipeline/test_segment.py and,
+the snapshot step's result into the set. Guarded by tests/unit/airflow/runs/test_segment.py and,
 end to end, tests/integration/test_pipeline_dag.py and test_pipeline_dag_recovery.py (the rebase).
 """
 
@@ -22,7 +22,9 @@ from typing import Any
 from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_mysql_cdc.engine.mysql.schema import TableRef
+from airflow_mysql_cdc.engine.mysql.table_standing import TableStanding, judge_table
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
+from airflow_mysql_cdc.runs import lake
 
 log = logging.getLogger(__name__)
 
@@ -47,14 +49,10 @@ def plan_segment(
       rebased onto the new snapshots' stream start (``start_gtids`` None);
     - otherwise: tables that are not members of the pipeline and have no snapshot taken after the
       checkpoint (the binlog application then joins them, see ``table_admission``); the segment
-      starts at the checkpoint. A table that left the pipeline (dropped or renamed away, marked in
-      the lake) and is ``absent`` from the server is not snapshotted: there is nothing to snapshot.
+      starts at the checkpoint. A table that is gone (``absent`` from the server, marked in the lake
+      as dropped or renamed away: :func:`~airflow_mysql_cdc.engine.mysql.table_standing.judge_table`)
+      is not snapshotted: there is nothing to snapshot.
     """
-    from airflow_mysql_cdc.engine.lake.state.store import LakeState
-    from airflow_mysql_cdc.engine.snapshot.lake_commits import progress_from_records
-
-    lake = LakeState(lake_root, storage_options=storage_options)
-
     names = [str(TableRef.parse(t)) for t in tables]
     if loaded["first_run"]:
         return {"tables": names, "restart": False, "rebase": False, "start_gtids": None}
@@ -69,11 +67,13 @@ def plan_segment(
         if name in members:
             continue
         if name in absent:
-            departure = lake.departure(TableRef.parse(name))
-            if departure is not None:
+            departure = lake.departure(lake_root, TableRef.parse(name), storage_options)
+            left_at = departure.gtid if departure is not None else None
+            if judge_table(on_source=False, left_at=left_at) is TableStanding.GONE:
+                assert departure is not None
                 log.info("not snapshotted: %s; it no longer exists", departure.describe())
                 continue
-        progress = progress_from_records(lake.snapshot_records(TableRef.parse(name)))
+        progress = lake.snapshot_progress(lake_root, TableRef.parse(name), storage_options)
         if progress is not None and progress.complete and checkpoint.issubset(progress.stream_start):
             continue  # snapshotted after the checkpoint (an earlier attempt of this run): joins as it is
         to_snapshot.append(name)

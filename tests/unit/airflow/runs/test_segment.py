@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
-from airflow_mysql_cdc.pipeline.segment import SegmentStartUnknownError, plan_segment, segment_start
+from airflow_mysql_cdc.runs.segment import SegmentStartUnknownError, plan_segment, segment_start
 
 UUID = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
 SNAPSHOT = {"tables": [{"table": "shop.orders"}], "stream_start": f"{UUID}:1-90", "consistent_point": ""}

@@ -16,10 +16,11 @@ the lake's applied set (committed with the data, :mod:`~airflow_mysql_cdc.engine
 previous successful run left a record in XCom (a pipeline started by an earlier version) has that
 record moved into the log first.
 
-The lake is read here, in the Airflow worker, with ``storage_options``: every option delta-rs
-needs, credentials included (:meth:`LakeStorageHook.get_delta_storage_options`). They stay in this
-process: nothing here returns them to XCom. The Delta and Arrow imports happen inside the
-functions: the DAG file is parsed for every task, and they cost half a second.
+The lake is read here, in the Airflow worker, through :mod:`airflow_mysql_cdc.runs.lake` with
+``storage_options``: every option delta-rs needs, credentials included
+(:meth:`~airflow_mysql_cdc.hooks.lake_storage.LakeStorageHook.get_delta_storage_options`). They
+stay in this process: nothing here returns them to XCom. That module keeps the Delta and Arrow
+imports inside its functions: the DAG file is parsed for every task, and they cost half a second.
 
 A run without a logical date (Airflow 3 allows manual runs without one) has no place in the
 chain: it is refused with an explanation. Trigger a manual run with a logical date instead.
@@ -35,7 +36,6 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.sdk.exceptions import AirflowFailException
 
-from airflow_mysql_cdc.engine.lake.run_placement import Placement, RunBeforeFirstIntervalError, place_run
 from airflow_mysql_cdc.engine.mysql.schema import TableRef
 from airflow_mysql_cdc.engine.values.checkpoint import (
     CheckpointError,
@@ -47,9 +47,11 @@ from airflow_mysql_cdc.engine.values.checkpoint import (
 )
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from airflow_mysql_cdc.hooks.mysql_cdc import MySqlCdcHook
+from airflow_mysql_cdc.runs import lake
+from airflow_mysql_cdc.runs.lake import Placement, RunBeforeFirstIntervalError, place_run
 
 if TYPE_CHECKING:
-    from airflow_mysql_cdc.engine.lake.state.store import LakeState
+    from airflow_mysql_cdc.engine.lake.state.pipeline_state import PipelineState
 
 log = logging.getLogger(__name__)
 PUBLISH_TASK_ID = "replicate"
@@ -89,17 +91,6 @@ def _refuse_without_logical_date(context: Any) -> None:
         )
 
 
-def _lake(lake_root: str, pipeline_id: str, storage_options: dict[str, str] | None) -> LakeState:
-    """The pipeline's state in the lake (imported here: Delta's import costs every DAG parse)."""
-    from airflow_mysql_cdc.engine.lake.state.store import LakeState
-
-    return LakeState(lake_root, pipeline_id, storage_options)
-
-
-def _lake_state(lake_root: str, pipeline_id: str, storage_options: dict[str, str] | None):
-    return _lake(lake_root, pipeline_id, storage_options).pipeline()
-
-
 def _legacy_record(context: Any, pipeline_id: str, publish_task_id: str) -> CheckpointRecord | None:
     """The previous successful run's record from XCom: a chain started before records lived in the lake."""
     ti = context["ti"]
@@ -126,7 +117,7 @@ def locate_run(
     disagree, or when the run is dated before the pipeline's first interval."""
     _refuse_without_logical_date(context)
     interval_end = context["data_interval_end"]
-    chain = _lake(lake_root, pipeline_id, storage_options).checkpoint_log()
+    chain = lake.checkpoint_log(lake_root, pipeline_id, storage_options)
     try:
         records = chain.records()
         if not records:
@@ -139,7 +130,7 @@ def locate_run(
     except (CheckpointError, RunBeforeFirstIntervalError) as error:
         raise AirflowFailException(str(error)) from error
     log.info("this run: %s", placement.describe(interval_end.isoformat()))
-    state = _lake_state(lake_root, pipeline_id, storage_options)
+    state = lake.pipeline_state(lake_root, pipeline_id, storage_options)
     lake_applied = state.applied_gtids if state is not None else None
     members = dict(state.members or {}) if state is not None else {}
     record = placement.record
@@ -216,7 +207,40 @@ def publish_checkpoint(
         assert position.placement.record is not None
         log.info("republishing the record of run %s", position.placement.record.run_id)
         return position.placement.record.to_dict()
-    state = _lake_state(lake_root, pipeline_id, storage_options)
+    state = lake.pipeline_state(lake_root, pipeline_id, storage_options)
+    end = _end_the_lake_holds(applied, state)
+    assert state is not None
+    predecessor = position.placement.record if position.placement.kind == "forward" else None
+    record = _record(
+        context,
+        pipeline_id=pipeline_id,
+        lake_root=lake_root,
+        source=_source_identity(mysql_cdc_conn_id),
+        tables=tables,
+        applied=applied,
+        end=end,
+        state=state,
+        predecessor=predecessor,
+        segment_end=segment_end or context["data_interval_end"],
+    )
+    lake.checkpoint_log(lake_root, pipeline_id, storage_options).append(record)
+    log.info(
+        "checkpoint: %s -> %s (%s), continuing %s",
+        record.start_gtids or "(empty)",
+        record.end_gtids or "(empty)",
+        "already in the lake: nothing applied" if record.already_applied else "applied by this run",
+        f"run {predecessor.run_id}" if predecessor else "nothing: the pipeline's first record",
+    )
+    return record.to_dict()
+
+
+def _end_the_lake_holds(applied: dict[str, Any], state: PipelineState | None) -> GtidSet:
+    """The application's end set, once the lake is seen to hold it with every table exact there.
+
+    A record promises its end set to every later run; publishing one the lake lacks (a lost commit)
+    or one before the snapshots' consistent point (a table not yet exact) would make the next run
+    start from rows the lake does not have.
+    """
     end = GtidSet.parse(applied["end_gtids"])
     if state is None or not end.issubset(state.applied_gtids):
         raise AirflowFailException(
@@ -231,41 +255,49 @@ def publish_checkpoint(
             "this end set would promise tables the lake does not hold. Clear the task that applies the "
             "segment: it goes on from the lake to that point."
         )
+    return end
+
+
+def _source_identity(mysql_cdc_conn_id: str) -> SourceIdentity:
+    """Which server the record's GTID sets belong to (a later run refuses another server's)."""
     hook = MySqlCdcHook(mysql_cdc_conn_id)
     endpoint = hook.get_endpoint()
-    server = hook.get_server_state()
-    predecessor = position.placement.record if position.placement.kind == "forward" else None
+    return SourceIdentity(hook.get_server_state().server_uuid, endpoint.host, endpoint.port)
+
+
+def _record(
+    context: Any,
+    *,
+    pipeline_id: str,
+    lake_root: str,
+    source: SourceIdentity,
+    tables: Sequence[str],
+    applied: dict[str, Any],
+    end: GtidSet,
+    state: PipelineState,
+    predecessor: CheckpointRecord | None,
+    segment_end: datetime.datetime,
+) -> CheckpointRecord:
+    """The record of a run that applied: it continues ``predecessor`` (None: the chain's first)."""
     interval_start = context.get("data_interval_start")
-    interval_end = segment_end or context["data_interval_end"]
-    segment_start = (
-        predecessor.segment_end if predecessor else (interval_start and interval_start.isoformat())
-    )
-    record = CheckpointRecord(
+    first_start = interval_start and interval_start.isoformat()
+    members = state.members or {}
+    rows_by_table = applied.get("rows_by_table", {})
+    refs = [str(TableRef.parse(name)) for name in tables]
+    return CheckpointRecord(
         pipeline_id=pipeline_id,
         lake_root=lake_root,
-        source=SourceIdentity(server.server_uuid, endpoint.host, endpoint.port),
+        source=source,
         start_gtids=applied["requested_start"],
         end_gtids=str(end),
-        segment_start=segment_start,
-        segment_end=interval_end.isoformat(),
+        segment_start=predecessor.segment_end if predecessor else first_start,
+        segment_end=segment_end.isoformat(),
         run_id=context["run_id"],
         tables={
-            str(TableRef.parse(name)): {
-                "snapshot_id": (state.members or {}).get(str(TableRef.parse(name)), ""),
-                "rows_applied": applied.get("rows_by_table", {}).get(str(TableRef.parse(name)), 0),
-            }
-            for name in tables
+            ref: {"snapshot_id": members.get(ref, ""), "rows_applied": rows_by_table.get(ref, 0)}
+            for ref in refs
         },
         sink={"applied_gtids": str(state.applied_gtids), "epoch": state.epoch},
         already_applied=bool(applied.get("already_applied")),
         previous_run_id=predecessor.run_id if predecessor else None,
     )
-    _lake(lake_root, pipeline_id, storage_options).checkpoint_log().append(record)
-    log.info(
-        "checkpoint: %s -> %s (%s), continuing %s",
-        record.start_gtids or "(empty)",
-        record.end_gtids or "(empty)",
-        "already in the lake: nothing applied" if record.already_applied else "applied by this run",
-        f"run {predecessor.run_id}" if predecessor else "nothing: the pipeline's first record",
-    )
-    return record.to_dict()

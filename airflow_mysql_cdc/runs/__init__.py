@@ -1,0 +1,19 @@
+"""Runs: what one pipeline run decides on the Airflow side, below the operators that carry it out.
+
+Reading order:
+
+1. ``lake``: the worker's one door into the lake (the pipeline's state, the checkpoint log, run
+   placement, snapshot progress, departures, upkeep bookkeeping); Delta and Arrow are imported only
+   inside its functions, so parsing a DAG stays cheap.
+2. ``checkpoint_chain``: where a run stands in the chain of records kept in the lake
+   (:func:`~airflow_mysql_cdc.runs.checkpoint_chain.locate_run`, ``load_checkpoint``) and the record
+   it publishes (``publish_checkpoint``); a custom DAG calls these two (docs/custom-dags.md).
+3. ``segment``: which tables a run snapshots (``plan_segment``) and the GTID set its segment starts
+   from (``segment_start``: the checkpoint, or the stream start of the snapshots the run took).
+
+Layers: these modules import hooks and the engine, never sensors, operators or the pipeline; the
+replicate operator and the pipeline's DAG import them (tests/unit/test_package_layers.py).
+
+Guarded by tests/unit/airflow/runs/ (the segment's start and plan), tests/unit/test_run_placement.py,
+and end to end by the DAG tests (tests/integration/test_pipeline_dag*.py, test_custom_dag_example.py).
+"""

@@ -1,0 +1,95 @@
+"""The Airflow worker's one door into the lake: every read (and the one append) a task makes there.
+
+Invariant: on the Airflow side, only this module imports the engine's lake readers
+(:mod:`airflow_mysql_cdc.engine.lake.state.store`, the checkpoint log, run placement, snapshot
+progress, departures, maintenance bookkeeping), and it imports Delta and Arrow only inside its
+functions. The DAG file is parsed for every task, and ``deltalake`` with ``pyarrow`` cost half a
+second each time: a module-level import here would put that into every parse
+(tests/unit/airflow/pipeline/test_dag_parse.py). Run placement is pure (records and dates) and
+imported at once.
+
+Storage options, the lake's layout and the maintenance policy are configuration, not reads: hooks,
+operators and the DAG's configuration take them from :mod:`airflow_mysql_cdc.engine.lake.storage`,
+:mod:`~airflow_mysql_cdc.engine.lake.layout` and :mod:`~airflow_mysql_cdc.engine.lake.maintenance.policy`
+directly. tests/unit/test_package_layers.py holds both rules.
+
+``storage_options`` here are every option delta-rs needs, credentials included
+(:meth:`~airflow_mysql_cdc.hooks.lake_storage.LakeStorageHook.get_delta_storage_options`): they
+stay in the worker's process; nothing here returns them.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from airflow_mysql_cdc.engine.lake.run_placement import Placement, RunBeforeFirstIntervalError, place_run
+from airflow_mysql_cdc.engine.mysql.schema import TableRef
+
+if TYPE_CHECKING:
+    from airflow_mysql_cdc.engine.lake.checkpoint_log import CheckpointLog
+    from airflow_mysql_cdc.engine.lake.departures import Departure
+    from airflow_mysql_cdc.engine.lake.maintenance.policy import MaintenancePolicy
+    from airflow_mysql_cdc.engine.lake.state.pipeline_state import PipelineState
+    from airflow_mysql_cdc.engine.lake.state.store import LakeState
+    from airflow_mysql_cdc.engine.snapshot.lake_commits import SnapshotProgress
+
+__all__ = [
+    "Placement",
+    "RunBeforeFirstIntervalError",
+    "checkpoint_log",
+    "departure",
+    "maintenance_due",
+    "pipeline_state",
+    "place_run",
+    "snapshot_progress",
+    "target_table_exists",
+]
+
+StorageOptions = dict[str, str] | None
+
+
+def _lake(lake_root: str, pipeline_id: str = "", storage_options: StorageOptions = None) -> LakeState:
+    from airflow_mysql_cdc.engine.lake.state.store import LakeState  # Delta: lazily (module doc)
+
+    return LakeState(lake_root, pipeline_id, storage_options)
+
+
+def pipeline_state(lake_root: str, pipeline_id: str, storage_options: StorageOptions) -> PipelineState | None:
+    """The pipeline's applied set, epoch and members (None: it has not started in this lake)."""
+    return _lake(lake_root, pipeline_id, storage_options).pipeline()
+
+
+def checkpoint_log(lake_root: str, pipeline_id: str, storage_options: StorageOptions) -> CheckpointLog:
+    """The chain of published records: read to place a run, appended to publish one."""
+    return _lake(lake_root, pipeline_id, storage_options).checkpoint_log()
+
+
+def departure(lake_root: str, ref: TableRef, storage_options: StorageOptions) -> Departure | None:
+    """The mark of a table that left the pipeline at a DDL (None: it never did, or has no target)."""
+    return _lake(lake_root, storage_options=storage_options).departure(ref)
+
+
+def snapshot_progress(
+    lake_root: str, ref: TableRef, storage_options: StorageOptions
+) -> SnapshotProgress | None:
+    """The table's latest snapshot in the lake (None: never snapshotted)."""
+    from airflow_mysql_cdc.engine.snapshot.lake_commits import read_snapshot_progress  # Delta, Arrow: lazily
+
+    return read_snapshot_progress(lake_root, ref, storage_options)
+
+
+def target_table_exists(lake_root: str, ref: TableRef, storage_options: StorageOptions) -> bool:
+    """Whether the lake holds the table's target table (asked of the store, never the filesystem)."""
+    from airflow_mysql_cdc.engine.lake.layout import LakeLayout
+    from airflow_mysql_cdc.engine.lake.storage import lake_table_exists
+
+    return lake_table_exists(str(LakeLayout(lake_root).target(ref.schema, ref.table)), storage_options)
+
+
+def maintenance_due(
+    lake_root: str, pipeline_id: str, storage_options: StorageOptions, policy: MaintenancePolicy
+) -> str | None:
+    """None when the lake's upkeep is due under ``policy``, else why it is not."""
+    from airflow_mysql_cdc.engine.lake.maintenance.run import maintenance_due as due  # Delta, Arrow: lazily
+
+    return due(_lake(lake_root, pipeline_id, storage_options), policy)
