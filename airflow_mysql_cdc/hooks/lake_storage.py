@@ -57,6 +57,7 @@ class LakeStorageHook(BaseHook):
         return {**public, **secret} or None
 
     def _connection_options(self) -> dict[str, str]:
+        assert self.lake_conn_id is not None, "no lake connection to read"
         connection = self.get_connection(self.lake_conn_id)
         if connection.conn_type not in SUPPORTED_CONNECTION_TYPES:
             raise ValueError(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -119,9 +120,12 @@ class MySqlCdcBinlogApplyOperator(SparkApplicationOperator):
         if self.mode != "segment":
             return None
         if self.segment_end:
-            from pendulum import parse
+            import pendulum
 
-            return int(parse(self.segment_end).timestamp() * 1_000_000)
+            end_at = pendulum.parse(self.segment_end)
+            if not isinstance(end_at, datetime.datetime):
+                raise AirflowFailException(f"segment_end must be a date and time, not {self.segment_end!r}")
+            return int(end_at.timestamp() * 1_000_000)
         end = context.get("data_interval_end")
         if end is None:
             raise AirflowFailException("segment mode needs segment_end or a run with a data interval")

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Sequence
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from airflow.sdk.exceptions import AirflowException
@@ -114,14 +115,8 @@ class MySqlCdcReplicateOperator(SparkApplicationOperator):
 
     def execute(self, context: Any) -> dict[str, Any]:
         lake_options = LakeStorageHook(self.lake_conn_id).get_delta_storage_options(self.storage_options)
-        chain = {
-            "pipeline_id": self.pipeline_id,
-            "lake_root": self.lake_root,
-            "mysql_cdc_conn_id": self.mysql_cdc_conn_id,
-            "storage_options": lake_options,
-            "publish_task_id": self.task_id,
-        }
-        position = checkpoint_chain.locate_run(context, **chain)
+        chain = _Chain(self.pipeline_id, self.lake_root, self.mysql_cdc_conn_id, lake_options, self.task_id)
+        position = checkpoint_chain.locate_run(context, **asdict(chain))
         if not position.placement.applies:
             record = position.placement.record
             assert record is not None
@@ -170,7 +165,7 @@ class MySqlCdcReplicateOperator(SparkApplicationOperator):
         applied = self._apply(build_config).to_dict()
         ti.xcom_push(key="applied", value=applied)
         return checkpoint_chain.publish_checkpoint(
-            context, tables=self.tables, applied=applied, segment_end=segment_end, **chain
+            context, tables=self.tables, applied=applied, segment_end=segment_end, **asdict(chain)
         )
 
     def _absent_tables(self) -> frozenset[str]:
@@ -239,3 +234,15 @@ class MySqlCdcReplicateOperator(SparkApplicationOperator):
             until.isoformat(),
         )
         return until
+
+
+@dataclass(frozen=True)
+class _Chain:
+    """Where the run's chain is, as :func:`~..runs.checkpoint_chain.locate_run` and ``publish_checkpoint``
+    take it."""
+
+    pipeline_id: str
+    lake_root: str
+    mysql_cdc_conn_id: str
+    storage_options: dict[str, str] | None
+    publish_task_id: str

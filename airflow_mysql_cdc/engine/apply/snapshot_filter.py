@@ -33,8 +33,10 @@ def load_snapshot_filter(
     connection = None
     for name in tables:
         ref = TableRef.parse(name)
-        known = snapshots is not None and str(ref) in snapshots
-        progress = snapshots[str(ref)] if known else read_snapshot_progress(lake_root, ref, storage_options)
+        if snapshots is not None and str(ref) in snapshots:
+            progress = snapshots[str(ref)]
+        else:
+            progress = read_snapshot_progress(lake_root, ref, storage_options)
         if progress is None:
             continue
         progress.require_complete(ref)

@@ -45,7 +45,7 @@ class PositionTracker:
         if self._pending:
             consumed = GtidSet(
                 {
-                    (server_uuid, ""): [tuple(pair) for pair in pairs]
+                    (server_uuid, ""): [(start, end) for start, end in pairs]
                     for server_uuid, pairs in self._pending.items()
                 }
             )

@@ -154,6 +154,7 @@ def build_change_tables(transactions: Iterable[Transaction]) -> dict[str, Change
                 image, action = change.before, "delete"
             else:
                 image, action = change.after, "upsert"
+                assert image is not None  # an insert or an update has an after image
                 before = change.before
                 if op is Op.UPDATE and before is not None:
                     key_of = columns.key_of

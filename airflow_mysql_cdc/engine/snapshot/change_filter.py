@@ -72,8 +72,8 @@ def _judge(change: RowChange, index: TableChunkIndex, transaction: Transaction) 
     new_key = tuple(change.after[c] for c in key) if change.after is not None else None
     keys = [k for k in (old_key, new_key) if k is not None]
     highs = iter(index.high_watermarks(keys))
-    old_high = next(highs) if old_key is not None else None
-    new_high = next(highs) if new_key is not None else None
+    old_high = next(highs) if old_key is not None else GtidSet()
+    new_high = next(highs) if new_key is not None else GtidSet()
     gtid = transaction.gtid
     if change.op is Op.INSERT:
         return None if gtid in new_high else [change]
@@ -81,7 +81,9 @@ def _judge(change: RowChange, index: TableChunkIndex, transaction: Transaction) 
         return None if gtid in old_high else [change]
     if old_key == new_key:
         return None if gtid in new_high else [change]
-    # A key-changing update: a delete of the old key and an insert of the new one, judged apart.
+    # A key-changing update (both images, so both keys): a delete of the old key and an insert of
+    # the new one, judged apart.
+    assert old_key is not None and new_key is not None
     parts = []
     if gtid not in old_high:
         parts.append(RowChange(change.shape, Op.DELETE, change.before, None, old_key))

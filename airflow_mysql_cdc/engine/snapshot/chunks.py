@@ -103,7 +103,7 @@ def plan_chunks(
     boundaries: list[tuple[Any, ...]] = []
     with connection.cursor() as cursor:
         while True:
-            where, params = ("TRUE", [])
+            where, params = "TRUE", list[Any]()
             if boundaries:
                 where, params = range_predicate(key_columns, Chunk(0, boundaries[-1], None))
             cursor.execute(

@@ -250,7 +250,11 @@ def _plan_or_resume(
         writer = DeltaSnapshotWriter(lake_root, ref, definition.column_types, storage_options)
         progress = writer.progress()
         resumed = progress is not None and not progress.complete and not restart
-        if resumed and (not writer.fits_columns() or _redefined(progress.definition, definition)):
+        if (
+            progress is not None
+            and resumed
+            and (not writer.fits_columns() or _redefined(progress.definition, definition))
+        ):
             log.warning("snapshot of %s: the table's columns changed since it began; it starts again", ref)
             resumed = False
         if progress is None or restart or not resumed and not progress.complete:

@@ -282,7 +282,7 @@ class GtidSet:
             # received as a (truthy) result. Guarded by
             # ``test_algebra_with_a_non_gtid_set_raises_type_error``.
             raise TypeError(f"expected a GtidSet, got {type(other).__name__}; parse it with GtidSet.parse")
-        result: dict[SourceKey, tuple[Interval, ...]] = {}
+        result: dict[SourceKey, Iterable[Interval]] = {}
         for source in self._intervals.keys() | other._intervals.keys():
             result[source] = combine(self._intervals.get(source, ()), other._intervals.get(source, ()))
         return GtidSet(result)
