@@ -1,15 +1,15 @@
 """A column definition of ``ALTER TABLE ... ADD COLUMN``, read into the engine's column type.
 
-Invariant: :func:`read_column_definition` gives the :class:`~.types.ColumnType` that
-:meth:`~.types.ColumnType.from_column` and :meth:`~.types.ColumnType.from_binlog_column` give for
-the column MySQL creates from that definition, or raises :class:`.ddl_lexer.UnrecognisedStatement`.
+Invariant: :func:`read_column_definition` gives the :class:`~..types.ColumnType` that
+:meth:`~..types.ColumnType.from_column` and :meth:`~..types.ColumnType.from_binlog_column` give for
+the column MySQL creates from that definition, or raises :class:`.lexer.UnrecognisedStatement`.
 It never guesses: a type whose meaning depends on the DDL session (``REAL`` is ``FLOAT`` under
 ``REAL_AS_FLOAT``), a column whose existing rows get computed values (generated columns), a column
 that changes the primary key, ``SERIAL``, and any attribute it does not know are refused, and
-:mod:`.ddl` turns the refusal into ``OtherChange`` (the engine re-snapshots the table).
+:mod:`.statements` turns the refusal into ``OtherChange`` (the engine re-snapshots the table).
 
 The definition's ``DEFAULT`` stays as written here (:class:`DefaultClause`); what it means for
-existing rows is :mod:`.default_values`, which needs the declared lengths kept in
+existing rows is :mod:`.defaults`, which needs the declared lengths kept in
 :class:`DeclaredType` (``VARCHAR(3)`` and ``TEXT`` are both kind ``text``).
 Guarded by the ``test_add_column_*`` tests in ``tests/unit/test_mysql_ddl_defaults.py`` and, against
 MySQL itself, ``test_added_columns_have_the_type_and_existing_row_values_the_parser_reads``.
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from airflow_mysql_cdc.engine.mysql.ddl_lexer import Token, TokenCursor, UnrecognisedStatement
+from airflow_mysql_cdc.engine.mysql.ddl.lexer import Token, TokenCursor, UnrecognisedStatement
 from airflow_mysql_cdc.engine.mysql.types import ColumnType
 
 COLUMN_NAME_KEYWORDS = frozenset(
@@ -305,8 +305,8 @@ def _read_character_type(cursor: TokenCursor, name: str, word: str) -> DeclaredT
 def _read_members(cursor: TokenCursor, name: str, word: str) -> DeclaredType:
     """The quoted members as the lexer reads any literal (``'..'`` or ``".."``, quotes doubled).
 
-    Not :func:`.schema.parse_members`: that reads the one form ``COLUMN_TYPE`` prints, while a
-    statement may quote members either way; a backslash (read two ways, see :mod:`.ddl_lexer`), an
+    Not :func:`..schema.parse_members`: that reads the one form ``COLUMN_TYPE`` prints, while a
+    statement may quote members either way; a backslash (read two ways, see :mod:`.lexer`), an
     introducer or a comment inside the list is refused.
     """
     cursor.expect_punct("(")
