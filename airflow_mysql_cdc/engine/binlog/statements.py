@@ -1,13 +1,29 @@
 """What a binlog ``QueryEvent`` means for a transaction: a boundary, a schema change, or nothing.
 
 Invariant: a statement is classified as harmless only when it provably cannot change the shape or
-the rows of a tracked table. Schema-changing statements (ALTER/RENAME/DROP/TRUNCATE TABLE,
-CREATE/DROP INDEX, DROP DATABASE) that *name* a tracked table, or whose database holds one, stop
-the read. Naming is matched on identifiers, case-insensitively, qualified or resolved against the
-event's default schema; a false positive (a column called like a tracked table) stops a read that
-could have continued, which is safe, while a false negative would let rows of a new shape through,
-which is not. Guarded by ``test_ddl_on_tracked_table_stops_before_anything_after_it`` and
+the rows of a tracked table. A schema-changing statement (ALTER/RENAME/DROP/TRUNCATE TABLE,
+CREATE/DROP INDEX, DROP DATABASE) that names a tracked table, or drops the database holding one,
+is a schema change on that table: the reader yields it to the applier (``schema_changes="evolve"``)
+or stops with :class:`~.errors.SchemaChangeError` (``"stop"``). Listing a table the statement does
+not change is safe (the applier finds nothing to do for it, or the read stops where it could have
+gone on); missing one is not, since rows of a new shape would then pass as the old one. Guarded by
+``test_ddl_on_tracked_table_stops_before_anything_after_it`` and
 ``test_ddl_on_other_tables_only_advances_the_position``.
+
+Which tables a schema-changing statement names (:func:`affected_tracked_tables`):
+
+* when :func:`~..mysql.ddl.parse_ddl` reads it with certainty, exactly the tables the
+  parse holds: both sides of every rename, every dropped table, an ALTER's table and the one it is
+  renamed to. A column or index called like a tracked table is then not taken for it
+  (``test_a_column_called_like_a_tracked_table_does_not_stop_a_certain_alter``);
+* otherwise (``Unparsed``, or an ALTER with a clause the parse does not know, ``OtherChange``, which
+  may name another table: ``EXCHANGE PARTITION p WITH TABLE t2``), every identifier of the text,
+  versioned comments' content included, may be a table
+  (``test_a_statement_the_parse_cannot_read_still_stops_on_a_tracked_table_it_mentions``).
+
+Either way an unqualified name is in the event's default schema, and names are compared
+case-insensitively. A statement-logged data change inside a transaction (``DATA_CHANGE``, which
+``parse_ddl`` does not read) is matched on every identifier by :func:`mentions_tracked_table`.
 
 ``CREATE TABLE`` never stops a read: a table that does not exist yet has no rows to reshape. Since
 MySQL 8.0.21 ``CREATE TABLE ... SELECT`` is one transaction (``BEGIN``, the ``CREATE ... START
@@ -20,14 +36,19 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection
+from dataclasses import dataclass
 from enum import Enum
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from airflow_mysql_cdc.engine.mysql.schema import TableRef
 
 SchemaChangeMode = Literal["evolve", "stop"]
 """What a reader does at DDL on a tracked table: yield it (``evolve``) or raise (``stop``)."""
 SCHEMA_CHANGE_MODES: tuple[str, ...] = ("evolve", "stop")
 
 _COMMENT = re.compile(r"/\*.*?\*/|--[^\n]*|#[^\n]*", re.S)
+_VERSIONED_COMMENT = re.compile(r"/\*!\d*(.*?)\*/", re.S)
 _IDENTIFIER = r"(?:`(?:[^`]|``)+`|[A-Za-z0-9_$]+)"
 _NAME = re.compile(rf"({_IDENTIFIER})(?:\s*\.\s*({_IDENTIFIER}))?")
 _SCHEMA_CHANGE = re.compile(
@@ -80,8 +101,11 @@ def _unquote(identifier: str) -> str:
 
 
 def named_tables(statement: str, default_schema: str) -> set[tuple[str, str]]:
-    """Every ``(schema, name)`` an identifier in the statement could refer to, lower-cased."""
-    text = _COMMENT.sub(" ", statement)
+    """Every ``(schema, name)`` an identifier in the statement could refer to, lower-cased.
+
+    A versioned comment's content (``/*!80013 ... */``) counts: the server may have run it.
+    """
+    text = _COMMENT.sub(" ", _VERSIONED_COMMENT.sub(r" \1 ", statement))
     names: set[tuple[str, str]] = set()
     for first, second in _NAME.findall(text):
         if second:
@@ -98,21 +122,67 @@ def affected_tracked_tables(
 
     ``tracked=None`` means every table is tracked: any schema change then affects something.
     """
-    text = _COMMENT.sub(" ", statement).strip()
-    dropped_database = _DROP_DATABASE.match(text)
+    certain = _certain_names(statement, default_schema)
+    dropped_database = certain.database or _dropped_database(statement)
     if tracked is None:
-        if dropped_database:
-            return (f"{_unquote(dropped_database.group(1))}.*",)
-        return (f"(every table; statement names {_first_table(text, default_schema)})",)
+        if dropped_database is not None:
+            return (f"{dropped_database}.*",)
+        names = ", ".join(map(str, certain.tables or ())) or _first_table(statement, default_schema)
+        return (f"(every table; statement names {names})",)
     lowered = {(schema.lower(), table.lower()): f"{schema}.{table}" for schema, table in tracked}
-    if dropped_database:
-        schema = _unquote(dropped_database.group(1)).lower()
-        return tuple(sorted(name for key, name in lowered.items() if key[0] == schema))
-    named = named_tables(text, default_schema)
+    if dropped_database is not None:
+        return tuple(sorted(name for key, name in lowered.items() if key[0] == dropped_database.lower()))
+    if certain.tables is None:
+        named = named_tables(statement, default_schema)
+    else:
+        named = {(ref.schema.lower(), ref.table.lower()) for ref in certain.tables}
     return tuple(sorted(name for key, name in lowered.items() if key in named))
 
 
-def _first_table(text: str, default_schema: str) -> str:
+@dataclass(frozen=True)
+class _CertainNames:
+    """What ``parse_ddl`` is certain a statement names: its ``tables`` in statement order, or the
+    ``database`` a ``DROP DATABASE`` drops; both None when the parse is not certain."""
+
+    tables: tuple[TableRef, ...] | None = None
+    database: str | None = None
+
+
+def _certain_names(statement: str, default_schema: str) -> _CertainNames:
+    """The names in what :func:`~..mysql.ddl.parse_ddl` reads; nothing for ``Unparsed`` and for an
+    ALTER holding an ``OtherChange``, since a clause the parse does not know may name another table.
+
+    The DDL reader is imported here, not with this module: the Airflow layer imports
+    :data:`SchemaChangeMode` from it when a DAG file is parsed, and the reader brings in Arrow
+    (:mod:`..mysql.types`); guarded by ``test_parsing_the_example_dag_file_imports_no_delta_arrow_or_spark``.
+    """
+    from airflow_mysql_cdc.engine.mysql import ddl  # Arrow: lazily
+
+    parsed = ddl.parse_ddl(statement, default_schema)
+    if isinstance(parsed, ddl.AlterTable):
+        if any(isinstance(action, ddl.OtherChange) for action in parsed.actions):
+            return _CertainNames()
+        renamed_to = tuple(action.table for action in parsed.actions if isinstance(action, ddl.RenameTo))
+        return _CertainNames(tables=(parsed.table, *renamed_to))
+    if isinstance(parsed, ddl.RenameTables):
+        return _CertainNames(tables=tuple(ref for pair in parsed.pairs for ref in pair))
+    if isinstance(parsed, ddl.DropTables):
+        return _CertainNames(tables=parsed.tables)
+    if isinstance(parsed, ddl.TruncateTable | ddl.CreateTable | ddl.IndexChange):
+        return _CertainNames(tables=(parsed.table,))
+    if isinstance(parsed, ddl.DropDatabase):
+        return _CertainNames(database=parsed.schema)
+    return _CertainNames()
+
+
+def _dropped_database(statement: str) -> str | None:
+    """The database a ``DROP DATABASE`` the parse could not read drops, by the regex."""
+    match = _DROP_DATABASE.match(_COMMENT.sub(" ", statement).strip())
+    return _unquote(match.group(1)) if match else None
+
+
+def _first_table(statement: str, default_schema: str) -> str:
+    text = _COMMENT.sub(" ", statement).strip()
     after_keyword = _IF_EXISTS.sub("", _SCHEMA_CHANGE.sub("", text, count=1), count=1)
     match = _NAME.search(after_keyword)
     if not match:

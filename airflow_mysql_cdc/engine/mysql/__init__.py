@@ -12,11 +12,10 @@ Reading order:
    ``test_every_type_maps_to_identical_arrow_values_from_select_and_binlog`` and
    ``test_snapshot_comparison_and_binlog_read_floats_doubles_decimals_bit_for_bit``.
 4. ``select_arrow``: text protocol rows straight to Arrow, without per-value Python objects.
-5. ``ddl``: what a DDL statement from the binlog does (``parse_ddl``), certain or ``Unparsed`` /
-   ``OtherChange`` (the engine then re-snapshots); built from ``ddl_lexer`` (tokens, refusing what
-   the DDL session's settings could read otherwise), ``alter_table`` (one action per clause),
-   ``column_definition`` (an added column's ``ColumnType``) and ``default_values`` (the value its
-   existing rows got). Guarded by ``tests/unit/test_mysql_ddl*.py`` and, on MySQL,
+5. ``ddl/``: what a DDL statement from the binlog does (``parse_ddl``), certain or ``Unparsed`` /
+   ``OtherChange`` (the engine then re-snapshots); its own map gives the reading order: lexer,
+   statements, ALTER clauses, column definitions, the value an added column gives existing rows.
+   Guarded by ``tests/unit/test_mysql_ddl*.py`` and, on MySQL,
    ``test_added_columns_have_the_type_and_existing_row_values_the_parser_reads``.
 6. ``server_state``: ``gtid_executed``, ``gtid_purged``, the server's identity; ``grants``: the account.
 7. ``prerequisites/``: can this server feed a pipeline (its own map).

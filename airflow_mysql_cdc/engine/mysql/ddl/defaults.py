@@ -1,6 +1,6 @@
 """The value an added column gives the rows that existed before ``ADD COLUMN``.
 
-Invariant: a :class:`LiteralDefault` holds exactly the canonical value (:mod:`.normalise`) that a
+Invariant: a :class:`LiteralDefault` holds exactly the canonical value (:mod:`..normalise`) that a
 SELECT or the binlog would give for every pre-existing row of the new column, so the engine can
 write it into the lake without reading the table. Anything the statement alone does not decide
 with certainty is an :class:`ExpressionDefault`, and the engine re-snapshots the table instead:
@@ -38,7 +38,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from airflow_mysql_cdc.engine.errors import CdcError
-from airflow_mysql_cdc.engine.mysql.column_definition import ColumnDefinition, DeclaredType, DefaultClause
+from airflow_mysql_cdc.engine.mysql.ddl.column_definitions import (
+    ColumnDefinition,
+    DeclaredType,
+    DefaultClause,
+)
 from airflow_mysql_cdc.engine.mysql.normalise import select_normaliser
 from airflow_mysql_cdc.engine.mysql.types import ColumnType
 

@@ -6,11 +6,11 @@ not recognise is :class:`OtherChange`. On both the engine re-snapshots the table
 correct; a wrong description could let the lake drift from the source, so the parser never
 guesses. The binlog's table map decides column identity; this parser supplies what the map cannot:
 which statement ran, which columns an ALTER adds or drops, and the value an added column gave the
-rows that already existed (:mod:`.default_values`).
+rows that already existed (:mod:`.defaults`).
 
 The statement is the text MySQL logged (a ``QueryEvent``): the original text, comments included,
 with ``default_schema`` the event's current database. Comments are ignored except versioned ones
-(``/*!80013 ... */``), whose content the server ran (:mod:`.ddl_lexer`). Keywords are
+(``/*!80013 ... */``), whose content the server ran (:mod:`.lexer`). Keywords are
 case-insensitive; identifiers keep the case they are written in. An ``ALTER TABLE``'s clauses are
 split at top-level commas (never inside parentheses or quotes) and read one by one.
 
@@ -20,10 +20,10 @@ Decisions:
   one shape for every rename (gh-ost and pt-osc swap tables with ``RENAME TABLE``). Together with
   other clauses it is a :class:`RenameTo` action of the :class:`AlterTable`.
 * ``CREATE UNIQUE INDEX`` and ``DROP INDEX`` say ``may_change_row_key``: the key may be the one a
-  table without primary key is merged by (:mod:`.schema`).
+  table without primary key is merged by (:mod:`..schema`).
 
-The clauses of an ALTER, and the decisions about them, are :mod:`.alter_table`; this module
-re-exports their names, so ``parse_ddl`` and everything it returns come from one place.
+The clauses of an ALTER, and the decisions about them, are :mod:`.alter_clauses`. Callers import
+``parse_ddl`` and everything it returns from the package (``engine.mysql.ddl``), one place.
 
 Guarded by ``tests/unit/test_mysql_ddl.py``, ``tests/unit/test_mysql_ddl_defaults.py`` and
 ``tests/integration/test_mysql_ddl_parity.py``.
@@ -33,62 +33,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from airflow_mysql_cdc.engine.mysql.alter_table import (
-    AddColumn,
+from airflow_mysql_cdc.engine.mysql.ddl.alter_clauses import (
     AlterAction,
-    ChangeColumn,
-    DefaultChange,
-    DropColumn,
-    IndexOnly,
-    ModifyColumn,
-    OtherChange,
-    PrimaryKeyChange,
-    RenameColumn,
     RenameTo,
-    TableOption,
     read_alter_clauses,
     read_table_options,
     read_table_ref,
 )
-from airflow_mysql_cdc.engine.mysql.ddl_lexer import TokenCursor, UnrecognisedStatement, tokenize
-from airflow_mysql_cdc.engine.mysql.default_values import (
-    ColumnDefault,
-    ExpressionDefault,
-    LiteralDefault,
-    NoDefault,
-    implicit_default,
-)
+from airflow_mysql_cdc.engine.mysql.ddl.lexer import TokenCursor, UnrecognisedStatement, tokenize
 from airflow_mysql_cdc.engine.mysql.schema import TableRef
-
-__all__ = [
-    "AddColumn",
-    "AlterAction",
-    "AlterTable",
-    "ChangeColumn",
-    "ColumnDefault",
-    "CreateTable",
-    "Ddl",
-    "DefaultChange",
-    "DropColumn",
-    "DropDatabase",
-    "DropTables",
-    "ExpressionDefault",
-    "IndexChange",
-    "IndexOnly",
-    "LiteralDefault",
-    "ModifyColumn",
-    "NoDefault",
-    "OtherChange",
-    "PrimaryKeyChange",
-    "RenameColumn",
-    "RenameTables",
-    "RenameTo",
-    "TableOption",
-    "TruncateTable",
-    "Unparsed",
-    "implicit_default",
-    "parse_ddl",
-]
 
 
 @dataclass(frozen=True)

@@ -1,15 +1,15 @@
 """A column definition of ``ALTER TABLE ... ADD COLUMN``, read into the engine's column type.
 
-Invariant: :func:`read_column_definition` gives the :class:`~.types.ColumnType` that
-:meth:`~.types.ColumnType.from_column` and :meth:`~.types.ColumnType.from_binlog_column` give for
-the column MySQL creates from that definition, or raises :class:`.ddl_lexer.UnrecognisedStatement`.
+Invariant: :func:`read_column_definition` gives the :class:`~..types.ColumnType` that
+:meth:`~..types.ColumnType.from_column` and :meth:`~..types.ColumnType.from_binlog_column` give for
+the column MySQL creates from that definition, or raises :class:`.lexer.UnrecognisedStatement`.
 It never guesses: a type whose meaning depends on the DDL session (``REAL`` is ``FLOAT`` under
 ``REAL_AS_FLOAT``), a column whose existing rows get computed values (generated columns), a column
 that changes the primary key, ``SERIAL``, and any attribute it does not know are refused, and
-:mod:`.ddl` turns the refusal into ``OtherChange`` (the engine re-snapshots the table).
+:mod:`.statements` turns the refusal into ``OtherChange`` (the engine re-snapshots the table).
 
 The definition's ``DEFAULT`` stays as written here (:class:`DefaultClause`); what it means for
-existing rows is :mod:`.default_values`, which needs the declared lengths kept in
+existing rows is :mod:`.defaults`, which needs the declared lengths kept in
 :class:`DeclaredType` (``VARCHAR(3)`` and ``TEXT`` are both kind ``text``).
 Guarded by the ``test_add_column_*`` tests in ``tests/unit/test_mysql_ddl_defaults.py`` and, against
 MySQL itself, ``test_added_columns_have_the_type_and_existing_row_values_the_parser_reads``.
@@ -17,9 +17,10 @@ MySQL itself, ``test_added_columns_have_the_type_and_existing_row_values_the_par
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from airflow_mysql_cdc.engine.mysql.ddl_lexer import Token, TokenCursor, UnrecognisedStatement
+from airflow_mysql_cdc.engine.mysql.ddl.lexer import Token, TokenCursor, UnrecognisedStatement
 from airflow_mysql_cdc.engine.mysql.types import ColumnType
 
 COLUMN_NAME_KEYWORDS = frozenset(
@@ -84,7 +85,7 @@ _INTEGER_BASES = {8: "TINYINT", 16: "SMALLINT", 24: "MEDIUMINT", 32: "INT", 64: 
 _TEMPORAL = {"DATETIME": "datetime", "TIMESTAMP": "timestamp", "TIME": "time"}
 _TEXTS = ("TINYTEXT", "TEXT", "MEDIUMTEXT", "LONGTEXT")
 _BLOBS = ("TINYBLOB", "BLOB", "MEDIUMBLOB", "LONGBLOB")
-_GEOMETRIES = ("GEOMETRY", "POINT", "LINESTRING", "POLYGON", "MULTIPOINT", "MULTILINESTRING")
+_GEOMETRIES: tuple[str, ...] = ("GEOMETRY", "POINT", "LINESTRING", "POLYGON", "MULTIPOINT", "MULTILINESTRING")
 _GEOMETRIES += ("MULTIPOLYGON", "GEOMETRYCOLLECTION", "GEOMCOLLECTION")
 _CHARACTER_KINDS = frozenset(("text", "enum", "set"))
 
@@ -217,71 +218,107 @@ def _arguments(cursor: TokenCursor) -> list[int]:
 
 
 def _read_type(cursor: TokenCursor, name: str) -> DeclaredType:
+    """The type after a column's name: its keyword picks the reader of its family (:data:`_TYPE_READERS`).
+
+    A keyword without a reader is refused, so a type this module does not know is never guessed.
+    """
     token = cursor.next()
     if token.kind != "word":
         raise UnrecognisedStatement(f"column {name!r}: expected a type at offset {token.start}")
     word = token.value.upper()
-    if word in _INTEGER_BITS:
-        _arguments(cursor)
-        unsigned = _numeric_modifiers(cursor)
-        bits = _INTEGER_BITS[word]
-        return DeclaredType(ColumnType(name, "uint" if unsigned else "int", bits=bits), _INTEGER_BASES[bits])
-    if word in ("BOOL", "BOOLEAN"):
-        return DeclaredType(ColumnType(name, "int", bits=8), "TINYINT")
-    if word in ("DECIMAL", "DEC", "NUMERIC", "FIXED"):
-        arguments = _arguments(cursor) or [10]
-        precision, scale = arguments[0], arguments[1] if len(arguments) > 1 else 0
-        if len(arguments) > 2 or not 1 <= precision <= 65 or scale > min(precision, 30):
-            raise UnrecognisedStatement(f"column {name!r}: DECIMAL{tuple(arguments)} is not a valid size")
-        _numeric_modifiers(cursor)
-        return DeclaredType(ColumnType(name, "decimal", precision=precision, scale=scale), "DECIMAL")
-    if word in ("FLOAT", "DOUBLE"):
-        if word == "DOUBLE":
-            cursor.accept_keyword("PRECISION")
-        arguments = _arguments(cursor)
-        kind = word.lower()
-        if word == "FLOAT" and len(arguments) == 1:
-            if arguments[0] > 53:
-                raise UnrecognisedStatement(f"column {name!r}: FLOAT({arguments[0]}) is not a valid size")
-            kind = "float" if arguments[0] <= 24 else "double"
-        elif len(arguments) not in (0, 2):
-            raise UnrecognisedStatement(f"column {name!r}: {word}{tuple(arguments)} is not a valid size")
-        _numeric_modifiers(cursor)
-        return DeclaredType(ColumnType(name, kind), kind.upper(), scaled=len(arguments) == 2)
-    if word in ("DATE", "YEAR", "JSON") or word in _GEOMETRIES:
-        if word == "YEAR" and _arguments(cursor) not in ([], [4]):
-            raise UnrecognisedStatement(f"column {name!r}: only YEAR and YEAR(4) exist")
-        kind = "geometry" if word in _GEOMETRIES else word.lower()
-        return DeclaredType(ColumnType(name, kind), word)
-    if word in _TEMPORAL:
-        arguments = _arguments(cursor) or [0]
-        if len(arguments) != 1 or arguments[0] > 6:
-            raise UnrecognisedStatement(f"column {name!r}: {word}{tuple(arguments)} is not a valid precision")
-        return DeclaredType(ColumnType(name, _TEMPORAL[word], fsp=arguments[0]), word)
-    if word in ("CHAR", "CHARACTER", "NCHAR", "VARCHAR", "NVARCHAR", "NATIONAL"):
-        return _read_character_type(cursor, name, word)
-    if word in _TEXTS:
-        _arguments(cursor)
-        return DeclaredType(ColumnType(name, "text"), "TEXT")
-    if word in ("BINARY", "VARBINARY"):
-        arguments = _arguments(cursor) or ([1] if word == "BINARY" else [])
-        if len(arguments) != 1:
-            raise UnrecognisedStatement(f"column {name!r}: {word} needs one length")
-        fixed = arguments[0] if word == "BINARY" else 0
-        return DeclaredType(ColumnType(name, "binary", fixed_length=fixed), word, length=arguments[0])
-    if word in _BLOBS:
-        _arguments(cursor)
-        return DeclaredType(ColumnType(name, "binary"), "BLOB")
-    if word in ("ENUM", "SET"):
-        return _read_members(cursor, name, word)
-    if word == "BIT":
-        arguments = _arguments(cursor) or [1]
-        if len(arguments) != 1 or not 1 <= arguments[0] <= 64:
-            raise UnrecognisedStatement(f"column {name!r}: BIT{tuple(arguments)} is not a valid width")
-        return DeclaredType(ColumnType(name, "bit", bits=arguments[0]), "BIT")
-    if word == "REAL":
-        raise UnrecognisedStatement(f"column {name!r}: REAL is DOUBLE, or FLOAT under sql_mode REAL_AS_FLOAT")
-    raise UnrecognisedStatement(f"column {name!r}: type {token.value} is not supported")
+    reader = _TYPE_READERS.get(word)
+    if reader is None:
+        raise UnrecognisedStatement(f"column {name!r}: type {token.value} is not supported")
+    return reader(cursor, name, word)
+
+
+def _read_integer(cursor: TokenCursor, name: str, word: str) -> DeclaredType:
+    """``INT[(width)] [UNSIGNED|ZEROFILL]`` and its sizes; the display width changes nothing."""
+    _arguments(cursor)
+    unsigned = _numeric_modifiers(cursor)
+    bits = _INTEGER_BITS[word]
+    return DeclaredType(ColumnType(name, "uint" if unsigned else "int", bits=bits), _INTEGER_BASES[bits])
+
+
+def _read_boolean(cursor: TokenCursor, name: str, word: str) -> DeclaredType:
+    """``BOOL``/``BOOLEAN`` is ``TINYINT(1)``."""
+    return DeclaredType(ColumnType(name, "int", bits=8), "TINYINT")
+
+
+def _read_decimal(cursor: TokenCursor, name: str, word: str) -> DeclaredType:
+    """``DECIMAL[(M[,D])]``: M defaults to 10, D to 0; a size MySQL would refuse is refused."""
+    arguments = _arguments(cursor) or [10]
+    precision, scale = arguments[0], arguments[1] if len(arguments) > 1 else 0
+    if len(arguments) > 2 or not 1 <= precision <= 65 or scale > min(precision, 30):
+        raise UnrecognisedStatement(f"column {name!r}: DECIMAL{tuple(arguments)} is not a valid size")
+    _numeric_modifiers(cursor)
+    return DeclaredType(ColumnType(name, "decimal", precision=precision, scale=scale), "DECIMAL")
+
+
+def _read_floating(cursor: TokenCursor, name: str, word: str) -> DeclaredType:
+    """``FLOAT``/``DOUBLE [PRECISION]``; ``FLOAT(p)`` is a DOUBLE above 24 bits, ``(M,D)`` is ``scaled``."""
+    if word == "DOUBLE":
+        cursor.accept_keyword("PRECISION")
+    arguments = _arguments(cursor)
+    kind = word.lower()
+    if word == "FLOAT" and len(arguments) == 1:
+        if arguments[0] > 53:
+            raise UnrecognisedStatement(f"column {name!r}: FLOAT({arguments[0]}) is not a valid size")
+        kind = "float" if arguments[0] <= 24 else "double"
+    elif len(arguments) not in (0, 2):
+        raise UnrecognisedStatement(f"column {name!r}: {word}{tuple(arguments)} is not a valid size")
+    _numeric_modifiers(cursor)
+    return DeclaredType(ColumnType(name, kind), kind.upper(), scaled=len(arguments) == 2)
+
+
+def _read_sizeless(cursor: TokenCursor, name: str, word: str) -> DeclaredType:
+    """``DATE``, ``YEAR[(4)]``, ``JSON`` and the geometries: types without a size."""
+    if word == "YEAR" and _arguments(cursor) not in ([], [4]):
+        raise UnrecognisedStatement(f"column {name!r}: only YEAR and YEAR(4) exist")
+    kind = "geometry" if word in _GEOMETRIES else word.lower()
+    return DeclaredType(ColumnType(name, kind), word)
+
+
+def _read_temporal(cursor: TokenCursor, name: str, word: str) -> DeclaredType:
+    """``DATETIME``/``TIMESTAMP``/``TIME [(fsp)]``, fractional digits 0 to 6."""
+    arguments = _arguments(cursor) or [0]
+    if len(arguments) != 1 or arguments[0] > 6:
+        raise UnrecognisedStatement(f"column {name!r}: {word}{tuple(arguments)} is not a valid precision")
+    return DeclaredType(ColumnType(name, _TEMPORAL[word], fsp=arguments[0]), word)
+
+
+def _read_text(cursor: TokenCursor, name: str, word: str) -> DeclaredType:
+    """``TINYTEXT`` to ``LONGTEXT`` (``TEXT(n)`` picks one of them): text without a kept length."""
+    _arguments(cursor)
+    return DeclaredType(ColumnType(name, "text"), "TEXT")
+
+
+def _read_binary(cursor: TokenCursor, name: str, word: str) -> DeclaredType:
+    """``BINARY[(n)]`` (fixed, padded; n defaults to 1) or ``VARBINARY(n)``."""
+    arguments = _arguments(cursor) or ([1] if word == "BINARY" else [])
+    if len(arguments) != 1:
+        raise UnrecognisedStatement(f"column {name!r}: {word} needs one length")
+    fixed = arguments[0] if word == "BINARY" else 0
+    return DeclaredType(ColumnType(name, "binary", fixed_length=fixed), word, length=arguments[0])
+
+
+def _read_blob(cursor: TokenCursor, name: str, word: str) -> DeclaredType:
+    """``TINYBLOB`` to ``LONGBLOB``: bytes without a kept length."""
+    _arguments(cursor)
+    return DeclaredType(ColumnType(name, "binary"), "BLOB")
+
+
+def _read_bit(cursor: TokenCursor, name: str, word: str) -> DeclaredType:
+    """``BIT[(1..64)]``."""
+    arguments = _arguments(cursor) or [1]
+    if len(arguments) != 1 or not 1 <= arguments[0] <= 64:
+        raise UnrecognisedStatement(f"column {name!r}: BIT{tuple(arguments)} is not a valid width")
+    return DeclaredType(ColumnType(name, "bit", bits=arguments[0]), "BIT")
+
+
+def _refuse_real(cursor: TokenCursor, name: str, word: str) -> DeclaredType:
+    """``REAL`` depends on the DDL session's ``sql_mode``, which the binlog does not say."""
+    raise UnrecognisedStatement(f"column {name!r}: REAL is DOUBLE, or FLOAT under sql_mode REAL_AS_FLOAT")
 
 
 def _numeric_modifiers(cursor: TokenCursor) -> bool:
@@ -305,8 +342,8 @@ def _read_character_type(cursor: TokenCursor, name: str, word: str) -> DeclaredT
 def _read_members(cursor: TokenCursor, name: str, word: str) -> DeclaredType:
     """The quoted members as the lexer reads any literal (``'..'`` or ``".."``, quotes doubled).
 
-    Not :func:`.schema.parse_members`: that reads the one form ``COLUMN_TYPE`` prints, while a
-    statement may quote members either way; a backslash (read two ways, see :mod:`.ddl_lexer`), an
+    Not :func:`..schema.parse_members`: that reads the one form ``COLUMN_TYPE`` prints, while a
+    statement may quote members either way; a backslash (read two ways, see :mod:`.lexer`), an
     introducer or a comment inside the list is refused.
     """
     cursor.expect_punct("(")
@@ -321,3 +358,24 @@ def _read_members(cursor: TokenCursor, name: str, word: str) -> DeclaredType:
         if cursor.accept_punct(")"):
             return DeclaredType(ColumnType(name, word.lower(), members=tuple(members)), word)
         cursor.expect_punct(",")
+
+
+TypeReader = Callable[[TokenCursor, str, str], DeclaredType]
+"""Reads a type's arguments and modifiers after its keyword: ``(cursor, column name, KEYWORD)``."""
+
+_TYPE_READERS: dict[str, TypeReader] = {
+    **dict.fromkeys(_INTEGER_BITS, _read_integer),
+    **dict.fromkeys(("BOOL", "BOOLEAN"), _read_boolean),
+    **dict.fromkeys(("DECIMAL", "DEC", "NUMERIC", "FIXED"), _read_decimal),
+    **dict.fromkeys(("FLOAT", "DOUBLE"), _read_floating),
+    **dict.fromkeys(("DATE", "YEAR", "JSON", *_GEOMETRIES), _read_sizeless),
+    **dict.fromkeys(_TEMPORAL, _read_temporal),
+    **dict.fromkeys(("CHAR", "CHARACTER", "NCHAR", "VARCHAR", "NVARCHAR", "NATIONAL"), _read_character_type),
+    **dict.fromkeys(_TEXTS, _read_text),
+    **dict.fromkeys(("BINARY", "VARBINARY"), _read_binary),
+    **dict.fromkeys(_BLOBS, _read_blob),
+    **dict.fromkeys(("ENUM", "SET"), _read_members),
+    "BIT": _read_bit,
+    "REAL": _refuse_real,
+}
+"""Every type keyword the reader knows, to the reader of its family; the families share no keyword."""

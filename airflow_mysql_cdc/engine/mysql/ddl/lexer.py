@@ -1,9 +1,9 @@
-"""DDL text as MySQL's lexer sees it: tokens without comments, for :mod:`.ddl` to parse.
+"""DDL text as MySQL's lexer sees it: tokens without comments, for :mod:`.statements` to parse.
 
 Invariant: a statement either becomes the token list MySQL's own lexer would produce for it, or
 :class:`UnrecognisedStatement` is raised. Nothing in between: a token list that *might* differ from
 the server's (its session settings unknown here) is refused, so the parser never reads a statement
-the server read otherwise. :mod:`.ddl` turns the refusal into ``Unparsed`` (the engine then
+the server read otherwise. :mod:`.statements` turns the refusal into ``Unparsed`` (the engine then
 re-snapshots the table, which is safe).
 
 What the lexer cannot know, and how each unknown is made harmless:
@@ -12,7 +12,7 @@ What the lexer cannot know, and how each unknown is made harmless:
   next character or is a character. Where the string *ends* differs only when a backslash precedes
   the closing quote character (``'a\\''``); that statement is refused. A string holding any other
   backslash keeps ``has_backslash`` so its value is never taken as certain
-  (:mod:`.default_values` makes such a default an expression).
+  (:mod:`.defaults` makes such a default an expression).
 * Versioned comments ``/*!80013 ... */``: the server ran their content only if it is at least that
   version. Content for a version up to :data:`OLDEST_SUPPORTED_SERVER` (every server this project
   accepts ran it) is part of the statement; a later version is refused, because whether the source

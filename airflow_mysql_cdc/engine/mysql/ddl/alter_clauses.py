@@ -5,14 +5,14 @@ Invariant: every clause becomes exactly one action, or two for a column with ``U
 not recognised with certainty, or known to rewrite rows (``CONVERT TO CHARACTER SET``, partition
 changes, another ``ENGINE``), is :class:`OtherChange`, on which the engine re-snapshots the table.
 Only the clause is given up, never its neighbours: ``ADD COLUMN c INT, ORDER BY c`` is an
-:class:`AddColumn` and an :class:`OtherChange`. The statement around the clauses is :mod:`.ddl`.
+:class:`AddColumn` and an :class:`OtherChange`. The statement around the clauses is :mod:`.statements`.
 
 Decisions:
 
 * ``ENGINE=InnoDB`` (a rebuild) is a :class:`TableOption`; any other engine is an
   :class:`OtherChange` (``BLACKHOLE`` discards every row).
 * A clause adding, dropping or renaming a unique key says so in ``may_change_row_key``: such a key
-  may be the one a table without primary key is merged by (:mod:`.schema`).
+  may be the one a table without primary key is merged by (:mod:`..schema`).
 * A dropped index or constraint named ``PRIMARY`` is a :class:`PrimaryKeyChange`.
 
 Guarded by the ``test_alter_*`` tests in ``tests/unit/test_mysql_ddl.py``.
@@ -22,18 +22,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from airflow_mysql_cdc.engine.mysql.column_definition import read_column_definition
-from airflow_mysql_cdc.engine.mysql.ddl_lexer import (
-    Token,
-    TokenCursor,
-    UnrecognisedStatement,
-    split_top_level,
-)
-from airflow_mysql_cdc.engine.mysql.default_values import (
+from airflow_mysql_cdc.engine.mysql.ddl.column_definitions import read_column_definition
+from airflow_mysql_cdc.engine.mysql.ddl.defaults import (
     ColumnDefault,
     NoDefault,
     column_default,
     implicit_default,
+)
+from airflow_mysql_cdc.engine.mysql.ddl.lexer import (
+    Token,
+    TokenCursor,
+    UnrecognisedStatement,
+    split_top_level,
 )
 from airflow_mysql_cdc.engine.mysql.schema import TableRef
 from airflow_mysql_cdc.engine.mysql.types import ColumnType
@@ -43,7 +43,7 @@ from airflow_mysql_cdc.engine.mysql.types import ColumnType
 class AddColumn:
     """``ADD [COLUMN]``: a new column; ``position`` is ``FIRST``, ``AFTER <name>`` or None.
 
-    ``default`` is what the DEFAULT clause gave existing rows, :class:`~.default_values.NoDefault`
+    ``default`` is what the DEFAULT clause gave existing rows, :class:`~.defaults.NoDefault`
     without one; :attr:`existing_rows_default` resolves that. A ``TIMESTAMP`` without ``NULL`` or
     ``NOT NULL`` reads as nullable, but its default is never a literal, so the engine re-snapshots.
     """
