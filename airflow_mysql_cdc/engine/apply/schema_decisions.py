@@ -57,9 +57,19 @@ def decide(
     """
     ref = TableRef.parse(table)
     if isinstance(statement, parsed.AlterTable):
-        if not _same(statement.table, ref):
-            return None
-        return _alter(table, statement, statement_text, lake_fields, row_key(ref))
+        if _same(statement.table, ref):
+            return _alter(table, statement, statement_text, lake_fields, row_key(ref))
+        unknown = [action for action in statement.actions if isinstance(action, parsed.OtherChange)]
+        if not unknown:
+            return None  # a certain ALTER of another table: the name matched by chance
+        # A clause the parser does not know may name this table and change its rows without row
+        # events (EXCHANGE PARTITION p WITH TABLE <this one>): its rows are unknown from here.
+        return TableEvolution(
+            table,
+            "resnapshot",
+            f"named in an ALTER TABLE of {statement.table} whose clause {unknown[0].text!r} may change its "
+            "rows without row events",
+        )
     if isinstance(statement, parsed.RenameTables):
         return _rename(table, ref, statement, lake_fields, current_columns, redeclared)
     if isinstance(statement, parsed.TruncateTable):

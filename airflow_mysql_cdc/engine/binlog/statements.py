@@ -38,14 +38,12 @@ import re
 from collections.abc import Collection
 from dataclasses import dataclass
 from enum import Enum
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
+
+from airflow_mysql_cdc.engine.mysql import ddl
 
 if TYPE_CHECKING:
     from airflow_mysql_cdc.engine.mysql.schema import TableRef
-
-SchemaChangeMode = Literal["evolve", "stop"]
-"""What a reader does at DDL on a tracked table: yield it (``evolve``) or raise (``stop``)."""
-SCHEMA_CHANGE_MODES: tuple[str, ...] = ("evolve", "stop")
 
 _COMMENT = re.compile(r"/\*.*?\*/|--[^\n]*|#[^\n]*", re.S)
 _VERSIONED_COMMENT = re.compile(r"/\*!\d*(.*?)\*/", re.S)
@@ -151,13 +149,7 @@ class _CertainNames:
 def _certain_names(statement: str, default_schema: str) -> _CertainNames:
     """The names in what :func:`~..mysql.ddl.parse_ddl` reads; nothing for ``Unparsed`` and for an
     ALTER holding an ``OtherChange``, since a clause the parse does not know may name another table.
-
-    The DDL reader is imported here, not with this module: the Airflow layer imports
-    :data:`SchemaChangeMode` from it when a DAG file is parsed, and the reader brings in Arrow
-    (:mod:`..mysql.types`); guarded by ``test_parsing_the_example_dag_file_imports_no_delta_arrow_or_spark``.
     """
-    from airflow_mysql_cdc.engine.mysql import ddl  # Arrow: lazily
-
     parsed = ddl.parse_ddl(statement, default_schema)
     if isinstance(parsed, ddl.AlterTable):
         if any(isinstance(action, ddl.OtherChange) for action in parsed.actions):

@@ -38,6 +38,9 @@ def _decide(statement: str, columns=NOW, table: str = "shop.orders"):
         ("RENAME TABLE orders TO _orders_del, _orders_gho TO orders", "unchanged"),  # same columns
         ("RENAME TABLE other TO orders", "resnapshot"),  # a table renamed into a tracked name
         ("OPTIMIZE TABLE orders", "unchanged"),  # not recognised: columns compared, equal
+        # Its rows are swapped with a partition's, with no row events: they are unknown from here.
+        ("ALTER TABLE archive EXCHANGE PARTITION p0 WITH TABLE orders", "resnapshot"),
+        ("ALTER TABLE orders EXCHANGE PARTITION p0 WITH TABLE archive", "resnapshot"),
     ],
 )
 def test_each_kind_of_statement_decides_the_tables_action(statement: str, action: str) -> None:
