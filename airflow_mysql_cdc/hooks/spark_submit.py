@@ -262,7 +262,8 @@ class MySqlCdcSparkSubmitHook(SparkSubmitHook):
                 "set the Spark connection's spark-binary extra to the name your distribution uses."
             ) from None
         try:
-            self._process_spark_submit_log(iter(self._submit_sp.stdout))  # type: ignore[arg-type]
+            assert self._submit_sp.stdout is not None  # opened with stdout=PIPE above
+            self._process_spark_submit_log(iter(self._submit_sp.stdout))
             self._returncode = self._submit_sp.wait()
         finally:
             self._run_post_submit_commands()

@@ -10,8 +10,11 @@ from typing import Any
 from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_mysql_cdc.engine.apply.config import (
+    MODES,
     ApplyConfig,
+    ApplyConfigError,
     ApplyResult,
+    Mode,
     SchemaChangeMode,
     check_schema_change_mode,
 )
@@ -85,7 +88,7 @@ class MySqlCdcBinlogApplyOperator(SparkApplicationOperator):
         storage_options: dict[str, str] | None = None,
         lake_conn_id: str | None = None,
         start_gtids: str = "",
-        mode: str = "segment",
+        mode: Mode = "segment",
         segment_end: str | None = None,
         target_gtids: str | None = None,
         mysql_cdc_conn_id: str = MySqlCdcHook.default_conn_name,
@@ -105,6 +108,10 @@ class MySqlCdcBinlogApplyOperator(SparkApplicationOperator):
         self.lake_conn_id = lake_conn_id
         self.pipeline_id = pipeline_id
         self.start_gtids = start_gtids
+        if mode not in MODES:
+            raise ApplyConfigError(
+                f"task {self.task_id!r}: mode must be one of {', '.join(MODES)}, not {mode!r}"
+            )
         self.mode = mode
         self.segment_end = segment_end
         self.target_gtids = target_gtids
@@ -141,7 +148,7 @@ class MySqlCdcBinlogApplyOperator(SparkApplicationOperator):
             storage_options=storage_options if storage_options is not None else self.storage_options,
             tables=tuple(str(ref) for ref in parse_table_list(self.tables)),
             start_gtids=GtidSet.parse(self.start_gtids or ""),
-            mode=self.mode,  # type: ignore[arg-type]
+            mode=self.mode,
             segment_end_us=self._segment_end_us(context),
             target_gtids=GtidSet.parse(self.target_gtids) if self.target_gtids else None,
             batch_max_rows=self.batch_max_rows,

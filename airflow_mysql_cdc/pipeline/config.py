@@ -21,6 +21,7 @@ from airflow_mysql_cdc.engine.apply.config import ApplyConfigError, SchemaChange
 from airflow_mysql_cdc.engine.lake.layout import lake_uri
 from airflow_mysql_cdc.engine.lake.maintenance.policy import MaintenancePolicy, MaintenancePolicyError
 from airflow_mysql_cdc.engine.lake.storage import StorageOptionsError, check_storage_options
+from airflow_mysql_cdc.hooks.gtid_conditions import OnPurged
 
 CONFIG_VARIABLE = "AIRFLOW_MYSQL_CDC_PIPELINE_CONFIG"
 _EVERY = re.compile(r"^every\s+(\d+)\s*(s|m|h|d)$")
@@ -59,7 +60,7 @@ class PipelineConfig:
     start_date: str = "2026-11-01T00:00:00+00:00"
     catchup: bool = True
     chunk_size: int = 50_000
-    on_purged: str = "fail"
+    on_purged: OnPurged = "fail"
     """What a run does when binlogs it needs were purged: ``fail``, or ``resnapshot`` every table."""
     retries: int = 2
     retry_delay_s: int = 60

@@ -95,7 +95,7 @@ def _resumability(config: PipelineConfig) -> MySqlCdcResumabilitySensor:
         task_id="resumability",
         mysql_cdc_conn_id=config.mysql_cdc_conn_id,
         checkpoint="{{ ti.xcom_pull(task_ids='load_checkpoint')['checkpoint'] }}",
-        on_purged=config.on_purged,  # type: ignore[arg-type]
+        on_purged=config.on_purged,
         empty_checkpoint_passes=True,
         mode=config.sensor_mode,
         poke_interval=config.sensor_poke_interval_s,

@@ -103,15 +103,16 @@ def test_docstring_references_name_modules_that_exist() -> None:
     assert stale == []
 
 
-def test_no_function_of_the_ddl_reader_or_the_statement_classifier_is_over_sixty_lines() -> None:
-    """A function that fits on a screen reads as one step; the DDL reader is refused-or-certain
-    logic where a long branch hides which case gives up (issue 23 split ``_read_type``)."""
-    paths = [*(ROOT / "mysql" / "ddl").glob("*.py"), ROOT / "binlog" / "statements.py"]
+def test_no_function_of_the_engine_is_over_sixty_lines_without_a_reason_in_its_docstring() -> None:
+    """A function that fits on a screen reads as one step; a longer one must say why it is one step
+    (its docstring holds "Over 60 lines because"). Issue 23 split the reader's loop, the DDL type
+    reader, the catch-up, the read loop, the snapshot's planning and the prerequisites' facts."""
     long = {
         f"{path.relative_to(ROOT)}:{node.name}": lines
-        for path in paths
+        for path in ROOT.rglob("*.py")
         for node in ast.walk(ast.parse(path.read_text()))
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
         and (lines := (node.end_lineno or node.lineno) - node.lineno + 1) > 60
+        and "Over 60 lines because" not in (ast.get_docstring(node) or "")
     }
     assert long == {}

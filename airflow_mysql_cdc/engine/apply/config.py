@@ -17,7 +17,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, Literal, cast, get_args
 
 from airflow_mysql_cdc.engine.binlog.stop_rules import (
     Live,
@@ -53,7 +53,7 @@ def check_schema_change_mode(mode: object, *, where: str) -> SchemaChangeMode:
             f"{where}: schema_changes must be one of {', '.join(SCHEMA_CHANGE_MODES)}, not {mode!r} "
             "(evolve: apply DDL to the lake table or re-snapshot it; stop: fail the run before it)"
         )
-    return mode  # type: ignore[return-value]  # narrowed by the membership test above
+    return cast(SchemaChangeMode, mode)  # one of SCHEMA_CHANGE_MODES, tested above
 
 
 @dataclass(frozen=True)

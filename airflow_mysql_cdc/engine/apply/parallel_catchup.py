@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 
 from airflow_mysql_cdc.engine.apply.batches import BatchApplier, finish_result
 from airflow_mysql_cdc.engine.apply.config import ApplyConfig, ApplyResult
-from airflow_mysql_cdc.engine.apply.opening import open_pipeline
+from airflow_mysql_cdc.engine.apply.opening import OpenedPipeline, open_pipeline
 from airflow_mysql_cdc.engine.apply.range_reader import (
     RangeResult,
     RangeRunner,
@@ -154,24 +154,9 @@ def run_parallel_catchup(
     if opened.done is not None:
         return opened.done
     sink, resume_from = opened.sink, opened.resume_from
-    result = ApplyResult.starting(
-        config.pipeline_id,
-        config.start,
-        resume_from,
-        sink_epoch=sink.epoch,
-        consistent=opened.consistent_point,
-    )
-    result.caught_up = opened.caught_up
     plan = _plan(resume_from, segment.end | resume_from, parallelism, min_waves, wave_transactions)
-    snapshot_filter = load_snapshot_filter(
-        endpoint,
-        config.lake_root,
-        config.tables,
-        resume_from,
-        config.lake_storage_options(),
-        opened.snapshots,
-    )
-    applier = BatchApplier(sink, resume_from, result, snapshot_filter, BatchCollector())
+    applier = _applier(config, endpoint, opened)
+    snapshot_filter = applier.snapshot_filter
     # Range readers build the Arrow change tables themselves, unless a snapshot filter must see
     # each change (a table whose snapshot is still in progress).
     possible = snapshot_filter is None
@@ -192,10 +177,31 @@ def run_parallel_catchup(
         log.warning("parallel catch-up: %s; continuing with the single reader from the lake", reason)
         sink.release()
         rest = run_apply(config, endpoint, stop_requested=stop_requested)
-        done = finish_result(result, applier.position, started, "parallel catch-up applied")
+        done = finish_result(applier.result, applier.position, started, "parallel catch-up applied")
         return ApplyResult.combine([done, rest])
     sink.release()
-    return finish_result(result, applier.position, started, "parallel catch-up applied")
+    return finish_result(applier.result, applier.position, started, "parallel catch-up applied")
+
+
+def _applier(config: ApplyConfig, endpoint: MySqlEndpoint, opened: OpenedPipeline) -> BatchApplier:
+    """The batch applier of the catch-up, with its result started at the pipeline's position."""
+    result = ApplyResult.starting(
+        config.pipeline_id,
+        config.start,
+        opened.resume_from,
+        sink_epoch=opened.sink.epoch,
+        consistent=opened.consistent_point,
+    )
+    result.caught_up = opened.caught_up
+    snapshot_filter = load_snapshot_filter(
+        endpoint,
+        config.lake_root,
+        config.tables,
+        opened.resume_from,
+        config.lake_storage_options(),
+        opened.snapshots,
+    )
+    return BatchApplier(opened.sink, opened.resume_from, result, snapshot_filter, BatchCollector())
 
 
 def _plan(

@@ -35,7 +35,7 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, SupportsIndex
 
 import pymysql
 from pymysqlreplication import BinLogStreamReader
@@ -86,7 +86,7 @@ class _EmptyGtidSetText(str):
     def __bool__(self) -> bool:
         return True
 
-    def split(self, sep: Any = None, maxsplit: int = -1) -> list[str]:  # type: ignore[override]
+    def split(self, sep: Any = None, maxsplit: SupportsIndex = -1) -> list[str]:
         return []
 
 

@@ -14,17 +14,20 @@ import sys
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from airflow_mysql_cdc.engine.errors import CdcError, ExitCode
 from airflow_mysql_cdc.engine.lake.storage import secret_storage_options_from_environment
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
 
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
 ERROR_PREFIX = "airflow-mysql-cdc ERROR"
 CONFIGURATION_FAILURES = (CdcError, LookupError, ValueError, TypeError)
 """What reading a configuration and the environment may raise: every one of them is a configuration error."""
 
-Config = TypeVar("Config")
+Config = TypeVar("Config", bound="DataclassInstance")
 
 
 def read_configuration(
@@ -37,7 +40,7 @@ def read_configuration(
     """
     try:
         config = read_file(path)
-        config = replace(config, secret_storage_options=secret_storage_options_from_environment())  # type: ignore[type-var]
+        config = replace(config, secret_storage_options=secret_storage_options_from_environment())
         return config, MySqlEndpoint.from_environment()
     except CONFIGURATION_FAILURES as error:
         return configuration_exit_code(error)

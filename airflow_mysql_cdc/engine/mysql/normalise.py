@@ -55,6 +55,8 @@ import decimal
 import json
 import struct
 from collections.abc import Callable, Sequence
+
+# The C accelerators are CPython internals that typeshed does not list; json itself uses them.
 from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from typing import Any
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Literal
+from typing import Any, Literal
 
 import pymysql
 
@@ -167,8 +167,8 @@ def _column(
     )
 
 
-def _int_or_none(value: object) -> int | None:
-    return None if value is None else int(value)  # type: ignore[call-overload]
+def _int_or_none(value: Any) -> int | None:
+    return None if value is None else int(value)
 
 
 @dataclass(frozen=True)
@@ -238,13 +238,13 @@ def _choose_row_key(
         usable = column_name if sub_part is None and expression is None else None
         keys.setdefault(index_name, []).append(usable)
     if "PRIMARY" in keys and all(keys["PRIMARY"]):
-        return "PRIMARY", tuple(keys["PRIMARY"])  # type: ignore[arg-type]
+        return "PRIMARY", tuple(part for part in keys["PRIMARY"] if part is not None)
     candidates = [
-        (len(parts), name, tuple(parts))
+        (len(parts), name, tuple(part for part in parts if part is not None))
         for name, parts in keys.items()
         if name != "PRIMARY" and all(parts) and not any(columns[p].nullable for p in parts if p)
     ]
     if not candidates:
         return None, ()
     _, name, parts = min(candidates)
-    return name, parts  # type: ignore[return-value]
+    return name, parts

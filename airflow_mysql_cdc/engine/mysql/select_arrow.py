@@ -37,6 +37,8 @@ from __future__ import annotations
 import datetime
 import json
 from collections.abc import Callable, Sequence
+
+# The C scanner is a CPython internal that typeshed does not list; json itself uses it.
 from json.scanner import c_make_scanner  # type: ignore[attr-defined]
 from typing import Any
 

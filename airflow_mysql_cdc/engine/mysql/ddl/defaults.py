@@ -209,7 +209,9 @@ def _floating(declared: DeclaredType, clause: DefaultClause) -> float:
         raise _Uncertain("a negative zero")
     if declared.column_type.kind == "float":
         try:
-            value = select_normaliser(declared.column_type)(value)  # type: ignore[misc]
+            normalise = select_normaliser(declared.column_type)
+            assert normalise is not None  # FLOAT has one: the rounding MySQL's text applies
+            value = normalise(value)
         except OverflowError as overflow:
             raise _Uncertain("out of FLOAT's range") from overflow
     if not math.isfinite(value):
@@ -311,8 +313,9 @@ def _temporal(column_type: ColumnType, text: str) -> Any:
             return datetime.date(*map(int, parts))
         microseconds = _fraction(parts[-1], column_type.fsp)
         if kind == "datetime":
-            time_of_day = [int(part or 0) for part in parts[3:6]]
-            return datetime.datetime(*map(int, parts[:3]), *time_of_day, microseconds)  # type: ignore[misc]
+            year, month, day = (int(part) for part in parts[:3])
+            hour, minute, second = (int(part or 0) for part in parts[3:6])
+            return datetime.datetime(year, month, day, hour, minute, second, microseconds)
     except ValueError as invalid:
         raise _Uncertain(f"a zero or invalid {kind}") from invalid
     sign, hours, minutes, seconds = parts[0], int(parts[1]), int(parts[2]), int(parts[3])
