@@ -3,13 +3,20 @@
 Reading order (each module states its invariant in full):
 
 - ``sink``           the Sink protocol: everything the apply code calls (open/claim, epoch, heartbeat,
-                     release, membership, apply → BatchResult); nothing else is used.
+                     release, membership, apply → BatchResult, schema changes); nothing else is used.
+- ``evolution``      what a DDL does to one table (``TableEvolution``): the type the decision, the sink
+                     and the run's result share; no deltalake, no Arrow at import.
+- ``table_shape``    the one rule for a table's shape: ``compatibility(recorded, now)`` → typed findings;
+                     each caller (snapshot restart, swap check, ``fits_lake``) accepts what it can.
 - ``layout``         where each table lives under the lake root (a public contract; URIs, no pathlib).
 - ``delta_layout``   the metadata columns and Delta storage types (a public contract).
 - ``change_table``   a micro-batch per table as one Arrow table; last write per key wins.
 - ``change_waves``   a catch-up's wave per table: last rows per key in memory, changelog rows spilled.
 - ``delta_sink``     the delta-rs sink: data and position commit together per table, replays are
                      recognised, a fenced writer fails before it moves a table.
+- ``batch_commit``   the sink's commit skeleton, written once: intent, tables behind the fence, position.
+- ``schema_evolution`` the Delta operations of a ``TableEvolution`` (columns added, truncate, departure).
+- ``departures``     the mark a table that left the pipeline carries.
 - ``table_handles``  the tables one sink writes: versions seen, other writers' rearrangements accepted.
 - ``table_writes``   one batch of one table as one commit: the target's MERGE, the changelog's append.
 - ``merge_plan``     the MERGE's predicate and mode, so delta-rs reads only the files a batch touches.
@@ -24,7 +31,8 @@ Invariant of the folder: after every committed batch, each table and the state n
 they reflect, and at most one writer makes progress.
 Guarding tests: tests/integration/test_delta_sink.py, test_single_writer.py, test_kill9_recovery.py,
 test_lake_state_durability.py, test_lake_maintenance.py, test_concurrent_maintenance.py,
-test_foreign_commits.py, test_catch_up_waves.py; tests/unit/test_change_tables.py, test_change_waves.py,
-test_lake_layout.py, test_run_placement.py, test_lake_storage_options.py.
+test_foreign_commits.py, test_catch_up_waves.py, test_checkpoint_log.py, test_schema_change_replay.py;
+tests/unit/test_change_tables.py, test_change_waves.py, test_lake_layout.py, test_run_placement.py,
+test_lake_storage_options.py, test_table_shape_compatibility.py, apply/test_apply_result.py.
 Imports: values, runtime, mysql, binlog (never snapshot, apply, entrypoints or Airflow).
 """

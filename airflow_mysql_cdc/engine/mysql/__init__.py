@@ -12,6 +12,10 @@ Reading order:
    ``test_every_type_maps_to_identical_arrow_values_from_select_and_binlog`` and
    ``test_snapshot_comparison_and_binlog_read_floats_doubles_decimals_bit_for_bit``.
 4. ``select_arrow``: text protocol rows straight to Arrow, without per-value Python objects.
+4b. ``definition``: :class:`TableDefinition`, a table's columns (the one :class:`Column` model) and
+   row key as a snapshot records them; compared only through the lake's one shape rule
+   (:func:`~airflow_mysql_cdc.engine.lake.table_shape.compatibility`). Guarded by
+   ``test_a_recorded_definition_of_every_type_reads_back_as_the_same_columns``.
 5. ``ddl/``: what a DDL statement from the binlog does (``parse_ddl``), certain or ``Unparsed`` /
    ``OtherChange`` (the engine then re-snapshots); its own map gives the reading order: lexer,
    statements, ALTER clauses, column definitions, the value an added column gives existing rows.
