@@ -59,6 +59,18 @@ class OpenedPipeline:
     done: ApplyResult | None = None
     """Set when the lake already holds the whole segment: nothing is to be read (sink released)."""
 
+    def starting_result(self, config: ApplyConfig) -> ApplyResult:
+        """The run's result before anything is read: where it resumes, the tables that joined."""
+        result = ApplyResult.starting(
+            config.pipeline_id,
+            config.start,
+            self.resume_from,
+            sink_epoch=self.sink.epoch,
+            consistent=self.consistent_point,
+        )
+        result.caught_up = dict(self.caught_up)
+        return result
+
 
 def open_pipeline(
     config: ApplyConfig,

@@ -185,14 +185,7 @@ def run_parallel_catchup(
 
 def _applier(config: ApplyConfig, endpoint: MySqlEndpoint, opened: OpenedPipeline) -> BatchApplier:
     """The batch applier of the catch-up, with its result started at the pipeline's position."""
-    result = ApplyResult.starting(
-        config.pipeline_id,
-        config.start,
-        opened.resume_from,
-        sink_epoch=opened.sink.epoch,
-        consistent=opened.consistent_point,
-    )
-    result.caught_up = opened.caught_up
+    result = opened.starting_result(config)
     snapshot_filter = load_snapshot_filter(
         endpoint,
         config.lake_root,

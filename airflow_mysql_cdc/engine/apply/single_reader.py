@@ -60,16 +60,7 @@ def run_apply(
         snapshots=opened.snapshots,
         departed=departed_tables(config.tables, opened.sink.members),
     )
-    result = ApplyResult.starting(
-        config.pipeline_id,
-        config.start,
-        opened.resume_from,
-        sink_epoch=opened.sink.epoch,
-        consistent=opened.consistent_point,
-    )
-    result = read_into_sink(
-        read, config, endpoint, opened.sink, result,
+    return read_into_sink(
+        read, config, endpoint, opened.sink, opened.starting_result(config),
         started=started, on_batch=on_batch, stop_requested=stop_requested,
     )  # fmt: skip
-    result.caught_up = opened.caught_up
-    return result
