@@ -3,9 +3,11 @@
 The package has two rooms. ``airflow_mysql_cdc.engine`` is the CDC engine and never imports
 Airflow, because it runs inside Spark executors where Airflow is not installed. Everything else is
 the thin Airflow layer that calls it, shaped like a first-party provider: ``hooks`` (connections and
-the server queries the sensors and trigger share), ``operators``, ``sensors``, ``triggers`` (which
-import hooks, never sensors), and ``pipeline`` (the example DAG, the checkpoint chain, the segment
-plan; its ``__init__`` is the map). ``get_provider_info`` lists them for Airflow.
+the server queries the sensors and trigger share), ``triggers`` (which import hooks, never
+sensors), ``sensors``, ``runs`` (what a run decides: the checkpoint chain, the segment plan, the
+worker's one door into the lake), ``operators``, and ``pipeline`` (the example DAG and its
+configuration). Each folder imports only from the ones before it (``tests/unit/test_package_layers.py``);
+its ``__init__`` is its map. ``get_provider_info`` lists them for Airflow.
 """
 
 __version__ = "0.1.0"
