@@ -34,8 +34,9 @@ from airflow_mysql_cdc.engine.mysql.select_arrow import TEXT_RESULT_CONVERSIONS 
 from airflow_mysql_cdc.engine.mysql.types import read_table_column_types  # noqa: E402
 from airflow_mysql_cdc.engine.snapshot.chunks import plan_chunks  # noqa: E402
 from airflow_mysql_cdc.engine.snapshot.key_order import read_key_columns  # noqa: E402
-from airflow_mysql_cdc.engine.snapshot.runner import run_sequentially, snapshot_table  # noqa: E402
+from airflow_mysql_cdc.engine.snapshot.runner import snapshot_table  # noqa: E402
 from airflow_mysql_cdc.engine.snapshot.window import open_window_connection, read_window  # noqa: E402
+from airflow_mysql_cdc.engine.snapshot.window_task import run_sequentially  # noqa: E402
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint  # noqa: E402
 
 TABLE = TableRef("bench_snapshot", "mixed")

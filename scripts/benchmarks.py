@@ -280,7 +280,8 @@ def spark_application(
 def snapshot_rates(endpoint: MySqlEndpoint, rows: int, runs: int, chunk_size: int) -> tuple[float, float]:
     """(plain scan rows/s, snapshot to Delta with one reader rows/s), medians, via bench_snapshot."""
     bench_snapshot = _load_script("bench_snapshot")
-    from airflow_mysql_cdc.engine.snapshot.runner import run_sequentially, snapshot_table
+    from airflow_mysql_cdc.engine.snapshot.runner import snapshot_table
+    from airflow_mysql_cdc.engine.snapshot.window_task import run_sequentially
 
     bench_snapshot.build(endpoint, rows)
     lake = Path(tempfile.mkdtemp(prefix="bench-suite-snapshot-"))

@@ -13,11 +13,12 @@ import pytest
 
 from airflow_mysql_cdc.engine.apply.config import ApplyConfig
 from airflow_mysql_cdc.engine.apply.single_reader import run_apply
-from airflow_mysql_cdc.engine.snapshot.runner import WindowTask, run_sequentially, snapshot_table
+from airflow_mysql_cdc.engine.snapshot.runner import snapshot_table
 from airflow_mysql_cdc.engine.snapshot.table_definition import (
     DefinitionUnstableError,
     SnapshotTableDroppedError,
 )
+from airflow_mysql_cdc.engine.snapshot.window_task import WindowTask, run_sequentially
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from tests.support.lake import assert_lake_equals_source

@@ -15,7 +15,8 @@ from airflow_mysql_cdc.engine.apply.single_reader import run_apply
 from airflow_mysql_cdc.engine.lake.compare import lake_table
 from airflow_mysql_cdc.engine.lake.layout import LakeLayout
 from airflow_mysql_cdc.engine.snapshot.lake_commits import SnapshotIncompleteError
-from airflow_mysql_cdc.engine.snapshot.runner import run_sequentially, snapshot_table
+from airflow_mysql_cdc.engine.snapshot.runner import snapshot_table
+from airflow_mysql_cdc.engine.snapshot.window_task import run_sequentially
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from tests.support.exact_numbers import (

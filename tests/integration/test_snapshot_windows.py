@@ -22,8 +22,8 @@ from airflow_mysql_cdc.engine.snapshot.change_filter import (
 )
 from airflow_mysql_cdc.engine.snapshot.chunks import NoRowKeyError, plan_chunks, require_row_key
 from airflow_mysql_cdc.engine.snapshot.key_order import KeyOrder, read_key_columns
-from airflow_mysql_cdc.engine.snapshot.runner import WindowTask, run_on_process_connection
 from airflow_mysql_cdc.engine.snapshot.window import ChunkSnapshot, read_window
+from airflow_mysql_cdc.engine.snapshot.window_task import WindowTask, run_on_process_connection
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from tests.support.mysql import execute, scalar

@@ -36,15 +36,15 @@ from airflow_mysql_cdc.engine.lake.storage import (
     merged_storage_options,
 )
 from airflow_mysql_cdc.engine.runtime.spark_tasks import SparkTasks
-from airflow_mysql_cdc.engine.snapshot.runner import (
+from airflow_mysql_cdc.engine.snapshot.runner import snapshot_table
+from airflow_mysql_cdc.engine.snapshot.window import ChunkSnapshot
+from airflow_mysql_cdc.engine.snapshot.window_ipc import decode_window
+from airflow_mysql_cdc.engine.snapshot.window_task import (
     WindowRunner,
     WindowTask,
-    run_on_process_connection,
     run_sequentially,
-    snapshot_table,
+    window_as_ipc,
 )
-from airflow_mysql_cdc.engine.snapshot.window import ChunkSnapshot
-from airflow_mysql_cdc.engine.snapshot.window_ipc import decode_window, encode_window
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 
@@ -90,10 +90,6 @@ def spark_runner(app_name: str) -> WindowRunner:
     return partial(run_windows_on_spark, SparkTasks.session(app_name))
 
 
-def _window_as_ipc(task: WindowTask) -> bytes:
-    return encode_window(run_on_process_connection(task))
-
-
 def run_windows_on_spark(
     spark: SparkTasks,
     tasks: Sequence[WindowTask],
@@ -117,7 +113,7 @@ def run_windows_on_spark(
         first, last = group[0].chunk.index, group[-1].chunk.index
         description = f"snapshot windows of {group[0].table}, chunks {first}-{last}"
         return [
-            decode_window(payload) for payload in spark.run(_window_as_ipc, group, description=description)
+            decode_window(payload) for payload in spark.run(window_as_ipc, group, description=description)
         ]
 
     jobs = (list(tasks[start : start + per_job]) for start in range(0, len(tasks), per_job))

@@ -6,6 +6,8 @@ Reading order:
 3. ``window``: one chunk read without locks between a low and a high GTID watermark, then made
    consistent as of the high watermark by the binlog between them.
 4. ``window_ipc``: a finished window as one Arrow IPC stream (how a Spark task hands it back).
+4b. ``window_task``: what an executor runs (a window on the worker's connection); it loads no
+   deltalake, Spark or Airflow, so executors need only the engine's executor requirements.
 5. ``runner``: plan or resume, run windows (in this process or as Spark tasks through
    :mod:`..runtime.spark_tasks`), commit each finished chunk.
 6. ``lake_commits``: a snapshot's rows and progress committed together into the table's own Delta

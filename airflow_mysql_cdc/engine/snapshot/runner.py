@@ -8,21 +8,16 @@ it is always safe.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
-
-import pymysql
 
 from airflow_mysql_cdc.engine.lake.layout import LakeRoot
 from airflow_mysql_cdc.engine.lake.table_shape import Compatibility, Shape, compatibility
 from airflow_mysql_cdc.engine.mysql.definition import TableDefinition
-from airflow_mysql_cdc.engine.mysql.schema import Column, TableMetadata, TableRef, read_table_metadata
-from airflow_mysql_cdc.engine.mysql.types import ColumnType
-from airflow_mysql_cdc.engine.snapshot.chunks import Chunk, plan_chunks, require_row_key
+from airflow_mysql_cdc.engine.mysql.schema import TableMetadata, TableRef, read_table_metadata
+from airflow_mysql_cdc.engine.snapshot.chunks import plan_chunks, require_row_key
 from airflow_mysql_cdc.engine.snapshot.lake_commits import DeltaSnapshotWriter, SnapshotProgress
 from airflow_mysql_cdc.engine.snapshot.table_definition import (
     DefinitionChanged,
@@ -30,81 +25,10 @@ from airflow_mysql_cdc.engine.snapshot.table_definition import (
     SnapshotTableDroppedError,
     check_unchanged,
 )
-from airflow_mysql_cdc.engine.snapshot.window import ChunkSnapshot, open_window_connection, read_window
+from airflow_mysql_cdc.engine.snapshot.window_task import WindowRunner, WindowTask, run_sequentially
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
 
 log = logging.getLogger("airflow_mysql_cdc.snapshot")
-
-
-@dataclass(frozen=True)
-class WindowTask:
-    """Everything one window needs; picklable so Spark can ship it to an executor."""
-
-    endpoint: MySqlEndpoint
-    table: TableRef
-    columns: tuple[ColumnType, ...]
-    key: tuple[str, ...]
-    key_columns: tuple[Column, ...]
-    chunk: Chunk
-    reader_server_id: int | None
-
-    def run(self, connection: pymysql.connections.Connection | None = None) -> ChunkSnapshot:
-        """The window, on ``connection`` (from :func:`.open_window_connection`) or a new one."""
-        return read_window(
-            self.endpoint, self.table, self.columns, self.key, self.key_columns, self.chunk,
-            reader_server_id=self.reader_server_id, connection=connection,
-        )  # fmt: skip
-
-
-WindowRunner = Callable[[Sequence[WindowTask]], Iterable[ChunkSnapshot]]
-
-_PROCESS_CONNECTIONS: dict[MySqlEndpoint, pymysql.connections.Connection] = {}
-
-
-def run_on_process_connection(task: WindowTask) -> ChunkSnapshot:
-    """The window on this process's idle connection to its endpoint, opened by an earlier window.
-
-    Spark reuses a Python worker for task after task, so a worker opens one connection instead of
-    one per window (opening one cost 26 ms, a sixth of a 20,000-row window). A connection that
-    fails its ping, or whose window raised, is closed and never reused.
-    """
-    connection = _PROCESS_CONNECTIONS.pop(task.endpoint, None)
-    if connection is not None:
-        try:
-            connection.ping(reconnect=False)
-        except pymysql.err.Error:
-            _discard(connection)
-            connection = None
-    if connection is None:
-        connection = open_window_connection(task.endpoint)
-    try:
-        window = task.run(connection)
-    except BaseException:
-        _discard(connection)
-        raise
-    _PROCESS_CONNECTIONS[task.endpoint] = connection
-    return window
-
-
-def _discard(connection: pymysql.connections.Connection) -> None:
-    with contextlib.suppress(pymysql.err.Error):
-        connection.close()
-
-
-def run_sequentially(tasks: Sequence[WindowTask]) -> Iterator[ChunkSnapshot]:
-    """The windows one after another, sharing a connection per endpoint."""
-    endpoint: MySqlEndpoint | None = None
-    connection: pymysql.connections.Connection | None = None
-    try:
-        for task in tasks:
-            if connection is None or task.endpoint != endpoint:
-                if connection is not None:
-                    connection.close()
-                endpoint, connection = task.endpoint, open_window_connection(task.endpoint)
-            yield task.run(connection)
-    finally:
-        if connection is not None:
-            connection.close()
 
 
 @dataclass
