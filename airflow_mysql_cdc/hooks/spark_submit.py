@@ -49,6 +49,8 @@ from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
 from airflow.sdk.log import mask_secret
 
+from airflow_mysql_cdc.hooks.engine_archive import engine_archive, ships_engine
+
 CLIENT_DEPLOY_MODE = "client"
 DEPLOY_MODE_CONF = "spark.submit.deployMode"
 NAMESPACE_CONF = "spark.kubernetes.namespace"
@@ -127,6 +129,8 @@ class MySqlCdcSparkSubmitHook(SparkSubmitHook):
         logs, and any of their values in an argument makes ``submit`` refuse to run.
     :param secret_values: secrets held inside those values (the password inside the endpoint's
         JSON), refused in arguments and masked in logs the same way.
+    :param ship_engine: on a master other than ``local[...]``, pass the installed package to the
+        executors with ``--py-files`` (:mod:`.engine_archive`), before any ``py_files`` given.
     """
 
     def __init__(
@@ -135,6 +139,7 @@ class MySqlCdcSparkSubmitHook(SparkSubmitHook):
         environment: Mapping[str, str] | None = None,
         secret_environment: Mapping[str, str] | None = None,
         secret_values: Iterable[str] = (),
+        ship_engine: bool = True,
         **kwargs: Any,
     ) -> None:
         if "env_vars" in kwargs:
@@ -150,6 +155,10 @@ class MySqlCdcSparkSubmitHook(SparkSubmitHook):
         self._returncode: int | None = None
         # The base __init__ resolves the connection (refusing cluster mode, see _resolve_connection).
         super().__init__(**kwargs)
+        if ship_engine and ships_engine(self.master):
+            # Ours first: a user's py-files holding an older copy of the package never shadow it.
+            shipped = [str(engine_archive()), *([self._py_files] if self._py_files else [])]
+            self._py_files = ",".join(shipped)
 
     # The provider's Kubernetes machinery serves the driver pod of cluster mode only (see the module
     # docstring); the base class assigns this flag in __init__ and it is read as False here.

@@ -17,6 +17,7 @@ from airflow_mysql_cdc.engine.apply.config import ApplyResult
 from airflow_mysql_cdc.engine.lake.storage import LAKE_STORAGE_OPTIONS_VARIABLE
 from airflow_mysql_cdc.engine.values.endpoint import ENVIRONMENT_VARIABLE, MySqlEndpoint
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
+from airflow_mysql_cdc.hooks.engine_archive import CACHE_VARIABLE
 from airflow_mysql_cdc.hooks.spark_submit import (
     ClusterDeployModeRefused,
     MySqlCdcSparkSubmitHook,
@@ -43,6 +44,7 @@ def recorder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> SparkSubmitReco
     recorder = SparkSubmitRecorder(tmp_path / "spark-submit", monkeypatch)
     recorder.behave(result=APPLY_RESULT)
     monkeypatch.setenv("AIRFLOW_CONN_CDC_SOURCE", connection_env(SOURCE, server_id=6201))
+    monkeypatch.setenv(CACHE_VARIABLE, str(tmp_path / "engine-archives"))
     return recorder
 
 
@@ -219,3 +221,21 @@ def test_the_provider_members_the_hook_relies_on_exist() -> None:
     source = Path(provider.__file__).read_text()
     for assignment in ("self._is_kubernetes = ", "self._submit_sp: ", "self._connection = ", "self._conf = "):
         assert assignment in source, assignment
+
+
+@pytest.mark.parametrize("master", MASTERS)
+def test_a_cluster_master_gets_the_installed_engine_first_in_py_files_and_local_none(
+    master: str, recorder: SparkSubmitRecorder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _use_spark_connection(monkeypatch, master)
+    _apply_operator(tmp_path, py_files="/opt/jobs/helpers.zip").execute({})
+    [call] = recorder.calls()
+    shipped = call.argv[call.argv.index("--py-files") + 1].split(",")
+    if master.startswith("local"):
+        assert shipped == ["/opt/jobs/helpers.zip"]
+    else:
+        archive = Path(shipped[0])
+        assert archive.parent == tmp_path / "engine-archives" and archive.name.startswith(
+            "airflow_mysql_cdc-"
+        )
+        assert shipped[1:] == ["/opt/jobs/helpers.zip"]
