@@ -18,9 +18,11 @@ from airflow_mysql_cdc.engine.apply.config import ApplyConfig, ApplyResult
 from airflow_mysql_cdc.engine.apply.parallel_catchup import run_parallel_catchup
 from airflow_mysql_cdc.engine.apply.range_reader import RangeRunner, run_ranges_in_threads, spark_range_runner
 from airflow_mysql_cdc.engine.apply.single_reader import run_apply
+from airflow_mysql_cdc.engine.errors import ExitCode
 from airflow_mysql_cdc.engine.lake.delta_layout import GTID_COLUMN, SEQUENCE_COLUMN
 from airflow_mysql_cdc.engine.lake.layout import LakeLayout
-from airflow_mysql_cdc.engine.runtime.spark_tasks import SparkTasks
+from airflow_mysql_cdc.engine.runtime.executor_probe import EXECUTOR_REQUIREMENTS
+from airflow_mysql_cdc.engine.runtime.spark_tasks import ExecutorRequirementsError, SparkTasks
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from tests.integration.test_binlog_reader import gtid_executed
@@ -192,3 +194,15 @@ def test_a_schema_change_in_a_parallel_catchup_continues_with_the_single_reader_
     )
     _assert_same_lake(tmp_path / "single", tmp_path / "parallel", database)
     assert_lake_equals_source(mysql_database, tmp_path / "parallel", database, "orders")
+
+
+def test_executors_lacking_a_required_module_are_refused_once_by_name_before_any_task(spark_local_2) -> None:
+    """A probe shipped by value names what the executors' Python lacks (instead of every task failing)."""
+    spark = SparkTasks(spark_local_2.sparkContext)
+    spark.require(EXECUTOR_REQUIREMENTS, name="parallel catch-up")  # this machine's workers have them
+    with pytest.raises(ExecutorRequirementsError) as refused:
+        spark.require((*EXECUTOR_REQUIREMENTS, "no_such_module_on_executors"), name="snapshot")
+    message = str(refused.value)
+    assert "snapshot: the Spark executors cannot run the engine" in message
+    assert f"{sys.executable} (Python " in message and "lacks no_such_module_on_executors." in message
+    assert "docs/deployment.md" in message and refused.value.exit_code == ExitCode.CONFIGURATION

@@ -29,6 +29,7 @@ from airflow_mysql_cdc.engine.binlog.changes import Transaction
 from airflow_mysql_cdc.engine.binlog.reader import BinlogReader
 from airflow_mysql_cdc.engine.binlog.stop_rules import StopRule
 from airflow_mysql_cdc.engine.lake.change_table import build_change_tables, change_tables_to_ipc
+from airflow_mysql_cdc.engine.runtime.executor_probe import EXECUTOR_REQUIREMENTS
 from airflow_mysql_cdc.engine.runtime.gc_pause import BatchCollector
 from airflow_mysql_cdc.engine.runtime.spark_tasks import SparkTasks
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
@@ -193,6 +194,7 @@ def _import_engine(_: int) -> int:
 def spark_range_runner(spark: SparkTasks | None = None) -> RangeRunner:
     """Range readers as Spark tasks, one per range, each on its own replication connection."""
     spark = spark or SparkTasks.session("mysql-cdc-parallel-catchup")
+    spark.require(EXECUTOR_REQUIREMENTS, name="parallel catch-up")
     # Start the Python workers now, while the driver opens the pipeline: a cold worker spends 1-2 s
     # importing the engine and pyarrow.compute in its first task, which would delay the first wave.
     spark.warm_up(_import_engine, name="range readers")

@@ -35,6 +35,7 @@ from airflow_mysql_cdc.engine.lake.storage import (
     check_storage_options,
     merged_storage_options,
 )
+from airflow_mysql_cdc.engine.runtime.executor_probe import EXECUTOR_REQUIREMENTS
 from airflow_mysql_cdc.engine.runtime.spark_tasks import SparkTasks
 from airflow_mysql_cdc.engine.snapshot.runner import snapshot_table
 from airflow_mysql_cdc.engine.snapshot.window import ChunkSnapshot
@@ -87,7 +88,10 @@ class SnapshotConfig:
 
 
 def spark_runner(app_name: str) -> WindowRunner:
-    return partial(run_windows_on_spark, SparkTasks.session(app_name))
+    """Windows as Spark tasks, once the executors are known to have what a window imports."""
+    spark = SparkTasks.session(app_name)
+    spark.require(EXECUTOR_REQUIREMENTS, name="snapshot")
+    return partial(run_windows_on_spark, spark)
 
 
 def run_windows_on_spark(

@@ -20,7 +20,14 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
+from airflow_mysql_cdc.engine.errors import ConfigurationError
+
 log = logging.getLogger("airflow_mysql_cdc.spark")
+
+
+class ExecutorRequirementsError(ConfigurationError):
+    """The executors' Python lacks a module the engine's tasks import (a retry cannot help)."""
+
 
 Task = TypeVar("Task")
 Result = TypeVar("Result")
@@ -53,6 +60,37 @@ class SparkTasks:
         if description is not None:
             self.context.setJobDescription(description)
         return self.context.parallelize(list(tasks), numSlices=len(tasks)).map(function).collect()
+
+    def require(self, modules: Sequence[str], *, name: str) -> None:
+        """Raise :class:`ExecutorRequirementsError` unless every Python worker can import ``modules``.
+
+        One probe per slot, shipped by value (:mod:`.executor_probe`), so it runs where the engine
+        itself is missing. Costs one small job per application.
+        """
+        from pyspark import cloudpickle
+
+        from airflow_mysql_cdc.engine.runtime import executor_probe
+
+        cloudpickle.register_pickle_by_value(executor_probe)
+        reports = self.run(
+            executor_probe.probe,
+            [tuple(modules)] * self.parallelism,
+            description=f"{name}: check the executors' Python modules",
+        )
+        lacking = sorted(
+            {(r["host"], r["python"], r["version"], tuple(r["missing"])) for r in reports if r["missing"]}
+        )
+        if lacking:
+            where = "; ".join(
+                f"{python} (Python {version}) on {host} lacks {', '.join(missing)}"
+                for host, python, version, missing in lacking
+            )
+            raise ExecutorRequirementsError(
+                f"{name}: the Spark executors cannot run the engine: {where}. Install the executor "
+                "requirements (pyarrow, PyMySQL, mysql-replication, zstandard; docs/deployment.md) into "
+                "the executors' Python (spark.pyspark.python), or ship a virtualenv with spark.archives; "
+                "the engine itself is shipped by the operators with --py-files."
+            )
 
     def warm_up(self, function: Callable[[int], Any], *, name: str) -> None:
         """Start every Python worker now, in the background, by running ``function`` once per slot.
