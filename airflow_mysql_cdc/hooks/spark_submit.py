@@ -15,6 +15,10 @@ How it holds:
   serialised tasks. Cluster deploy mode is refused before anything runs
   (:class:`ClusterDeployModeRefused`), and ``--deploy-mode client`` is always passed, so neither a
   ``spark-defaults.conf`` nor ``DEPLOY_MODE`` can switch to cluster mode behind the hook's back.
+- spark-submit does not inherit the Airflow worker's own secrets: every connection
+  (``AIRFLOW_CONN_*``), variable (``AIRFLOW_VAR_*``) and configuration value (``AIRFLOW__*``: the
+  metadata database's URL, the Fernet key) is left out of its environment
+  (:func:`airflow_secret_variable`); the driver needs none of them.
 - A final guard checks the built command before ``Popen``: a secret in any argument (a password put
   into ``spark_conf`` by hand) is refused (:class:`SecretInArgumentsRefused`).
 - Every secret is registered with Airflow's secrets masker, so an accidental log line is redacted.
@@ -108,6 +112,15 @@ def kill_process_group(process: subprocess.Popen, *, grace_s: float = 10.0) -> N
 
 def _secret_strings(secret_environment: Mapping[str, str], secret_values: Iterable[str]) -> frozenset[str]:
     return frozenset(value for value in (*secret_environment.values(), *secret_values) if value)
+
+
+_AIRFLOW_SECRET_PREFIXES = ("AIRFLOW_CONN_", "AIRFLOW_VAR_", "AIRFLOW__")
+
+
+def airflow_secret_variable(name: str) -> bool:
+    """An environment variable through which Airflow itself holds secrets (connections, variables,
+    its configuration); spark-submit never gets them."""
+    return name.upper().startswith(_AIRFLOW_SECRET_PREFIXES)
 
 
 def _holds_secret(argument: str, secret: str) -> bool:
@@ -238,7 +251,10 @@ class MySqlCdcSparkSubmitHook(SparkSubmitHook):
             )
 
     def _process_environment(self) -> dict[str, str]:
-        return {**os.environ, **self._environment, **self._secret_environment}
+        """The worker's environment less Airflow's own secrets (:func:`airflow_secret_variable`), then
+        the application's variables and secrets."""
+        inherited = {name: value for name, value in os.environ.items() if not airflow_secret_variable(name)}
+        return {**inherited, **self._environment, **self._secret_environment}
 
     def submit(self, application: str = "", **kwargs: Any) -> None:
         """Run spark-submit in a new session and wait for it; raise SparkSubmitFailed on a non-zero exit.

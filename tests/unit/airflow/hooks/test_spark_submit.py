@@ -239,3 +239,21 @@ def test_a_cluster_master_gets_the_installed_engine_first_in_py_files_and_local_
             "airflow_mysql_cdc-"
         )
         assert shipped[1:] == ["/opt/jobs/helpers.zip"]
+
+
+def test_spark_submit_inherits_none_of_the_workers_airflow_connections_variables_or_configuration(
+    recorder: SparkSubmitRecorder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _use_spark_connection(monkeypatch, "local[2]")
+    monkeypatch.setenv("AIRFLOW_CONN_BILLING_DB", "postgresql://app:Sup3r-Secret@billing/db")
+    monkeypatch.setenv("AIRFLOW_VAR_API_TOKEN", "tok-123456789")
+    monkeypatch.setenv("AIRFLOW__DATABASE__SQL_ALCHEMY_CONN", "postgresql://airflow:pw@meta/airflow")
+    monkeypatch.setenv("AIRFLOW_MYSQL_CDC_SOMETHING", "kept")
+    _apply_operator(tmp_path).execute({})
+    [call] = recorder.calls()
+    airflow_own = sorted(
+        name for name in call.environment if name.startswith(("AIRFLOW_CONN_", "AIRFLOW_VAR_", "AIRFLOW__"))
+    )
+    assert airflow_own == []
+    assert call.environment["AIRFLOW_MYSQL_CDC_SOMETHING"] == "kept" and "PATH" in call.environment
+    assert MySqlEndpoint.from_environment(call.environment).password == PASSWORD  # the application's own
