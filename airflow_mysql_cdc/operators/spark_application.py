@@ -35,6 +35,15 @@ def driver_environment() -> dict[str, str]:
     }
 
 
+def driver_conf(spark_conf: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``spark_conf`` with the driver's Python pinned to this interpreter unless it names one.
+
+    ``spark.pyspark.python`` (the executors' Python) would otherwise also choose the driver's, and
+    win over ``PYSPARK_DRIVER_PYTHON``: a driver without the package fails at once.
+    """
+    return {"spark.pyspark.driver.python": sys.executable, **(spark_conf or {})}
+
+
 @dataclass(frozen=True)
 class ApplicationSecrets:
     """What an application needs that may never reach argv, a file, XCom or a log line."""
@@ -71,12 +80,16 @@ class SparkApplicationOperator(BaseOperator):
         spark_conn_id: str = "spark_default",
         spark_conf: dict[str, Any] | None = None,
         py_files: str | None = None,
+        files: str | None = None,
+        archives: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.spark_conn_id = spark_conn_id
         self.spark_conf = spark_conf
         self.py_files = py_files
+        self.files = files
+        self.archives = archives
         self._hook: MySqlCdcSparkSubmitHook | None = None
 
     def run_application(
@@ -97,8 +110,10 @@ class SparkApplicationOperator(BaseOperator):
             self._hook = MySqlCdcSparkSubmitHook(
                 conn_id=self.spark_conn_id,
                 name=safe_name,
-                conf=self.spark_conf,
+                conf=driver_conf(self.spark_conf),
                 py_files=self.py_files,
+                files=self.files,
+                archives=self.archives,
                 application_args=[
                     "--config",
                     str(config_file),

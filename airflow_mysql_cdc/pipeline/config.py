@@ -22,6 +22,7 @@ from airflow_mysql_cdc.engine.lake.layout import lake_uri
 from airflow_mysql_cdc.engine.lake.maintenance.policy import MaintenancePolicy, MaintenancePolicyError
 from airflow_mysql_cdc.engine.lake.storage import StorageOptionsError, check_storage_options
 from airflow_mysql_cdc.hooks.gtid_conditions import OnPurged
+from airflow_mysql_cdc.pipeline.spark_settings import SparkSettings, SparkSettingsError
 
 CONFIG_VARIABLE = "AIRFLOW_MYSQL_CDC_PIPELINE_CONFIG"
 _EVERY = re.compile(r"^every\s+(\d+)\s*(s|m|h|d)$")
@@ -81,6 +82,9 @@ class PipelineConfig:
     """DDL on a tracked table: ``evolve`` its lake table in place or re-snapshot it within the run, or
     ``stop`` the run before it (docs/operations.md, "Schema changes")."""
     tags: tuple[str, ...] = field(default_factory=lambda: ("mysql-cdc",))
+    spark: dict[str, Any] = field(default_factory=dict)
+    """How the replicate task runs Spark: properties, executor Python, memory, cores, extra files,
+    Kubernetes image and namespace, a timeout (docs/deployment.md; :mod:`.spark_settings`)."""
     maintenance: dict[str, Any] = field(default_factory=dict)
     """The lake's upkeep after each run (on by default): cadence, thresholds, file size, vacuum
     retention (docs/operations.md, "Lake maintenance"); ``{"enabled": false}`` turns it off."""
@@ -102,9 +106,16 @@ class PipelineConfig:
         datetime.datetime.fromisoformat(self.start_date)
         self.schedule_value()
         try:
+            self.spark_settings()
+        except SparkSettingsError as error:
+            raise PipelineConfigError(str(error)) from error
+        try:
             MaintenancePolicy.from_dict(self.maintenance)
         except MaintenancePolicyError as error:
             raise PipelineConfigError(str(error)) from error
+
+    def spark_settings(self) -> SparkSettings:
+        return SparkSettings.from_dict(self.spark)
 
     def schedule_value(self) -> str | datetime.timedelta:
         match = _EVERY.match(self.schedule.strip())

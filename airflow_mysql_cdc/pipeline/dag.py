@@ -105,7 +105,13 @@ def _resumability(config: PipelineConfig) -> MySqlCdcResumabilitySensor:
 
 def _replicate(config: PipelineConfig) -> MySqlCdcReplicateOperator:
     """The chain step; ``max_active_tis_per_dag=1``: one run at a time decides, writes and publishes."""
+    spark = config.spark_settings()
     return MySqlCdcReplicateOperator(
+        spark_conf=spark.spark_conf() or None,
+        py_files=spark.py_files_argument(),
+        files=",".join(spark.files) or None,
+        archives=",".join(spark.archives) or None,
+        execution_timeout=spark.execution_timeout(),
         task_id=checkpoint_chain.PUBLISH_TASK_ID,
         pipeline_id=config.pipeline_id,
         tables=list(config.tables),
