@@ -74,6 +74,10 @@ class ClusterDeployModeRefused(SparkSubmitRefused):
     """A deploy mode other than client was asked for."""
 
 
+class MasterCannotRunRefused(SparkSubmitRefused):
+    """The master lacks what spark-submit needs to start on it (YARN's configuration, an image)."""
+
+
 class SecretInArgumentsRefused(SparkSubmitRefused):
     """A secret value occurs in the spark-submit command line."""
 
@@ -121,6 +125,37 @@ def airflow_secret_variable(name: str) -> bool:
     """An environment variable through which Airflow itself holds secrets (connections, variables,
     its configuration); spark-submit never gets them."""
     return name.upper().startswith(_AIRFLOW_SECRET_PREFIXES)
+
+
+IMAGE_CONF = "spark.kubernetes.container.image"
+
+
+def _spark_conf_file_mentions(environment: Mapping[str, str], name: str, keys: tuple[str, ...]) -> bool:
+    """Whether the Spark distribution's configuration file ``name`` sets one of ``keys``."""
+    folder = environment.get("SPARK_CONF_DIR") or (
+        os.path.join(environment["SPARK_HOME"], "conf") if environment.get("SPARK_HOME") else None
+    )
+    if folder is None:
+        return False
+    try:
+        with open(os.path.join(folder, name), encoding="utf-8", errors="replace") as file:
+            text = file.read()
+    except OSError:
+        return False
+    return any(
+        line.strip().split("#", 1)[0].replace("export ", "").lstrip().startswith(key)
+        for line in text.splitlines()
+        for key in keys
+    )
+
+
+def _pyspark_version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("pyspark")
+    except Exception:  # noqa: BLE001 - only a hint in a message
+        return "of the driver's version"
 
 
 def _holds_secret(argument: str, secret: str) -> bool:
@@ -228,10 +263,42 @@ class MySqlCdcSparkSubmitHook(SparkSubmitHook):
         return arguments
 
     def build_command(self, application: str) -> list[str]:
-        """The spark-submit command line; refuses one that holds a secret."""
+        """The spark-submit command line; refuses one that holds a secret, or for a master that cannot
+        start (:meth:`_refuse_a_master_that_cannot_run`)."""
+        self._refuse_a_master_that_cannot_run()
         command = self._build_spark_submit_command(application)
         self._refuse_secrets_in(command)
         return command
+
+    def _refuse_a_master_that_cannot_run(self) -> None:
+        """Fail before spark-submit, and for good, where it would fail every attempt the same way.
+
+        Each check also accepts the setting from the Spark distribution's own files
+        (``$SPARK_CONF_DIR`` or ``$SPARK_HOME/conf``: ``spark-env.sh``, ``spark-defaults.conf``),
+        which spark-submit reads too.
+        """
+        environment = self._process_environment()
+        if self.master == "yarn" and not (
+            environment.get("HADOOP_CONF_DIR")
+            or environment.get("YARN_CONF_DIR")
+            or _spark_conf_file_mentions(environment, "spark-env.sh", ("HADOOP_CONF_DIR", "YARN_CONF_DIR"))
+        ):
+            raise MasterCannotRunRefused(
+                "Master 'yarn' needs the cluster's Hadoop/YARN client configuration on this worker, and "
+                "neither HADOOP_CONF_DIR nor YARN_CONF_DIR is set (spark-submit would refuse to start, "
+                "on every retry). Set one of them in the Airflow worker's environment to the folder "
+                "holding yarn-site.xml and core-site.xml, or in your Spark distribution's spark-env.sh."
+            )
+        if self.master.startswith("k8s://") and not (
+            self._conf.get(IMAGE_CONF)
+            or _spark_conf_file_mentions(environment, "spark-defaults.conf", (IMAGE_CONF,))
+        ):
+            raise MasterCannotRunRefused(
+                f"Master {self.master!r} runs executors as pods and needs their container image, and "
+                f"{IMAGE_CONF} is not set. Set spark.kubernetes_image in the pipeline JSON (or "
+                f"{IMAGE_CONF} in spark_conf): an image with Spark {_pyspark_version()} and the "
+                "executor requirements (docs/deployment.md)."
+            )
 
     def _refuse_secrets_in(self, command: list[str]) -> None:
         for position, argument in enumerate(command):

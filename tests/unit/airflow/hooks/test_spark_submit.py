@@ -7,10 +7,12 @@ cluster here); the operator runs its real submit path with real Airflow connecti
 from __future__ import annotations
 
 import json
+import tempfile
 from pathlib import Path
 
 import pytest
 from airflow.providers.apache.spark.hooks import spark_submit as provider
+from airflow.sdk.exceptions import AirflowFailException
 from airflow.sdk.log import redact
 
 from airflow_mysql_cdc.engine.apply.config import ApplyResult
@@ -20,6 +22,7 @@ from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from airflow_mysql_cdc.hooks.engine_archive import CACHE_VARIABLE
 from airflow_mysql_cdc.hooks.spark_submit import (
     ClusterDeployModeRefused,
+    MasterCannotRunRefused,
     MySqlCdcSparkSubmitHook,
     SecretInArgumentsRefused,
     SparkSubmitRefused,
@@ -49,8 +52,16 @@ def recorder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> SparkSubmitReco
 
 
 def _use_spark_connection(monkeypatch: pytest.MonkeyPatch, master: str, **extra: str) -> None:
+    """The master as a connection, with what spark-submit needs to start on it: YARN's client
+    configuration, and a Kubernetes executor image from the distribution's spark-defaults.conf."""
     connection = {"conn_type": "spark", **MASTERS[master], "extra": extra}
     monkeypatch.setenv("AIRFLOW_CONN_SPARK_UNDER_TEST", json.dumps(connection))
+    conf_dir = Path(tempfile.mkdtemp(prefix="spark-conf-"))
+    (conf_dir / "spark-defaults.conf").write_text(
+        "spark.kubernetes.container.image  example/spark-py:4.2.0\n"
+    )
+    monkeypatch.setenv("SPARK_CONF_DIR", str(conf_dir))
+    monkeypatch.setenv("HADOOP_CONF_DIR", str(conf_dir))
 
 
 def _apply_operator(tmp_path: Path, **kwargs) -> MySqlCdcBinlogApplyOperator:
@@ -257,3 +268,38 @@ def test_spark_submit_inherits_none_of_the_workers_airflow_connections_variables
     assert airflow_own == []
     assert call.environment["AIRFLOW_MYSQL_CDC_SOMETHING"] == "kept" and "PATH" in call.environment
     assert MySqlEndpoint.from_environment(call.environment).password == PASSWORD  # the application's own
+
+
+@pytest.mark.parametrize(
+    ("master", "unset", "message"),
+    [
+        ("yarn", "HADOOP_CONF_DIR", "neither HADOOP_CONF_DIR nor YARN_CONF_DIR is set"),
+        ("k8s://https://127.0.0.1:6443", "SPARK_CONF_DIR", "spark.kubernetes.container.image is not set"),
+    ],
+)
+def test_a_master_that_cannot_start_fails_for_good_before_spark_submit_runs(
+    master: str,
+    unset: str,
+    message: str,
+    recorder: SparkSubmitRecorder,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _use_spark_connection(monkeypatch, master)
+    monkeypatch.delenv(unset)
+    with pytest.raises(MasterCannotRunRefused, match=message) as refused:
+        _apply_operator(tmp_path).execute({})
+    assert isinstance(refused.value, AirflowFailException)  # no retry: every attempt would fail alike
+    assert recorder.calls() == []
+
+
+def test_an_executor_image_given_in_spark_conf_lets_a_kubernetes_master_run(
+    recorder: SparkSubmitRecorder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _use_spark_connection(monkeypatch, "k8s://https://127.0.0.1:6443")
+    monkeypatch.delenv("SPARK_CONF_DIR")
+    _apply_operator(
+        tmp_path, spark_conf={"spark.kubernetes.container.image": "example/spark-py:4.2.0"}
+    ).execute({})
+    [call] = recorder.calls()
+    assert "spark.kubernetes.container.image=example/spark-py:4.2.0" in call.argv
