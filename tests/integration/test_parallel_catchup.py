@@ -22,7 +22,11 @@ from airflow_mysql_cdc.engine.errors import ExitCode
 from airflow_mysql_cdc.engine.lake.delta_layout import GTID_COLUMN, SEQUENCE_COLUMN
 from airflow_mysql_cdc.engine.lake.layout import LakeLayout
 from airflow_mysql_cdc.engine.runtime.executor_probe import EXECUTOR_REQUIREMENTS
-from airflow_mysql_cdc.engine.runtime.spark_tasks import ExecutorRequirementsError, SparkTasks
+from airflow_mysql_cdc.engine.runtime.spark_tasks import (
+    ExecutorCapacityError,
+    ExecutorRequirementsError,
+    SparkTasks,
+)
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from tests.integration.test_binlog_reader import gtid_executed
@@ -206,3 +210,15 @@ def test_executors_lacking_a_required_module_are_refused_once_by_name_before_any
     assert "snapshot: the Spark executors cannot run the engine" in message
     assert f"{sys.executable} (Python " in message and "lacks no_such_module_on_executors." in message
     assert "docs/deployment.md" in message and refused.value.exit_code == ExitCode.CONFIGURATION
+
+
+def test_executors_that_take_no_task_within_the_wait_cancel_the_check_and_say_so(spark_local_2) -> None:
+    """A full cluster would leave Spark waiting forever ("Initial job has not accepted any resources");
+    here the wait is zero, so the real check job is still queued or running when it is cancelled."""
+    with pytest.raises(ExecutorCapacityError, match="no Spark executor took a task within 0 s") as refused:
+        SparkTasks(spark_local_2.sparkContext, executor_wait_s=0.0).require(
+            EXECUTOR_REQUIREMENTS, name="snapshot"
+        )
+    assert "spark.airflow_mysql_cdc.executor_wait_s" in str(refused.value)
+    assert refused.value.exit_code == ExitCode.FAILED  # retryable: capacity may come back
+    SparkTasks(spark_local_2.sparkContext).require(EXECUTOR_REQUIREMENTS, name="snapshot")  # still usable

@@ -20,9 +20,17 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from airflow_mysql_cdc.engine.errors import ConfigurationError
+from airflow_mysql_cdc.engine.errors import CdcError, ConfigurationError
 
 log = logging.getLogger("airflow_mysql_cdc.spark")
+
+
+EXECUTOR_WAIT_CONF = "spark.airflow_mysql_cdc.executor_wait_s"
+DEFAULT_EXECUTOR_WAIT_S = 300.0
+
+
+class ExecutorCapacityError(CdcError):
+    """No executor took the first tasks within the wait (a retry may find capacity)."""
 
 
 class ExecutorRequirementsError(ConfigurationError):
@@ -36,8 +44,11 @@ Result = TypeVar("Result")
 class SparkTasks:
     """A Spark context, with the one way this engine runs tasks on it."""
 
-    def __init__(self, context: Any) -> None:
+    def __init__(self, context: Any, *, executor_wait_s: float | None = None) -> None:
+        """``executor_wait_s``: how long :meth:`require` waits for executors (default: the Spark
+        property :data:`EXECUTOR_WAIT_CONF`, else :data:`DEFAULT_EXECUTOR_WAIT_S`)."""
         self.context = context
+        self.executor_wait_s = executor_wait_s
 
     @classmethod
     def session(cls, app_name: str) -> SparkTasks:
@@ -72,10 +83,13 @@ class SparkTasks:
         from airflow_mysql_cdc.engine.runtime import executor_probe
 
         cloudpickle.register_pickle_by_value(executor_probe)
-        reports = self.run(
-            executor_probe.probe,
-            [tuple(modules)] * self.parallelism,
-            description=f"{name}: check the executors' Python modules",
+        reports = self._within_executor_wait(
+            lambda: self.run(
+                executor_probe.probe,
+                [tuple(modules)] * self.parallelism,
+                description=f"{name}: check the executors' Python modules",
+            ),
+            name,
         )
         lacking = sorted(
             {(r["host"], r["python"], r["version"], tuple(r["missing"])) for r in reports if r["missing"]}
@@ -91,6 +105,39 @@ class SparkTasks:
                 "the executors' Python (spark.pyspark.python), or ship a virtualenv with spark.archives; "
                 "the engine itself is shipped by the operators with --py-files."
             )
+
+    def _within_executor_wait(self, job: Callable[[], list[Result]], name: str) -> list[Result]:
+        """``job()``, unless no executor takes its tasks within the wait (the cluster is full, or has
+        no executor with the memory and cores asked for): then the job is cancelled and
+        :class:`ExecutorCapacityError` raised instead of Spark's endless "Initial job has not
+        accepted any resources". The wait is the Spark property :data:`EXECUTOR_WAIT_CONF` (seconds)."""
+        wait_s = self.executor_wait_s
+        if wait_s is None:
+            wait_s = float(self.context.getConf().get(EXECUTOR_WAIT_CONF, str(DEFAULT_EXECUTOR_WAIT_S)))
+        group = f"airflow-mysql-cdc-check-{id(self)}"
+        outcome: list[Any] = []
+
+        def run() -> None:
+            self.context.setJobGroup(group, f"{name}: check the executors", interruptOnCancel=True)
+            try:
+                outcome.append(job())
+            except BaseException as error:  # noqa: BLE001 - handed to the waiting thread
+                outcome.append(error)
+
+        thread = threading.Thread(target=run, name=f"{name}-executor-check", daemon=True)
+        thread.start()
+        thread.join(wait_s)
+        if thread.is_alive():
+            self.context.cancelJobGroup(group)
+            raise ExecutorCapacityError(
+                f"{name}: no Spark executor took a task within {wait_s:.0f} s: the cluster has no free "
+                "executor slot, or none with the memory and cores asked for (spark.executor_memory, "
+                "spark.executor_cores). Free capacity or ask for less; a retry tries again. The wait is "
+                f"the Spark property {EXECUTOR_WAIT_CONF} (spark.conf in the pipeline JSON)."
+            )
+        if isinstance(outcome[0], BaseException):
+            raise outcome[0]
+        return outcome[0]
 
     def warm_up(self, function: Callable[[int], Any], *, name: str) -> None:
         """Start every Python worker now, in the background, by running ``function`` once per slot.
