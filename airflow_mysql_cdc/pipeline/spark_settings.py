@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 _MEMORY = re.compile(r"^\d+[kmgtp]?b?$", re.IGNORECASE)
+_SECRET_NAME = re.compile(r"secret|password|token|credential", re.IGNORECASE)
 _NAMED_PROPERTIES = {
     "executor_python": "spark.pyspark.python",
     "driver_python": "spark.pyspark.driver.python",
@@ -107,6 +108,12 @@ class SparkSettings:
             raise SparkSettingsError(
                 f"spark.execution_timeout_minutes must be a positive number, not {minutes!r}"
             )
+        if secret := next((key for key in self.conf if _names_a_secret(key)), None):
+            raise SparkSettingsError(
+                f"spark.conf.{secret}: a secret does not belong in the pipeline JSON, whose spark.conf goes "
+                "on the spark-submit command line (readable by every user of the worker); put it in the "
+                "Spark distribution's spark-defaults.conf on the worker and the cluster's nodes"
+            )
         if str(self.conf.get("spark.submit.deployMode", "client")).lower() != "client":
             raise SparkSettingsError(
                 "spark.conf.spark.submit.deployMode: only client mode runs (the driver holds the "
@@ -128,6 +135,11 @@ class SparkSettings:
     def execution_timeout(self) -> datetime.timedelta | None:
         minutes = self.execution_timeout_minutes
         return datetime.timedelta(minutes=minutes) if minutes is not None else None
+
+
+def _names_a_secret(key: str) -> bool:
+    """A property that holds a secret itself (not the class or file that provides one)."""
+    return bool(_SECRET_NAME.search(key)) and not key.lower().endswith(("provider", "file", "filename"))
 
 
 def _text(value: Any) -> str:

@@ -72,6 +72,11 @@ def test_the_driver_python_is_the_workers_interpreter_unless_set() -> None:
             "spark.conf.spark.executor.extraJavaOptions",
         ),
         ({"conf": {"spark.submit.deployMode": "cluster"}}, "only client mode runs"),
+        (
+            {"conf": {"spark.authenticate.secret": "s3cr3t"}},
+            "spark.conf.spark.authenticate.secret: a secret does not",
+        ),
+        ({"conf": {"spark.hadoop.fs.s3a.secret.key": "k"}}, "goes on the spark-submit command line"),
         ({"py_files": [""]}, "spark.py_files must be a list of paths or URIs"),
         ({"execution_timeout_minutes": -5}, "spark.execution_timeout_minutes must be a positive number"),
         ({"kubernetes_image": " "}, "spark.kubernetes_image must be a non-empty string"),
@@ -82,3 +87,17 @@ def test_a_wrong_spark_setting_fails_the_parse_naming_the_key(spark, message: st
     with pytest.raises(PipelineConfigError) as refused:
         PipelineConfig.from_dict({"spark": spark})
     assert message in str(refused.value)
+
+
+def test_properties_that_name_where_a_secret_comes_from_are_not_secrets() -> None:
+    settings = PipelineConfig.from_dict(
+        {
+            "spark": {
+                "conf": {
+                    "spark.hadoop.fs.s3a.aws.credentials.provider": "com.amazonaws.auth.EnvironmentVariableProvider",
+                    "spark.kubernetes.authenticate.oauthTokenFile": "/var/run/secrets/token",
+                }
+            }
+        }
+    ).spark_settings()
+    assert len(settings.spark_conf()) == 2
