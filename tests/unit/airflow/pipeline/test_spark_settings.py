@@ -94,7 +94,7 @@ def test_properties_that_name_where_a_secret_comes_from_are_not_secrets() -> Non
         {
             "spark": {
                 "conf": {
-                    "spark.hadoop.fs.s3a.aws.credentials.provider": "com.amazonaws.auth.EnvironmentVariableProvider",
+                    "spark.hadoop.fs.s3a.aws.credentials.provider": "com.example.EnvProvider",
                     "spark.kubernetes.authenticate.oauthTokenFile": "/var/run/secrets/token",
                 }
             }
