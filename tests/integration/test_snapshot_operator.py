@@ -38,7 +38,9 @@ def test_snapshot_on_spark_then_stream_gives_exact_tables(
     assert writer.error is None
     assert task_states(dag_run) == {"snapshot": "success", "stream": "success"}
     snapshot = xcom_value(dag_run, "snapshot")
-    assert all(t["chunks_total"] >= 6 for t in snapshot["tables"])
+    # 300 rows in chunks of 60, less what the writer deleted before the plan was made (its keys stay
+    # in 1-300 or move to 301-600): several chunks, so windows run as parallel Spark tasks.
+    assert all(t["chunks_total"] >= 4 for t in snapshot["tables"])
     # The writer may have outlived the stream: catch up once more, then compare.
     dag_run = run_dag(
         "snapshot_then_stream.py",
