@@ -19,14 +19,22 @@ from tests.support.object_store import ObjectStore, S3Lake, running_object_store
 from tests.support.spark_cluster import SparkStandaloneCluster
 
 # Airflow reads AIRFLOW_HOME at import time: point it at a throwaway folder before any test
-# imports Airflow, so tests never touch the developer's real Airflow installation.
-_AIRFLOW_HOME = Path(__file__).resolve().parent.parent / ".cache" / "airflow-home-tests"
+# imports Airflow, so tests never touch the developer's real Airflow installation. Each pytest-xdist
+# worker has its own (its own SQLite metadata database), as it has its own MySQL servers.
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "main")
+_AIRFLOW_HOME = Path(__file__).resolve().parent.parent / ".cache" / "airflow-home-tests" / _WORKER
 _AIRFLOW_HOME.mkdir(parents=True, exist_ok=True)
 os.environ["AIRFLOW_HOME"] = str(_AIRFLOW_HOME)
 os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"
 os.environ["AIRFLOW__CORE__DAGS_FOLDER"] = str(Path(__file__).resolve().parent / "dags")
 # delta-rs must never look for an instance role: that is a request off this machine.
 os.environ["AWS_EC2_METADATA_DISABLED"] = "true"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests marked ``slow`` run first (in their collected order): with two workers, the long ones
+    then overlap at the start instead of one of them running alone at the end."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 @pytest.fixture(scope="session")

@@ -16,7 +16,7 @@ import pytest
 from tests.support.airflow_deployment import AirflowDeployment
 from tests.support.airflow_rest import AirflowRestClient
 
-pytestmark = [pytest.mark.scheduler, pytest.mark.slow]
+pytestmark = [pytest.mark.scheduler, pytest.mark.slow, pytest.mark.xdist_group("airflow_deployment")]
 
 DAG_ID = "harness_proof"
 

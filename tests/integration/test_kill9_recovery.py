@@ -26,7 +26,7 @@ from tests.support.apply_process import launch_application
 from tests.support.lake import ConcurrentWriter, assert_lake_equals_source
 from tests.support.mysql import execute, scalar
 
-pytestmark = pytest.mark.mysql
+pytestmark = [pytest.mark.mysql, pytest.mark.xdist_group("kill9_workloads")]
 TRIALS = int(os.environ.get("AIRFLOW_MYSQL_CDC_KILL9_TRIALS", "10"))
 KILLS_PER_TRIAL = 2
 

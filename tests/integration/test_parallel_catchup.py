@@ -33,7 +33,7 @@ from tests.integration.test_binlog_reader import gtid_executed
 from tests.support.lake import ConcurrentWriter, assert_lake_equals_source, orders_apply_config
 from tests.support.mysql import ServerPool, execute
 
-pytestmark = pytest.mark.mysql
+pytestmark = [pytest.mark.mysql, pytest.mark.xdist_group("spark_local_2_session")]
 
 
 def _config(database: str, lake: Path, start: GtidSet, **overrides) -> ApplyConfig:

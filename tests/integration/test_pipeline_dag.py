@@ -37,7 +37,7 @@ from tests.support.pipeline import (
     writing,
 )
 
-pytestmark = [pytest.mark.mysql, pytest.mark.usefixtures("airflow_db")]
+pytestmark = [pytest.mark.mysql, pytest.mark.usefixtures("airflow_db"), pytest.mark.slow]
 
 
 def test_daily_runs_keep_the_lake_exact_through_maintenance_by_another_writer_and_the_built_in_one(

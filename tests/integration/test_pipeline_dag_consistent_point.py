@@ -27,7 +27,7 @@ from tests.support.pipeline import (
     writers_running,
 )
 
-pytestmark = [pytest.mark.mysql, pytest.mark.usefixtures("airflow_db")]
+pytestmark = [pytest.mark.mysql, pytest.mark.usefixtures("airflow_db"), pytest.mark.slow]
 
 
 def _ends_at_the_consistent_point(dag_run) -> None:

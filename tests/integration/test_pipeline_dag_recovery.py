@@ -26,7 +26,7 @@ from tests.support.pipeline import (
     writing,
 )
 
-pytestmark = [pytest.mark.mysql, pytest.mark.usefixtures("airflow_db")]
+pytestmark = [pytest.mark.mysql, pytest.mark.usefixtures("airflow_db"), pytest.mark.slow]
 SHOP = "shop"
 
 

@@ -39,7 +39,12 @@ from tests.support.pipeline import (
 )
 from tests.support.pipeline import now as utc_now
 
-pytestmark = [pytest.mark.scheduler, pytest.mark.mysql, pytest.mark.slow]
+pytestmark = [
+    pytest.mark.scheduler,
+    pytest.mark.mysql,
+    pytest.mark.slow,
+    pytest.mark.xdist_group("airflow_deployment"),
+]
 
 DAY = datetime.timedelta(days=1)
 DAG_SOURCE = """

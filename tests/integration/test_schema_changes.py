@@ -33,7 +33,7 @@ from tests.support.pipeline import (
     writers_running,
 )
 
-pytestmark = [pytest.mark.mysql, pytest.mark.usefixtures("airflow_db")]
+pytestmark = [pytest.mark.mysql, pytest.mark.usefixtures("airflow_db"), pytest.mark.slow]
 
 
 def _run(pipeline: Pipeline) -> Any:

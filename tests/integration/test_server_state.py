@@ -29,6 +29,7 @@ def test_server_state_reports_binlog_position_and_gtid_sets(mysql_database: MySq
     assert state.gtid_purged <= state.gtid_executed
 
 
+@pytest.mark.slow
 def test_demo_replicates_the_sample_shop_and_the_checksums_match(
     mysql_server: MySqlEndpoint, tmp_path
 ) -> None:

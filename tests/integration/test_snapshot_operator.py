@@ -12,7 +12,7 @@ from tests.support.airflow import connection_env, run_dag, task_states, xcom_val
 from tests.support.lake import ConcurrentWriter, assert_lake_equals_source
 from tests.support.mysql import execute
 
-pytestmark = [pytest.mark.mysql, pytest.mark.usefixtures("airflow_db")]
+pytestmark = [pytest.mark.mysql, pytest.mark.usefixtures("airflow_db"), pytest.mark.slow]
 
 
 def test_snapshot_on_spark_then_stream_gives_exact_tables(

@@ -13,8 +13,8 @@ from airflow_mysql_cdc.engine.binlog.stop_rules import UntilGtidSet
 from airflow_mysql_cdc.engine.mysql.normalise import normalise_select_row, select_list
 from airflow_mysql_cdc.engine.mysql.schema import TableRef, read_table_metadata
 from airflow_mysql_cdc.engine.mysql.types import read_table_column_types
-from airflow_mysql_cdc.engine.snapshot import runner as runner_module
 from airflow_mysql_cdc.engine.snapshot import window as window_module
+from airflow_mysql_cdc.engine.snapshot import window_task as window_task_module
 from airflow_mysql_cdc.engine.snapshot.change_filter import (
     SnapshotChangeFilter,
     SnapshottedChunk,
@@ -265,7 +265,7 @@ def test_windows_in_one_process_share_a_connection_and_replace_a_dead_one(
     tasks = [WindowTask(mysql_database, ref, columns, ("id",), key_columns, c, None) for c in chunks]
 
     def server_thread() -> int:
-        return runner_module._PROCESS_CONNECTIONS[mysql_database].thread_id()
+        return window_task_module._PROCESS_CONNECTIONS[mysql_database].thread_id()
 
     assert len(run_on_process_connection(tasks[0]).rows) == 10
     first = server_thread()
@@ -274,7 +274,7 @@ def test_windows_in_one_process_share_a_connection_and_replace_a_dead_one(
     execute(mysql_database, f"KILL {first}")
     assert len(run_on_process_connection(tasks[2]).rows) == 10
     assert server_thread() != first
-    runner_module._PROCESS_CONNECTIONS.pop(mysql_database).close()
+    window_task_module._PROCESS_CONNECTIONS.pop(mysql_database).close()
 
 
 def test_a_table_keyed_by_an_enum_member_holding_quote_comma_quote_is_snapshotted_and_streamed_exactly(
