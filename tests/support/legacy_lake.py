@@ -64,6 +64,11 @@ class LegacySnapshotWriter(lake_commits.DeltaSnapshotWriter):
         )  # fmt: skip
         return SnapshotProgress(snapshot_id, tuple(key), list(plan), definition=definition)
 
+    def commit_wave(self, progress: SnapshotProgress, wave) -> None:
+        """0.1 wrote each window's rows from the driver, one commit each."""
+        for window in wave:
+            self.write_chunk(progress, window)
+
     def write_chunk(self, progress: SnapshotProgress, window: ChunkSnapshot) -> None:
         count = window.rows.num_rows
         data = {c.name: to_delta_array(window.rows.column(c.name).combine_chunks()) for c in self.columns}

@@ -30,6 +30,7 @@ import resource
 import signal
 import threading
 from collections.abc import Sequence
+from pathlib import Path
 
 from airflow_mysql_cdc.engine.apply.config import ApplyConfig
 from airflow_mysql_cdc.engine.apply.parallel_catchup import run_parallel_catchup
@@ -78,7 +79,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 config,
                 endpoint,
                 parallelism=args.catchup_parallelism,
-                run_ranges=spark_range_runner(),
+                run_ranges=spark_range_runner(secrets_folder=Path(args.result_file).parent),
                 stop_requested=stop_requested,
             )
         else:

@@ -1,12 +1,15 @@
 """Entry point of the snapshot application: ``spark-submit <this file> --config C --result-file R``.
 
 Windows run as Spark tasks, one per chunk, each with its own MySQL connections and its own
-replication server_id (``base_server_id + chunk index``) for reconciliation; each task sends its
-chunk's rows back as Arrow IPC bytes and the driver commits each finished chunk to Delta as it
-arrives, while other windows run. With ``--no-spark`` (tests, tiny tables) windows run
-one after another in this process. Credentials come only from the environment:
-``AIRFLOW_MYSQL_CDC_ENDPOINT`` (MySQL) and ``AIRFLOW_MYSQL_CDC_LAKE_STORAGE_OPTIONS`` (the lake's
-secret storage options, see :mod:`~airflow_mysql_cdc.engine.lake.storage`); the config file holds none.
+replication server_id (``base_server_id + chunk index``) for reconciliation; each task writes its
+chunk's rows as a Parquet file under the target table and sends back only the file's description,
+and the driver commits each finished job's files with their chunks' progress in one Delta
+transaction, while other windows run. Tasks carry no credential: they read the application's
+secrets file (:mod:`~airflow_mysql_cdc.engine.runtime.executor_secrets`). With ``--no-spark``
+(tests, tiny tables) windows run one after another in this process. Credentials come only from
+the environment: ``AIRFLOW_MYSQL_CDC_ENDPOINT`` (MySQL) and
+``AIRFLOW_MYSQL_CDC_LAKE_STORAGE_OPTIONS`` (the lake's secret storage options, see
+:mod:`~airflow_mysql_cdc.engine.lake.storage`); the config file holds none.
 
 Exit codes (set by the error's class, :mod:`airflow_mysql_cdc.engine.errors`): 0 done; 2 configuration
 error (including a missing table or one without a usable key); 1 other.
@@ -21,7 +24,7 @@ from dataclasses import asdict, dataclass, field
 from functools import partial
 from itertools import islice
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from airflow_mysql_cdc.engine.entrypoints.common import (
     argument_parser,
@@ -36,21 +39,20 @@ from airflow_mysql_cdc.engine.lake.storage import (
     merged_storage_options,
 )
 from airflow_mysql_cdc.engine.runtime.executor_probe import EXECUTOR_REQUIREMENTS
+from airflow_mysql_cdc.engine.runtime.executor_secrets import ExecutorSecrets
 from airflow_mysql_cdc.engine.runtime.spark_tasks import SparkTasks
 from airflow_mysql_cdc.engine.snapshot.runner import snapshot_table
-from airflow_mysql_cdc.engine.snapshot.window import ChunkSnapshot
-from airflow_mysql_cdc.engine.snapshot.window_ipc import decode_window
 from airflow_mysql_cdc.engine.snapshot.window_task import (
+    WindowOutcome,
     WindowRunner,
     WindowTask,
+    decode_outcome,
+    for_executors,
     run_sequentially,
-    window_as_ipc,
+    window_outcome_bytes,
 )
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
-
-if TYPE_CHECKING:
-    pass
 
 
 @dataclass(frozen=True)
@@ -87,48 +89,52 @@ class SnapshotConfig:
         return cls(**data)
 
 
-def spark_runner(app_name: str) -> WindowRunner:
-    """Windows as Spark tasks, once the executors are known to have what a window imports."""
+def spark_runner(app_name: str, secrets_folder: Path | None = None) -> tuple[WindowRunner, ExecutorSecrets]:
+    """Windows as Spark tasks, once the executors are known to have what a window imports; and the
+    secrets the tasks read, kept under ``secrets_folder`` (withdraw them when the application is done)."""
     spark = SparkTasks.session(app_name)
     spark.require(EXECUTOR_REQUIREMENTS, name="snapshot")
-    return partial(run_windows_on_spark, spark)
+    secrets = ExecutorSecrets(spark.context, secrets_folder)
+    return partial(run_windows_on_spark, spark, secrets), secrets
 
 
 def run_windows_on_spark(
     spark: SparkTasks,
+    secrets: ExecutorSecrets,
     tasks: Sequence[WindowTask],
     *,
     windows_per_job: int | None = None,
     jobs_in_flight: int = 2,
-) -> Iterator[ChunkSnapshot]:
+) -> Iterator[list[WindowOutcome]]:
     """Windows as Spark tasks, ``windows_per_job`` (default: the cluster's parallelism) per job, with
-    ``jobs_in_flight`` jobs submitted at once from driver threads.
+    ``jobs_in_flight`` jobs submitted at once from driver threads; each job's windows are one wave.
 
-    Each task sends its window back as Arrow IPC bytes
-    (:mod:`~airflow_mysql_cdc.engine.snapshot.window_ipc`). The next job is already queued while the
-    driver commits the previous job's chunks, so no core waits for the driver.
+    Each task writes its window's rows to a data file and sends back only the file's description
+    (a few hundred bytes, :func:`~airflow_mysql_cdc.engine.snapshot.window_task.encode_outcome`); for
+    a lake executors do not write to, it sends the rows as Arrow IPC. Tasks carry no credential
+    (:func:`~airflow_mysql_cdc.engine.snapshot.window_task.for_executors`). The next job is already
+    queued while the driver commits the previous one, so no core waits for the driver.
     Jobs are kept few because each cost the JVM about 90 ms of CPU on Spark local[2], as much as a
-    third of a 20,000-row window (one-window jobs, four in flight, were slower). The driver holds at
-    most ``windows_per_job * jobs_in_flight`` chunks.
+    third of a 20,000-row window (one-window jobs, four in flight, were slower).
     """
     per_job = windows_per_job or spark.parallelism
+    shipped = for_executors(tasks, secrets.publish)
 
-    def run_job(group: list[WindowTask]) -> list[ChunkSnapshot]:
+    def run_job(group: list[WindowTask]) -> list[WindowOutcome]:
         first, last = group[0].chunk.index, group[-1].chunk.index
         description = f"snapshot windows of {group[0].table}, chunks {first}-{last}"
-        return [
-            decode_window(payload) for payload in spark.run(window_as_ipc, group, description=description)
-        ]
+        payloads = spark.run(window_outcome_bytes, group, description=description)
+        return [decode_outcome(payload) for payload in payloads]
 
-    jobs = (list(tasks[start : start + per_job]) for start in range(0, len(tasks), per_job))
+    jobs = (list(shipped[start : start + per_job]) for start in range(0, len(shipped), per_job))
     with ThreadPoolExecutor(max_workers=jobs_in_flight, thread_name_prefix="snapshot-windows") as pool:
         in_flight = [pool.submit(run_job, group) for group in islice(jobs, jobs_in_flight)]
         try:
             while in_flight:
                 done = in_flight.pop(0)
-                windows = done.result()
+                wave = done.result()
                 in_flight += [pool.submit(run_job, group) for group in islice(jobs, 1)]
-                yield from windows
+                yield wave
         finally:
             for future in in_flight:  # a failed window or commit: no new jobs; running ones end
                 future.cancel()
@@ -171,8 +177,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if isinstance(configuration, ExitCode):
         return configuration
     config, endpoint = configuration
-    runner = run_sequentially if args.no_spark else spark_runner("mysql-cdc-snapshot")
-    return run_to_result_file(lambda: run(config, endpoint, runner), args.result_file)
+    if args.no_spark:
+        return run_to_result_file(lambda: run(config, endpoint, run_sequentially), args.result_file)
+    runner, secrets = spark_runner("mysql-cdc-snapshot", Path(args.result_file).parent)
+    try:
+        return run_to_result_file(lambda: run(config, endpoint, runner), args.result_file)
+    finally:
+        secrets.withdraw()
 
 
 if __name__ == "__main__":

@@ -82,6 +82,18 @@ def target_schema(columns: tuple[ColumnType, ...]) -> pa.Schema:
     )
 
 
+def snapshot_rows(columns: tuple[ColumnType, ...], rows: pa.Table) -> pa.Table:
+    """A snapshot chunk's canonical rows as target rows: Delta's types, no change metadata (a row
+    read from a table, not from the binlog), not deleted."""
+    count = rows.num_rows
+    data = {column.name: to_delta_array(rows.column(column.name).combine_chunks()) for column in columns}
+    data[GTID_COLUMN] = pa.nulls(count, pa.string())
+    data[COMMIT_TS_COLUMN] = pa.nulls(count, pa.timestamp("us", tz="UTC"))
+    data[DELETED_COLUMN] = pa.array([False] * count, pa.bool_())
+    data[DELETED_AT_COLUMN] = pa.nulls(count, pa.timestamp("us", tz="UTC"))
+    return pa.table(data).cast(target_schema(columns))
+
+
 def changelog_schema(columns: tuple[ColumnType, ...]) -> pa.Schema:
     return pa.schema(
         [

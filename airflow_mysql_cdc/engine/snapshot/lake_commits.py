@@ -25,17 +25,11 @@ from typing import Any
 import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, write_deltalake
 from deltalake.exceptions import TableNotFoundError
+from deltalake.transaction import AddAction
 
 from airflow_mysql_cdc.engine.errors import LakeMismatchError
-from airflow_mysql_cdc.engine.lake.delta_layout import (
-    COMMIT_TS_COLUMN,
-    DELETED_AT_COLUMN,
-    DELETED_COLUMN,
-    GTID_COLUMN,
-    table_properties,
-    target_schema,
-    to_delta_array,
-)
+from airflow_mysql_cdc.engine.lake.data_files import require_written
+from airflow_mysql_cdc.engine.lake.delta_layout import snapshot_rows, table_properties, target_schema
 from airflow_mysql_cdc.engine.lake.foreign_commits import check_writable
 from airflow_mysql_cdc.engine.lake.layout import LakeRoot
 from airflow_mysql_cdc.engine.lake.state.snapshot_log import SNAPSHOT_APP_ID, snapshot_transaction
@@ -47,6 +41,7 @@ from airflow_mysql_cdc.engine.snapshot.change_filter import SnapshottedChunk
 from airflow_mysql_cdc.engine.snapshot.chunks import Chunk
 from airflow_mysql_cdc.engine.snapshot.key_codec import decode_key, encode_key
 from airflow_mysql_cdc.engine.snapshot.window import ChunkSnapshot
+from airflow_mysql_cdc.engine.snapshot.window_task import WindowOutcome, WrittenWindow
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 
 SNAPSHOT_COMMIT_METADATA = "airflow_mysql_cdc.snapshot_commit"
@@ -236,37 +231,71 @@ class DeltaSnapshotWriter:
         self._head = link
         return SnapshotProgress(snapshot_id, tuple(key), list(plan), definition=definition)
 
-    def write_chunk(self, progress: SnapshotProgress, window: ChunkSnapshot) -> None:
-        count = window.rows.num_rows
-        data = {
-            column.name: to_delta_array(window.rows.column(column.name).combine_chunks())
-            for column in self.columns
-        }
-        data[GTID_COLUMN] = pa.nulls(count, pa.string())
-        data[COMMIT_TS_COLUMN] = pa.nulls(count, pa.timestamp("us", tz="UTC"))
-        data[DELETED_COLUMN] = pa.array([False] * count, pa.bool_())
-        data[DELETED_AT_COLUMN] = pa.nulls(count, pa.timestamp("us", tz="UTC"))
-        record = {
-            "id": progress.snapshot_id,
-            "phase": "chunk",
-            "chunk": _chunk_json(window.chunk),
-            "low": str(window.low_watermark),
-            "high": str(window.high_watermark),
-            "rows": count,
-        }
+    def commit_wave(self, progress: SnapshotProgress, wave: Sequence[WindowOutcome]) -> None:
+        """Commit a wave of finished windows: their rows and their chunks' records, one Delta commit.
+
+        Written windows (files an executor wrote) are checked to be where the driver sees them, then
+        added by one transaction; windows that came back with their rows (a lake executors do not
+        write to) are written here, one commit each. Each chunk's record is written first and the
+        commit carries the newest one's link; records link back to the one before, so the commit
+        makes every record of the wave part of the chain at once.
+        """
+        written = [window for window in wave if isinstance(window, WrittenWindow)]
+        for window in wave:
+            if isinstance(window, ChunkSnapshot):
+                self._write_rows(progress, window)
+        if not written:
+            return
+        files = [file for window in written for file in window.files]
+        require_written(self.path, files, self.storage_options)
+        table = self._table()
+        assert table is not None, "start() the snapshot first"
+        records = [
+            self._chunk_record(progress, w.chunk, w.low_watermark, w.high_watermark, w.rows) for w in written
+        ]
+        link = self._log.intend_all(records, previous=self._head)
+        table.create_write_transaction(
+            [
+                AddAction(file.path, file.size, {}, file.modification_time_ms, True, file.stats)
+                for file in files
+            ],
+            mode="append",
+            schema=target_schema(self.columns),
+            commit_properties=self._properties(records[-1], link),
+        )
+        self._head = link
+        for window in written:
+            self._done(progress, window.chunk, window.low_watermark, window.high_watermark, window.rows)
+
+    def _write_rows(self, progress: SnapshotProgress, window: ChunkSnapshot) -> None:
+        """A window's rows written and committed by this driver (lakes executors do not write to)."""
+        data = snapshot_rows(self.columns, window.rows)
+        record = self._chunk_record(
+            progress, window.chunk, window.low_watermark, window.high_watermark, data.num_rows
+        )
         table = self._table()
         assert table is not None, "start() the snapshot first"
         link = self._log.intend(record, previous=self._head)
-        write_deltalake(
-            table,
-            pa.table(data).cast(target_schema(self.columns)),
-            mode="append",
-            commit_properties=self._properties(record, link),
-        )
+        write_deltalake(table, data, mode="append", commit_properties=self._properties(record, link))
         self._head = link
-        progress.done[window.chunk.index] = DoneChunk(
-            window.chunk, window.low_watermark, window.high_watermark, count
-        )
+        self._done(progress, window.chunk, window.low_watermark, window.high_watermark, data.num_rows)
+
+    @staticmethod
+    def _chunk_record(
+        progress: SnapshotProgress, chunk: Chunk, low: GtidSet, high: GtidSet, rows: int
+    ) -> dict[str, Any]:
+        return {
+            "id": progress.snapshot_id,
+            "phase": "chunk",
+            "chunk": _chunk_json(chunk),
+            "low": str(low),
+            "high": str(high),
+            "rows": rows,
+        }
+
+    @staticmethod
+    def _done(progress: SnapshotProgress, chunk: Chunk, low: GtidSet, high: GtidSet, rows: int) -> None:
+        progress.done[chunk.index] = DoneChunk(chunk, low, high, rows)
 
     @staticmethod
     def _properties(record: dict[str, Any], link: int) -> CommitProperties:

@@ -1,9 +1,9 @@
 """Run a table's snapshot: plan or resume, read windows (in parallel where available), commit chunks.
 
 Invariant: whatever runs the windows (one process, or Spark tasks each with its own connections and
-replication server_id), chunks are committed one by one by this driver, so progress and data stay
-in one Delta history (see :mod:`.lake_commits`). A window is a pure read of the source: rerunning
-it is always safe.
+replication server_id) and writes their rows' files, only this driver commits them, a wave of chunks
+per commit with their progress records, so progress and data stay together (see
+:mod:`.lake_commits`). A window is a pure read of the source: rerunning it is always safe.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import time
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+from airflow_mysql_cdc.engine.lake.data_files import executor_writes_supported
 from airflow_mysql_cdc.engine.lake.layout import LakeRoot
 from airflow_mysql_cdc.engine.lake.table_shape import Compatibility, Shape, compatibility
 from airflow_mysql_cdc.engine.mysql.definition import TableDefinition
@@ -25,7 +26,14 @@ from airflow_mysql_cdc.engine.snapshot.table_definition import (
     SnapshotTableDroppedError,
     check_unchanged,
 )
-from airflow_mysql_cdc.engine.snapshot.window_task import WindowRunner, WindowTask, run_sequentially
+from airflow_mysql_cdc.engine.snapshot.window_task import (
+    FileTarget,
+    WindowOutcome,
+    WindowRunner,
+    WindowTask,
+    WrittenWindow,
+    run_sequentially,
+)
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
 
 log = logging.getLogger("airflow_mysql_cdc.snapshot")
@@ -104,20 +112,26 @@ def _snapshot_once(
     )
     columns, key_columns = definition.column_types, metadata.row_key_columns
     pending = progress.pending
+    target = (
+        FileTarget(writer.path, dict(storage_options or {}))
+        if executor_writes_supported(writer.path)
+        else None
+    )
     tasks = [
         WindowTask(
             endpoint, ref, tuple(columns), metadata.key_columns, key_columns, chunk,
-            None if base_server_id is None else base_server_id + chunk.index,
+            None if base_server_id is None else base_server_id + chunk.index, target,
         )
         for chunk in pending
     ]  # fmt: skip
-    rows = 0
+    rows = count = 0
     check_unchanged(endpoint, ref, definition)
     try:
-        for count, window in enumerate(run_windows(tasks), start=1):
-            check_unchanged(endpoint, ref, definition)  # this window read the planned definition
-            writer.write_chunk(progress, window)
-            rows += len(window.rows)
+        for wave in run_windows(tasks):
+            check_unchanged(endpoint, ref, definition)  # these windows read the planned definition
+            writer.commit_wave(progress, wave)
+            count += len(wave)
+            rows += sum(_rows(window) for window in wave)
             _log_progress(ref, count, len(pending), len(progress.done), len(progress.plan), rows, started)
     except (DefinitionChanged, SnapshotTableDroppedError):
         raise
@@ -135,6 +149,10 @@ def _snapshot_once(
         consistent_point=str(progress.consistent_point),
         duration_s=round(time.monotonic() - started, 3),
     )
+
+
+def _rows(window: WindowOutcome) -> int:
+    return window.rows if isinstance(window, WrittenWindow) else window.rows.num_rows
 
 
 def _log_progress(

@@ -23,7 +23,10 @@ The steps, per kind of table:
   (:data:`..layout.OWN_TABLE_PROPERTIES`), compaction once ``small_files`` files have gathered;
 - **every table**: a checkpoint, the clean-up of log files past ``delta.logRetentionDuration``, and
   vacuum (targets and changelogs keep unreferenced files ``vacuum_retention_hours``, or the
-  table's own ``delta.deletedFileRetentionDuration`` if longer; own tables an hour).
+  table's own ``delta.deletedFileRetentionDuration`` if longer; own tables an hour). The vacuum is
+  *full*: it lists the table's folder and also deletes files no commit ever referenced (a snapshot
+  task killed after writing its file, :mod:`...data_files`), once they are older than the retention,
+  so a file still waiting for its commit is never touched.
 """
 
 from __future__ import annotations
@@ -108,7 +111,10 @@ def maintain_table(table: DeltaTable, spec: MaintainedTable, policy: Maintenance
     table.cleanup_metadata()
     report.actions.append("checkpointed, expired log files cleaned up")
     vacuumed = table.vacuum(
-        retention_hours=_vacuum_hours(table, spec, policy), enforce_retention_duration=False, dry_run=False
+        retention_hours=_vacuum_hours(table, spec, policy),
+        enforce_retention_duration=False,
+        dry_run=False,
+        full=True,
     )
     report.vacuumed_files = len(vacuumed)
     if vacuumed:

@@ -147,6 +147,17 @@ class SnapshotLog:
         self._append([SnapshotRecord(link, previous, record, time.time_ns() // 1000)])
         return link
 
+    def intend_all(self, records: list[dict[str, Any]], previous: int | None) -> int:
+        """Append ``records`` (oldest first) in one write, each linked to the one before; returns the
+        newest one's link, which the one target commit of all of them must carry."""
+        now = time.time_ns() // 1000
+        rows: list[SnapshotRecord] = []
+        for offset, record in enumerate(records):
+            rows.append(SnapshotRecord(new_link(), previous, record, now + offset))
+            previous = rows[-1].link
+        self._append(rows)
+        return rows[-1].link
+
     def migrate(self, records_newest_first: list[dict[str, Any]]) -> None:
         """Store records read from a legacy commit history (or the mark that it held none)."""
         now = time.time_ns() // 1000
