@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +18,7 @@ from tests.support.frozen_replica import REPLICA_FLAGS, FrozenReplica
 from tests.support.mysql import ServerPool, database_name_for, execute, shared_server_endpoint
 from tests.support.object_store import ObjectStore, S3Lake, running_object_store
 from tests.support.spark_cluster import SparkStandaloneCluster
+from tests.support.spark_cluster import lean_executor_python as lean_executor_python_in
 
 # Airflow reads AIRFLOW_HOME at import time: point it at a throwaway folder before any test
 # imports Airflow, so tests never touch the developer's real Airflow installation. Each pytest-xdist
@@ -83,10 +85,29 @@ def airflow_db() -> None:
 
 @pytest.fixture(scope="session")
 def spark_standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkStandaloneCluster]:
-    """A Spark standalone master and worker on loopback (2 cores, 1 GiB), stopped after the run."""
+    """A Spark standalone master and two workers on loopback (1 core, 1 GiB each), stopped after the run."""
     cluster = SparkStandaloneCluster(tmp_path_factory.mktemp("spark-standalone")).start()
     yield cluster
     cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def lean_executor_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A Python for Spark executors with only the engine's executor requirements: no Airflow, no
+    deltalake, not this package (the operators ship it with --py-files)."""
+    return lean_executor_python_in(tmp_path_factory.mktemp("lean-executor-venv") / "venv")
+
+
+@pytest.fixture(scope="session")
+def spark_local_2() -> Iterator[object]:
+    """A Spark local[2] session in this (worker) process, for tests that run engine tasks on Spark
+    directly; started on first use, stopped at the end of the run."""
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    spark = SparkSession.builder.master("local[2]").appName("airflow-mysql-cdc-tests").getOrCreate()
+    yield spark
+    spark.stop()
 
 
 @pytest.fixture(scope="session")

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import json
 import signal
+import subprocess
 import threading
 import time
 from functools import partial
@@ -50,6 +52,7 @@ from tests.support.pipeline import (
     seed,
     writing,
 )
+from tests.support.spark_cluster import SparkStandaloneCluster
 
 ROUNDS = 5
 
@@ -149,21 +152,39 @@ def _wait_for_owner(pipeline: Pipeline, timeout_s: float = 90) -> str:
 
 @pytest.mark.mysql
 @pytest.mark.slow
+@pytest.mark.xdist_group("spark_standalone")
 @pytest.mark.usefixtures("airflow_db")
-def test_the_daily_dag_on_an_s3_lake_recovers_refuses_a_second_writer_and_leaks_no_credential(
+def test_the_daily_dag_on_a_spark_cluster_and_an_s3_lake_stays_exact_recovers_and_leaks_no_credential(
     mysql_database: MySqlEndpoint,
     frozen_replica: FrozenReplica,
     s3_lake: S3Lake,
+    spark_standalone: SparkStandaloneCluster,
+    lean_executor_python: Path,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     capfd: pytest.CaptureFixture,
 ) -> None:
+    """The shipped DAG, configured from its JSON alone, on a standalone cluster of two workers whose
+    executors' Python has only the executor requirements (no package, no deltalake, no Airflow):
+    snapshot windows and a parallel catch-up's range readers run there, the snapshot's rows are
+    written to the S3 lake by the executors, and the lake equals a replica frozen at each end set."""
     database = mysql_database.database
     seed(mysql_database, "orders", 150)
     seed(mysql_database, "payments", 90)
     tables = [f"{database}.orders", f"{database}.payments"]
     source = mysql_database.with_database(None)
     pipeline = Pipeline(monkeypatch, tmp_path, source, tables, s3_lake=s3_lake, catchup_parallelism=2)
+    master = {"conn_type": "spark", "host": "spark://127.0.0.1", "port": spark_standalone.master_port}
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_CLUSTER", json.dumps(master))
+    pipeline.configure(
+        spark_conn_id="spark_cluster",
+        spark={
+            "executor_python": str(lean_executor_python),
+            "executor_memory": "512m",
+            "conf": {"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"},
+        },
+    )
+    applications_before = spark_standalone.application_folders()
     read = {"storage_options": pipeline.storage_options}
     secrets = (s3_lake.store.secret_access_key, s3_lake.store.access_key_id)
     with CommandLineRecorder() as recorder:
@@ -238,3 +259,14 @@ def test_the_daily_dag_on_an_s3_lake_recovers_refuses_a_second_writer_and_leaks_
     xcoms = [as_text(value) for value in dag_xcom_values(pipeline.dag_id)]
     assert xcoms and containing(xcoms, *secrets) == [], "a lake credential reached XCom"
     assert s3_lake.objects_containing(*secrets) == [], "a lake credential was written into the lake"
+    # The windows and range readers ran on the cluster's executors, in the lean Python
+    applications = [a for a in spark_standalone.application_folders() if a not in applications_before]
+    executor_logs = "".join(
+        log.read_text(errors="replace") for a in applications for log in a.glob("*/stderr")
+    )
+    assert {a.parent.name for a in applications} == {"worker1", "worker2"}
+    assert executor_logs.count("Running task") >= 4
+    lean = subprocess.run(
+        [str(lean_executor_python), "-c", "import airflow_mysql_cdc"], cwd=tmp_path, capture_output=True
+    )
+    assert lean.returncode != 0, "the executors' Python must not have the package of its own"

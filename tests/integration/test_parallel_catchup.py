@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import logging
-import os
 import sys
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +31,7 @@ from tests.integration.test_binlog_reader import gtid_executed
 from tests.support.lake import ConcurrentWriter, assert_lake_equals_source, orders_apply_config
 from tests.support.mysql import ServerPool, execute
 
-pytestmark = [pytest.mark.mysql, pytest.mark.xdist_group("spark_local_2_session")]
+pytestmark = pytest.mark.mysql
 
 
 def _config(database: str, lake: Path, start: GtidSet, **overrides) -> ApplyConfig:
@@ -99,16 +97,6 @@ def test_parallel_catchup_gives_the_same_lake_as_the_single_reader(
     assert parallel.rows_by_table == single.rows_by_table
     _assert_same_lake(tmp_path / "single", tmp_path / "parallel", database)
     assert_lake_equals_source(mysql_database, tmp_path / "parallel", database, "orders")
-
-
-@pytest.fixture(scope="module")
-def spark_local_2() -> Iterator[object]:
-    from pyspark.sql import SparkSession
-
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    spark = SparkSession.builder.master("local[2]").appName("test-parallel-catchup").getOrCreate()
-    yield spark
-    spark.stop()
 
 
 def test_parallel_catchup_in_spark_local_2_tasks_gives_the_same_lake_as_the_single_reader(

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import random
+import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -14,6 +16,8 @@ from airflow_mysql_cdc.engine.apply.config import ApplyConfig
 from airflow_mysql_cdc.engine.apply.single_reader import run_apply
 from airflow_mysql_cdc.engine.lake.compare import lake_table
 from airflow_mysql_cdc.engine.lake.layout import LakeLayout
+from airflow_mysql_cdc.engine.lake.maintenance.policy import MaintenancePolicy
+from airflow_mysql_cdc.engine.lake.maintenance.steps import MaintainedTable, maintain_table
 from airflow_mysql_cdc.engine.snapshot.lake_commits import SnapshotIncompleteError
 from airflow_mysql_cdc.engine.snapshot.runner import snapshot_table
 from airflow_mysql_cdc.engine.snapshot.window_task import run_sequentially
@@ -97,7 +101,21 @@ def test_killed_snapshot_resumes_at_the_next_unfinished_chunk(
     resumed = snapshot_table(mysql_database, tmp_path, table, chunk_size=50)
     assert resumed.resumed is True
     assert (resumed.chunks_total, resumed.chunks_run) == (7, 4)
-    assert DeltaTable(str(LakeLayout(tmp_path).target(database, "orders"))).to_pyarrow_table().num_rows == 300
+    target = LakeLayout(tmp_path).target(database, "orders")
+    assert DeltaTable(str(target)).to_pyarrow_table().num_rows == 300
+    assert_lake_equals_source(mysql_database, tmp_path, database, "orders")
+    # The killed window's file was written but never committed: no reader sees it, and the
+    # maintenance's vacuum deletes it once it is older than the retention.
+    referenced = set(DeltaTable(str(target)).file_uris())
+    orphans = [path for path in Path(target).glob("*.parquet") if str(path) not in referenced]
+    assert len(orphans) == 1
+    two_hours_ago = time.time() - 7200
+    os.utime(orphans[0], (two_hours_ago, two_hours_ago))
+    policy = MaintenancePolicy(vacuum_retention_hours=1)
+    report = maintain_table(
+        DeltaTable(str(target)), MaintainedTable(str(target), "target", table, "id"), policy
+    )
+    assert report.vacuumed_files == 1 and not orphans[0].exists()
     assert_lake_equals_source(mysql_database, tmp_path, database, "orders")
 
 

@@ -16,7 +16,7 @@ from tests.support.mysql import create_user, execute
 from tests.support.process_arguments import ArgvWatch
 from tests.support.spark_cluster import SparkStandaloneCluster
 
-pytestmark = [pytest.mark.mysql, pytest.mark.slow]
+pytestmark = [pytest.mark.mysql, pytest.mark.slow, pytest.mark.xdist_group("spark_standalone")]
 EXECUTOR = "CoarseGrainedExecutorBackend"
 DRIVER = "snapshot_to_delta.py"
 
@@ -24,6 +24,7 @@ DRIVER = "snapshot_to_delta.py"
 def test_snapshot_windows_run_on_standalone_executors_with_the_password_in_no_process_argv(
     mysql_database: MySqlEndpoint,
     spark_standalone: SparkStandaloneCluster,
+    lean_executor_python: Path,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -51,6 +52,7 @@ def test_snapshot_windows_run_on_standalone_executors_with_the_password_in_no_pr
         lake_root=str(tmp_path / "lake"),
         chunk_size=50,
         spark_conf={
+            "spark.pyspark.python": str(lean_executor_python),  # no package, no deltalake, no Airflow
             "spark.executor.memory": "512m",
             "spark.driver.host": "127.0.0.1",
             "spark.driver.bindAddress": "127.0.0.1",
@@ -62,8 +64,12 @@ def test_snapshot_windows_run_on_standalone_executors_with_the_password_in_no_pr
     seen = " ".join(watch.seen.values())
     assert EXECUTOR in seen, "no executor of the standalone worker was seen during the run"
     assert DRIVER in seen, "the driver (spark-submit and its Python process) was never scanned"
-    [application] = [a for a in spark_standalone.application_folders() if a not in applications_before]
-    executor_logs = "".join(log.read_text(errors="replace") for log in application.glob("*/stderr"))
+    applications = [a for a in spark_standalone.application_folders() if a not in applications_before]
+    executor_logs = "".join(
+        log.read_text(errors="replace")
+        for application in applications
+        for log in application.glob("*/stderr")
+    )
     assert "Running task" in executor_logs
     assert result["tables"][0]["chunks_total"] >= 6
     assert_lake_equals_source(mysql_database, tmp_path / "lake", database, "orders")

@@ -1,8 +1,9 @@
-"""A Spark standalone cluster (one master, one worker) on loopback, started from the pyspark install.
+"""A Spark standalone cluster (one master, two workers) on loopback, started from the pyspark install;
+and an executor Python with only the engine's documented executor requirements.
 
-The master and the worker are ``spark-class`` JVMs in their own sessions, on free ports (RPC and
-web UI), with logs and the worker's work folder under the given folder; executors the worker
-launches for an application are its children. Stopping kills both process groups.
+The master and the workers are ``spark-class`` JVMs in their own sessions, on free ports (RPC and
+web UI), with logs and each worker's work folder under the given folder; executors a worker
+launches for an application are its children, each in its own JVM. Stopping kills every process group.
 """
 
 from __future__ import annotations
@@ -30,10 +31,32 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
+EXECUTOR_PACKAGES = ("pyarrow", "pymysql", "pymysqlreplication", "packaging", "zstandard")
+"""What ``pip install pyarrow PyMySQL mysql-replication zstandard`` puts in an executor's Python
+(docs/deployment.md); no Airflow, no deltalake, not this package (the operators ship it)."""
+
+
+def lean_executor_python(folder: Path) -> Path:
+    """A virtualenv of this interpreter holding only :data:`EXECUTOR_PACKAGES` (linked from this one)."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True)
+    python = folder / "bin" / "python"
+    site = Path(
+        subprocess.run(
+            [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            check=True, capture_output=True, text=True,
+        ).stdout.strip()
+    )  # fmt: skip
+    ours = Path(pyspark.__file__).parent.parent
+    for package in EXECUTOR_PACKAGES:
+        (site / package).symlink_to(ours / package)
+    return python
+
+
 @dataclass
 class SparkStandaloneCluster:
     folder: Path
-    worker_cores: int = 2
+    workers: int = 2
+    worker_cores: int = 1
     worker_memory: str = "1g"
     master_port: int = field(default_factory=free_port)
     processes: list[subprocess.Popen] = field(default_factory=list)
@@ -54,20 +77,25 @@ class SparkStandaloneCluster:
             "--host", "127.0.0.1", "--port", str(self.master_port), "--webui-port", str(free_port()),
         )  # fmt: skip
         self._wait_for("master", r"I have been elected leader|Starting Spark master")
-        self._launch(
-            "worker",
-            "org.apache.spark.deploy.worker.Worker",
-            self.master_url,
-            "--host", "127.0.0.1", "--port", str(free_port()), "--webui-port", str(free_port()),
-            "--cores", str(self.worker_cores), "--memory", self.worker_memory,
-            "--work-dir", str(self.work_dir),
-        )  # fmt: skip
-        self._wait_for("worker", r"Successfully registered with master")
+        for number in range(1, self.workers + 1):
+            self._launch(
+                f"worker{number}",
+                "org.apache.spark.deploy.worker.Worker",
+                self.master_url,
+                "--host", "127.0.0.1", "--port", str(free_port()), "--webui-port", str(free_port()),
+                "--cores", str(self.worker_cores), "--memory", self.worker_memory,
+                "--work-dir", str(self.work_dir / f"worker{number}"),
+            )  # fmt: skip
+        for number in range(1, self.workers + 1):
+            self._wait_for(f"worker{number}", r"Successfully registered with master")
         return self
 
     def _launch(self, role: str, main_class: str, *arguments: str) -> None:
         log = (self.folder / f"{role}.log").open("w")
-        environment = {**os.environ, "SPARK_HOME": str(SPARK_HOME), "SPARK_LOCAL_IP": "127.0.0.1"}
+        # Executors inherit the worker's environment: no PYTHONPATH of the test run may lend them the
+        # package (they must get it from the operators' --py-files, as on a real cluster).
+        inherited = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+        environment = {**inherited, "SPARK_HOME": str(SPARK_HOME), "SPARK_LOCAL_IP": "127.0.0.1"}
         self.processes.append(
             subprocess.Popen(
                 [str(SPARK_CLASS), main_class, *arguments],
@@ -91,8 +119,8 @@ class SparkStandaloneCluster:
         raise RuntimeError(f"the Spark {role} did not start; its log:\n{log.read_text()[-3000:]}")
 
     def application_folders(self) -> list[Path]:
-        """One folder per application the worker ran executors for."""
-        return sorted(self.work_dir.glob("app-*")) if self.work_dir.exists() else []
+        """One folder per application and worker that ran executors for it."""
+        return sorted(self.work_dir.glob("worker*/app-*")) if self.work_dir.exists() else []
 
     def stop(self) -> None:
         for process in reversed(self.processes):
