@@ -18,6 +18,8 @@ error (including a missing table or one without a usable key); 1 other.
 from __future__ import annotations
 
 import json
+import logging
+import resource
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -54,6 +56,8 @@ from airflow_mysql_cdc.engine.snapshot.window_task import (
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 
+log = logging.getLogger("airflow_mysql_cdc.snapshot")
+
 
 @dataclass(frozen=True)
 class SnapshotConfig:
@@ -66,6 +70,9 @@ class SnapshotConfig:
     """Public delta-rs storage options of the lake (endpoint, region); never credentials."""
     secret_storage_options: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
     """Credentials of the lake, from the environment at the application's start: never serialised."""
+    executor_writes: bool = True
+    """False: windows hand their rows to the driver, which writes them (benchmarks compare the two;
+    lakes on stores executors do not write to, such as gs://, always do)."""
 
     def __post_init__(self) -> None:
         check_storage_options(self.storage_options, where="the snapshot application's configuration")
@@ -89,13 +96,26 @@ class SnapshotConfig:
         return cls(**data)
 
 
-def spark_runner(app_name: str, secrets_folder: Path | None = None) -> tuple[WindowRunner, ExecutorSecrets]:
-    """Windows as Spark tasks, once the executors are known to have what a window imports; and the
-    secrets the tasks read, kept under ``secrets_folder`` (withdraw them when the application is done)."""
+def spark_runner(
+    app_name: str, secrets_folder: Path | None = None
+) -> tuple[WindowRunner, ExecutorSecrets, Transfer]:
+    """Windows as Spark tasks, once the executors are known to have what a window imports; the
+    secrets the tasks read, kept under ``secrets_folder`` (withdraw them when the application is
+    done); and the count of what the tasks sent to the driver."""
     spark = SparkTasks.session(app_name)
     spark.require(EXECUTOR_REQUIREMENTS, name="snapshot")
     secrets = ExecutorSecrets(spark.context, secrets_folder)
-    return partial(run_windows_on_spark, spark, secrets), secrets
+    transfer = Transfer()
+    return partial(run_windows_on_spark, spark, secrets, transfer=transfer), secrets, transfer
+
+
+@dataclass
+class Transfer:
+    """What the snapshot's Spark tasks sent to the driver (file descriptions, or rows where the
+    driver writes them): reported so a run shows that its rows stayed on the executors."""
+
+    bytes_to_driver: int = 0
+    windows: int = 0
 
 
 def run_windows_on_spark(
@@ -105,6 +125,7 @@ def run_windows_on_spark(
     *,
     windows_per_job: int | None = None,
     jobs_in_flight: int = 2,
+    transfer: Transfer | None = None,
 ) -> Iterator[list[WindowOutcome]]:
     """Windows as Spark tasks, ``windows_per_job`` (default: the cluster's parallelism) per job, with
     ``jobs_in_flight`` jobs submitted at once from driver threads; each job's windows are one wave.
@@ -124,6 +145,9 @@ def run_windows_on_spark(
         first, last = group[0].chunk.index, group[-1].chunk.index
         description = f"snapshot windows of {group[0].table}, chunks {first}-{last}"
         payloads = spark.run(window_outcome_bytes, group, description=description)
+        if transfer is not None:
+            transfer.bytes_to_driver += sum(len(payload) for payload in payloads)
+            transfer.windows += len(payloads)
         return [decode_outcome(payload) for payload in payloads]
 
     jobs = (list(shipped[start : start + per_job]) for start in range(0, len(shipped), per_job))
@@ -151,6 +175,7 @@ def run(config: SnapshotConfig, endpoint: MySqlEndpoint, runner: WindowRunner) -
             restart=config.restart,
             base_server_id=config.base_server_id,
             storage_options=config.lake_storage_options(),
+            executor_writes=config.executor_writes,
         )
         for table in config.tables
     ]
@@ -179,9 +204,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     config, endpoint = configuration
     if args.no_spark:
         return run_to_result_file(lambda: run(config, endpoint, run_sequentially), args.result_file)
-    runner, secrets = spark_runner("mysql-cdc-snapshot", Path(args.result_file).parent)
+    runner, secrets, transfer = spark_runner("mysql-cdc-snapshot", Path(args.result_file).parent)
+
+    def on_spark() -> dict[str, Any]:
+        result = run(config, endpoint, runner)
+        result["bytes_to_driver"] = transfer.bytes_to_driver
+        # Peak resident memory of this driver process (Linux reports KiB), for capacity planning.
+        result["driver_peak_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        log.info(
+            "snapshot: %d window(s) sent %d bytes to the driver; driver peak RSS %d MiB",
+            transfer.windows, transfer.bytes_to_driver, result["driver_peak_rss_bytes"] >> 20,
+        )  # fmt: skip
+        return result
+
     try:
-        return run_to_result_file(lambda: run(config, endpoint, runner), args.result_file)
+        return run_to_result_file(on_spark, args.result_file)
     finally:
         secrets.withdraw()
 

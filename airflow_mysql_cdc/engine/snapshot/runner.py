@@ -70,12 +70,15 @@ def snapshot_table(
     base_server_id: int | None = None,
     storage_options: dict[str, str] | None = None,
     max_restarts: int = 3,
+    executor_writes: bool = True,
 ) -> SnapshotResult:
     """Snapshot ``table`` into the lake, resuming an unfinished snapshot unless ``restart``.
 
     A finished snapshot is taken again only with ``restart`` (a re-snapshot), which replaces the
     table's contents. A DDL landing on the table during its snapshot restarts it with the new
-    definition (:mod:`.table_definition`), at most ``max_restarts`` times.
+    definition (:mod:`.table_definition`), at most ``max_restarts`` times. Whoever runs a window
+    writes its rows (:mod:`~airflow_mysql_cdc.engine.lake.data_files`) unless ``executor_writes`` is
+    False or the lake is on a store executors do not write to; then the rows come to this driver.
     """
     started = time.monotonic()
     ref = TableRef.parse(table)
@@ -83,7 +86,7 @@ def snapshot_table(
         try:
             result = _snapshot_once(
                 endpoint, lake_root, ref, chunk_size, run_windows, restart or restarts > 0,
-                base_server_id, storage_options, started,
+                base_server_id, storage_options, started, executor_writes,
             )  # fmt: skip
         except DefinitionChanged as change:
             log.warning("snapshot of %s: %s; it starts again with the new definition", ref, change)
@@ -106,6 +109,7 @@ def _snapshot_once(
     base_server_id: int | None,
     storage_options: dict[str, str] | None,
     started: float,
+    executor_writes: bool,
 ) -> SnapshotResult:
     metadata, definition, writer, progress, resumed = _plan_or_resume(
         endpoint, lake_root, ref, chunk_size, restart, storage_options
