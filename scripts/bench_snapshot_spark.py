@@ -13,14 +13,11 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from types import ModuleType
 
@@ -45,40 +42,16 @@ def snapshot_application(
     endpoint: MySqlEndpoint, table: str, master: str, executor_writes: bool, workdir: Path, chunk_size: int
 ) -> dict:
     """One spark-submit of the snapshot application into a fresh lake; its result file."""
-    shutil.rmtree(workdir, ignore_errors=True)
-    workdir.mkdir(parents=True)
     config = SnapshotConfig(
         lake_root=str(workdir / "lake"),
         tables=(table,),
         chunk_size=chunk_size,
         executor_writes=executor_writes,
     )
-    (workdir / "config.json").write_text(config.to_json())
-    python = sys.executable
-    environment = {
-        **os.environ,
-        **endpoint.to_environment(),
-        "PYSPARK_PYTHON": python,
-        "PYSPARK_DRIVER_PYTHON": python,
-        "PATH": str(Path(python).parent) + os.pathsep + os.environ.get("PATH", ""),
-    }
-    launcher = workdir / "bench_snapshot_application.py"
-    launcher.write_text((REPO_ROOT / "spark_apps" / "snapshot_to_delta.py").read_text())
-    argv = [
-        "spark-submit", "--master", master,
-        "--conf", "spark.ui.showConsoleProgress=false",
-        "--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.driver.bindAddress=127.0.0.1",
-        "--conf", "spark.executor.memory=768m",
-        str(launcher),
-        "--config", str(workdir / "config.json"),
-        "--result-file", str(workdir / "result.json"),
-    ]  # fmt: skip
-    began = time.perf_counter()
-    completed = subprocess.run(argv, env=environment, capture_output=True, text=True, check=False)
-    if completed.returncode != 0:
-        raise SystemExit(f"spark-submit failed:\n{completed.stdout[-2000:]}{completed.stderr[-3000:]}")
-    result = json.loads((workdir / "result.json").read_text())
-    result["wall_s"] = time.perf_counter() - began
+    conf = ("spark.driver.host=127.0.0.1", "spark.driver.bindAddress=127.0.0.1", "spark.executor.memory=768m")
+    result, _ = _load_script("benchmarks").submit_application(
+        endpoint, workdir, "snapshot_to_delta", config.to_json(), master, conf=conf
+    )
     return result
 
 

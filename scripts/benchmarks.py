@@ -227,14 +227,19 @@ def machine_cpu_seconds() -> float:
     return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
 
 
-def spark_application(
-    endpoint: MySqlEndpoint, start: GtidSet, end: GtidSet, workdir: Path, parallelism: int
-) -> Measured:
-    """One spark-submit run into a fresh lake: application seconds (no JVM start), wall, driver RSS."""
+def submit_application(
+    endpoint: MySqlEndpoint,
+    workdir: Path,
+    application: str,
+    config_json: str,
+    master: str,
+    extra_args: tuple[str, ...] = (),
+    conf: tuple[str, ...] = (),
+) -> tuple[dict, float]:
+    """One spark-submit of ``spark_apps/<application>.py``: its result file and wall seconds."""
     shutil.rmtree(workdir, ignore_errors=True)
     workdir.mkdir(parents=True)
-    config = _bench_config(start, end, workdir / "lake")
-    (workdir / "config.json").write_text(config.to_json())
+    (workdir / "config.json").write_text(config_json)
     python = sys.executable
     environment = {
         **os.environ,
@@ -243,24 +248,17 @@ def spark_application(
         "PYSPARK_DRIVER_PYTHON": python,
         "PATH": str(Path(python).parent) + os.pathsep + os.environ.get("PATH", ""),
     }
-    # The same entry point as spark_apps/binlog_to_delta.py, under a name of its own: tests of other
+    # The same entry point as spark_apps/<application>.py, under a name of its own: tests of other
     # checkouts on a shared machine kill -9 every process whose command line names binlog_to_delta.
-    launcher = workdir / "bench_apply_application.py"
-    launcher.write_text((REPO_ROOT / "spark_apps" / "binlog_to_delta.py").read_text())
-    argv = [
-        "spark-submit",
-        "--master",
-        f"local[{max(parallelism, 2)}]",
-        "--conf",
-        "spark.ui.showConsoleProgress=false",
-        str(launcher),
-        "--config",
-        str(workdir / "config.json"),
-        "--result-file",
-        str(workdir / "result.json"),
-        "--catchup-parallelism",
-        str(parallelism),
+    launcher = workdir / f"bench_{application}.py"
+    launcher.write_text((REPO_ROOT / "spark_apps" / f"{application}.py").read_text())
+    settings = [
+        part for setting in ("spark.ui.showConsoleProgress=false", *conf) for part in ("--conf", setting)
     ]
+    argv = [
+        "spark-submit", "--master", master, *settings, str(launcher),
+        "--config", str(workdir / "config.json"), "--result-file", str(workdir / "result.json"), *extra_args,
+    ]  # fmt: skip
     began = time.perf_counter()
     completed = subprocess.run(argv, env=environment, capture_output=True, text=True, check=False)
     wall = time.perf_counter() - began
@@ -269,7 +267,18 @@ def spark_application(
             f"spark-submit failed ({completed.returncode}):\n"
             f"{completed.stdout[-2000:]}{completed.stderr[-3000:]}"
         )
-    result = json.loads((workdir / "result.json").read_text())
+    return json.loads((workdir / "result.json").read_text()), wall
+
+
+def spark_application(
+    endpoint: MySqlEndpoint, start: GtidSet, end: GtidSet, workdir: Path, parallelism: int
+) -> Measured:
+    """One spark-submit run into a fresh lake: application seconds (no JVM start), wall, driver RSS."""
+    config = _bench_config(start, end, workdir / "lake")
+    result, wall = submit_application(
+        endpoint, workdir, "binlog_to_delta", config.to_json(), f"local[{max(parallelism, 2)}]",
+        ("--catchup-parallelism", str(parallelism)),
+    )  # fmt: skip
     rows = sum(result["rows_by_table"].values())
     return Measured(rows, result["duration_s"], wall, result["driver_peak_rss_bytes"])
 
