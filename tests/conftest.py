@@ -31,6 +31,10 @@ os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"
 os.environ["AIRFLOW__CORE__DAGS_FOLDER"] = str(Path(__file__).resolve().parent / "dags")
 # delta-rs must never look for an instance role: that is a request off this machine.
 os.environ["AWS_EC2_METADATA_DISABLED"] = "true"
+# The tests' Spark applications live seconds: the JVM's optimising compiler costs them more CPU than
+# it earns (a small spark-submit used 23 s of CPU with it, 14 s without, on this 2-core machine), and
+# the suite is CPU-bound. Only the tests' JVMs run so; users' drivers keep the JVM's defaults.
+os.environ.setdefault("SPARK_SUBMIT_OPTS", "-XX:TieredStopAtLevel=1")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -48,6 +48,11 @@ class SandboxServer:
     def stop(self) -> None:
         load_sandbox_module().stop(datadir=self.datadir, log=lambda _: None)
 
+    def kill(self) -> None:
+        """SIGKILL: for the end of the run, when nothing will read the data folder again (a clean
+        shutdown of a server that served the whole suite flushed for many seconds)."""
+        load_sandbox_module().stop(datadir=self.datadir, timeout_s=0, log=lambda _: None)
+
 
 @dataclass
 class ServerPool:
@@ -75,8 +80,9 @@ class ServerPool:
         return server
 
     def stop_all(self) -> None:
+        """Kill every server started (their data folders are thrown away with the run)."""
         for server in reversed(self.started):
-            server.stop()
+            server.kill()
 
 
 def shared_server_endpoint(base_dir: Path, pool: ServerPool) -> Iterator[MySqlEndpoint]:

@@ -95,7 +95,10 @@ class SparkStandaloneCluster:
         # Executors inherit the worker's environment: no PYTHONPATH of the test run may lend them the
         # package (they must get it from the operators' --py-files, as on a real cluster).
         inherited = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
-        environment = {**inherited, "SPARK_HOME": str(SPARK_HOME), "SPARK_LOCAL_IP": "127.0.0.1"}
+        environment = {
+            **inherited, "SPARK_HOME": str(SPARK_HOME), "SPARK_LOCAL_IP": "127.0.0.1",
+            "SPARK_DAEMON_JAVA_OPTS": "-XX:TieredStopAtLevel=1",  # see SPARK_SUBMIT_OPTS in conftest.py
+        }  # fmt: skip
         self.processes.append(
             subprocess.Popen(
                 [str(SPARK_CLASS), main_class, *arguments],
