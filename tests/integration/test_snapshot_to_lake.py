@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from deltalake import DeltaTable
+from deltalake import DeltaTable, write_deltalake
 
 from airflow_mysql_cdc.engine.apply.config import ApplyConfig
 from airflow_mysql_cdc.engine.apply.single_reader import run_apply
@@ -18,7 +18,7 @@ from airflow_mysql_cdc.engine.lake.compare import lake_table
 from airflow_mysql_cdc.engine.lake.layout import LakeLayout
 from airflow_mysql_cdc.engine.lake.maintenance.policy import MaintenancePolicy
 from airflow_mysql_cdc.engine.lake.maintenance.steps import MaintainedTable, maintain_table
-from airflow_mysql_cdc.engine.snapshot.lake_commits import SnapshotIncompleteError
+from airflow_mysql_cdc.engine.snapshot.lake_commits import SnapshotIncompleteError, SnapshotInterleavedError
 from airflow_mysql_cdc.engine.snapshot.runner import snapshot_table
 from airflow_mysql_cdc.engine.snapshot.window_task import run_sequentially
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
@@ -116,6 +116,28 @@ def test_killed_snapshot_resumes_at_the_next_unfinished_chunk(
         DeltaTable(str(target)), MaintainedTable(str(target), "target", table, "id"), policy
     )
     assert report.vacuumed_files == 1 and not orphans[0].exists()
+    assert_lake_equals_source(mysql_database, tmp_path, database, "orders")
+
+
+def test_another_writer_committing_to_a_table_during_its_snapshot_stops_it_with_what_to_do(
+    mysql_database: MySqlEndpoint, tmp_path: Path
+) -> None:
+    database = mysql_database.database
+    _seed(mysql_database, "orders", 200)
+    table = f"{database}.orders"
+    target = LakeLayout(tmp_path).target(database, "orders")
+
+    def written_to_after_two_waves(tasks):
+        for number, wave in enumerate(run_sequentially(tasks)):
+            yield wave
+            if number == 1:  # another job appends a row to the table while the snapshot runs
+                write_deltalake(target, DeltaTable(target).to_pyarrow_table().slice(0, 1), mode="append")
+
+    with pytest.raises(SnapshotInterleavedError, match="another writer committed.*run the snapshot again"):
+        snapshot_table(mysql_database, tmp_path, table, chunk_size=50, run_windows=written_to_after_two_waves)
+    # Its row is in the table now: the snapshot cannot resume over it, it starts again (restart=True)
+    restarted = snapshot_table(mysql_database, tmp_path, table, chunk_size=50, restart=True)
+    assert restarted.resumed is False
     assert_lake_equals_source(mysql_database, tmp_path, database, "orders")
 
 

@@ -24,7 +24,7 @@ from typing import Any
 
 import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, write_deltalake
-from deltalake.exceptions import TableNotFoundError
+from deltalake.exceptions import CommitFailedError, TableNotFoundError
 from deltalake.transaction import AddAction
 
 from airflow_mysql_cdc.engine.errors import LakeMismatchError
@@ -47,6 +47,10 @@ from airflow_mysql_cdc.engine.values.gtid import GtidSet
 SNAPSHOT_COMMIT_METADATA = "airflow_mysql_cdc.snapshot_commit"
 """Commit metadata naming the snapshot and phase a commit belongs to: for people reading the history;
 never read back (version 0.1 kept whole records under ``airflow_mysql_cdc.snapshot``)."""
+
+
+class SnapshotInterleavedError(LakeMismatchError, RuntimeError):
+    """Another writer committed to a target table while its snapshot wrote it."""
 
 
 class SnapshotIncompleteError(LakeMismatchError, RuntimeError):
@@ -254,18 +258,35 @@ class DeltaSnapshotWriter:
             self._chunk_record(progress, w.chunk, w.low_watermark, w.high_watermark, w.rows) for w in written
         ]
         link = self._log.intend_all(records, previous=self._head)
-        table.create_write_transaction(
-            [
-                AddAction(file.path, file.size, {}, file.modification_time_ms, True, file.stats)
-                for file in files
-            ],
-            mode="append",
-            schema=target_schema(self.columns),
-            commit_properties=self._properties(records[-1], link),
-        )
+        version = table.version()
+        try:
+            table.create_write_transaction(
+                [
+                    AddAction(file.path, file.size, {}, file.modification_time_ms, True, file.stats)
+                    for file in files
+                ],
+                mode="append",
+                schema=target_schema(self.columns),
+                commit_properties=self._properties(records[-1], link),
+            )
+        except CommitFailedError:
+            raise self._interleaved() from None
+        # Unlike a write, this commit does not advance the object: load what follows, which must be
+        # exactly our commit (another writer's commit before ours failed it above: no retries).
+        table.update_incremental()
+        if table.version() != version + 1:
+            raise self._interleaved()
         self._head = link
         for window in written:
             self._done(progress, window.chunk, window.low_watermark, window.high_watermark, window.rows)
+
+    def _interleaved(self) -> SnapshotInterleavedError:
+        return SnapshotInterleavedError(
+            f"another writer committed to the target of {self.ref} while its snapshot was writing it, so "
+            "the snapshot's rows and that writer's changes cannot both be right. Nothing may write a table "
+            "during its snapshot: stop that writer (or the job that compacts the table), then run the "
+            "snapshot again; it resumes from its last committed chunk."
+        )
 
     def _write_rows(self, progress: SnapshotProgress, window: ChunkSnapshot) -> None:
         """A window's rows written and committed by this driver (lakes executors do not write to)."""
