@@ -148,8 +148,9 @@ def test_failed_retried_cleared_and_caught_up_runs_apply_everything_once(
     # Run 2 dies in the middle of its segment (kill -9 of the application after a committed batch),
     # while it tails the binlog live towards an interval end well in the future: far enough that the
     # application starts before it even on a loaded machine (one that starts after it catches the
-    # segment up in one wave, and the kill after its first batch would find nothing left to do).
-    second_end = now() + datetime.timedelta(seconds=30)
+    # segment up in one wave, and the kill after its first batch would find nothing left to do; 30 s
+    # was too close with two test workers sharing two cores).
+    second_end = now() + datetime.timedelta(seconds=45)
     writers = writing(mysql_database, 6, 1, "orders")
     killer = kill_application_after_a_batch(pipeline, pipeline.lake_position())
     failed = pipeline.run(second_end)
