@@ -12,8 +12,6 @@ import pytest
 
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
 from tests.support.airflow import migrate_airflow_db
-from tests.support.airflow_deployment import AirflowDeployment
-from tests.support.airflow_rest import AirflowRestClient
 from tests.support.frozen_replica import REPLICA_FLAGS, FrozenReplica
 from tests.support.mysql import ServerPool, database_name_for, execute, shared_server_endpoint
 from tests.support.object_store import ObjectStore, S3Lake, running_object_store
@@ -127,23 +125,3 @@ def s3_lake(object_store: ObjectStore) -> S3Lake:
     bucket = f"lake-{uuid.uuid4().hex[:12]}"
     object_store.create_bucket(bucket)
     return S3Lake(object_store, bucket)
-
-
-@pytest.fixture(scope="session")
-def airflow_deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AirflowDeployment]:
-    """A real Airflow (scheduler, dag-processor, triggerer, api-server) on PostgreSQL, for the whole run.
-
-    Started only when a test asks for it (about 20 s), stopped with every process it started at the
-    end of the run. Tests write DAG files into ``airflow_deployment.dags_folder`` with unique DAG ids.
-    """
-    deployment = AirflowDeployment(tmp_path_factory.mktemp("airflow-deployment")).start()
-    yield deployment
-    deployment.stop()
-
-
-@pytest.fixture(scope="session")
-def airflow_api(airflow_deployment: AirflowDeployment) -> Iterator[AirflowRestClient]:
-    """A REST API v2 client of the shared deployment: what a user does in the UI, one method each."""
-    client = airflow_deployment.client()
-    yield client
-    client.close()

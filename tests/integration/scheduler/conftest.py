@@ -1,0 +1,34 @@
+"""The tests that need a real Airflow deployment: one per worker, started and stopped with this package.
+
+Both modules are in one xdist group, so they run on one worker, one after the other, and share it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.support.airflow_deployment import AirflowDeployment
+from tests.support.airflow_rest import AirflowRestClient
+
+
+@pytest.fixture(scope="package")
+def airflow_deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AirflowDeployment]:
+    """A real Airflow (scheduler, dag-processor, triggerer, api-server) on PostgreSQL, for this package.
+
+    Started for its tests (about 20 s) and stopped with every process it started once they are done:
+    idle, the deployment still used a fifth of a core, which the rest of the run needs. Tests write
+    DAG files into ``airflow_deployment.dags_folder`` with unique DAG ids.
+    """
+    deployment = AirflowDeployment(tmp_path_factory.mktemp("airflow-deployment")).start()
+    yield deployment
+    deployment.stop()
+
+
+@pytest.fixture(scope="package")
+def airflow_api(airflow_deployment: AirflowDeployment) -> Iterator[AirflowRestClient]:
+    """A REST API v2 client of the shared deployment: what a user does in the UI, one method each."""
+    client = airflow_deployment.client()
+    yield client
+    client.close()
