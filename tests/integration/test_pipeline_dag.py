@@ -34,6 +34,7 @@ from tests.support.pipeline import (
     kill_process_once_started,
     now,
     seed,
+    writers_running,
     writing,
 )
 
@@ -146,16 +147,15 @@ def test_failed_retried_cleared_and_caught_up_runs_apply_everything_once(
     assert_exact_at(frozen_replica, checkpoint(first), pipeline.lake, database, "orders")
 
     # Run 2 dies in the middle of its segment (kill -9 of the application after a committed batch),
-    # while it tails the binlog live towards an interval end well in the future: far enough that the
-    # application starts before it even on a loaded machine (one that starts after it catches the
-    # segment up in one wave, and the kill after its first batch would find nothing left to do; 30 s
-    # was too close with two test workers sharing two cores).
-    second_end = now() + datetime.timedelta(seconds=45)
-    writers = writing(mysql_database, 6, 1, "orders")
-    killer = kill_application_after_a_batch(pipeline, pipeline.lake_position())
-    failed = pipeline.run(second_end)
-    killer.join()
-    finish(writers)
+    # while it tails the binlog live towards an interval end in the future, and while a writer goes on
+    # until the kill: so however late the application starts on a loaded machine, the segment has
+    # changes after its first batch, which the retry must apply. (A writer of fixed length could end
+    # before a slow start; the first batch then took everything and the retry had nothing to do.)
+    second_end = now() + datetime.timedelta(seconds=30)
+    with writers_running(mysql_database, 1, "orders", pause_s=0.005):
+        killer = kill_application_after_a_batch(pipeline, pipeline.lake_position())
+        failed = pipeline.run(second_end)
+        killer.join()
     assert task_states(failed)["replicate"] == "failed"
     # The retry (a clear in the UI) finishes the segment from where the lake stopped.
     retried = pipeline.run(second_end)
