@@ -116,11 +116,8 @@ def _snapshot_once(
     )
     columns, key_columns = definition.column_types, metadata.row_key_columns
     pending = progress.pending
-    target = (
-        FileTarget(writer.path, dict(storage_options or {}))
-        if executor_writes_supported(writer.path)
-        else None
-    )
+    writes = executor_writes and executor_writes_supported(writer.path)
+    target = FileTarget(writer.path, dict(storage_options or {})) if writes else None
     tasks = [
         WindowTask(
             endpoint, ref, tuple(columns), metadata.key_columns, key_columns, chunk,
