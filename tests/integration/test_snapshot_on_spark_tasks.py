@@ -38,13 +38,15 @@ class RecordingSparkTasks(SparkTasks):
         return results
 
 
-def _snapshot(endpoint: MySqlEndpoint, lake: Path, table: str, chunk_size: int, spark_local_2: Any) -> Any:
+def _snapshot(
+    endpoint: MySqlEndpoint, lake: Path, table: str, chunk_size: int, spark_local_2: Any, **options: Any
+) -> Any:
     spark = RecordingSparkTasks(spark_local_2.sparkContext)
     secrets = ExecutorSecrets(spark_local_2.sparkContext)
     try:
         result = snapshot_table(
             endpoint, lake, table, chunk_size=chunk_size,
-            run_windows=partial(run_windows_on_spark, spark, secrets),
+            run_windows=partial(run_windows_on_spark, spark, secrets), **options,
         )  # fmt: skip
     finally:
         secrets.withdraw()
@@ -73,3 +75,9 @@ def test_rows_stay_on_the_executors_and_what_reaches_the_driver_does_not_grow_wi
     # The executors logged in with the password they read from the application's secrets file
     for shipped in small_spark.shipped + large_spark.shipped:
         assert PASSWORD.encode() not in shipped
+    # Where executors do not write (gs://, abfss://; here by choice) the rows come to the driver
+    funnel, funnel_spark = _snapshot(
+        source, tmp_path / "funnel", f"{database}.large", 2000, spark_local_2, executor_writes=False
+    )
+    assert funnel.rows == 8000 and sum(funnel_spark.result_bytes) > 50 * sum(large_spark.result_bytes)
+    assert_lake_equals_source(mysql_database, tmp_path / "funnel", database, "large")
