@@ -285,7 +285,8 @@ class DeltaSnapshotWriter:
             f"another writer committed to the target of {self.ref} while its snapshot was writing it, so "
             "the snapshot's rows and that writer's changes cannot both be right. Nothing may write a table "
             "during its snapshot: stop that writer (or the job that compacts the table), then run the "
-            "snapshot again; it resumes from its last committed chunk."
+            "snapshot again as a re-snapshot (restart=True on MySqlCdcSnapshotOperator), which replaces "
+            "the table's contents: resuming would keep whatever that writer added."
         )
 
     def _write_rows(self, progress: SnapshotProgress, window: ChunkSnapshot) -> None:
