@@ -15,6 +15,10 @@ continues to its snapshot's consistent point, so the published end set is exact 
 A run that does not apply (its interval already has a record, or lies inside a later record's
 segment) returns that record at once, without starting Spark: the cheap path that lets a backlog of
 queued runs drain (docs/pipeline-dag.md).
+
+A run triggered with a conf acts on named tables (:mod:`airflow_mysql_cdc.runs.actions`): re-snapshot,
+pause, resume, rebase the checkpoint. The conf is checked before anything is written, each action is
+logged, pushed (XCom ``actions``) and recorded in the run's checkpoint record.
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ from airflow_mysql_cdc.operators.prerequisites import parse_table_list
 from airflow_mysql_cdc.operators.snapshot import snapshot_tables
 from airflow_mysql_cdc.operators.spark_application import SparkApplicationOperator
 from airflow_mysql_cdc.runs import checkpoint_chain
+from airflow_mysql_cdc.runs.actions import RunActionError
 from airflow_mysql_cdc.runs.segment import plan_segment, segment_start
 
 
@@ -116,18 +121,41 @@ class MySqlCdcReplicateOperator(SparkApplicationOperator):
     def execute(self, context: Any) -> dict[str, Any]:
         lake_options = LakeStorageHook(self.lake_conn_id).get_delta_storage_options(self.storage_options)
         chain = _Chain(self.pipeline_id, self.lake_root, self.mysql_cdc_conn_id, lake_options, self.task_id)
-        position = checkpoint_chain.locate_run(context, **asdict(chain))
+        actions = checkpoint_chain.run_actions(context, self.tables)
+        position = checkpoint_chain.locate_run(context, **asdict(chain), rebase_to=actions.rebase_checkpoint)
         if not position.placement.applies:
             record = position.placement.record
             assert record is not None
+            if actions.any:
+                raise RunActionError(
+                    f"this run's conf asks for {actions.to_record()}, but the run applies nothing: "
+                    f"{position.placement.describe(str(context['data_interval_end']))}. Nothing was done. "
+                    "Trigger a new run dated after the last published one (the UI's trigger form, or "
+                    "airflow dags trigger --conf ...) to act."
+                )
             self.log.info(
                 "Summary: nothing applied: %s", position.placement.describe(str(context["data_interval_end"]))
             )
             return record.to_dict()
         ti = context["ti"]
+        if actions.any:
+            for entry in actions.to_record():
+                self.log.info("action asked by the run's conf: %s", entry)
+            ti.xcom_push(key="actions", value=actions.to_record())
+        if actions.row_ranges:
+            raise RunActionError(
+                "resnapshot of some rows only (where, key_from/key_to) is not available in this version: "
+                're-snapshot the whole table ("resnapshot": ["schema.table"]). Nothing was done.'
+            )
         resumable = ti.xcom_pull(task_ids=self.resumability_task_id) if self.resumability_task_id else None
         plan = plan_segment(
-            position.to_xcom(), resumable, self.tables, self.lake_root, lake_options, self._absent_tables()
+            position.to_xcom(),
+            resumable,
+            self.tables,
+            self.lake_root,
+            lake_options,
+            self._absent_tables(),
+            actions,
         )
         ti.xcom_push(key="plan", value=plan)
         snapshot = snapshot_tables(
@@ -159,13 +187,22 @@ class MySqlCdcReplicateOperator(SparkApplicationOperator):
                 soft_deletes=self.soft_deletes,
                 server_id=server_id,
                 rebase=plan["rebase"],
+                keep_members=plan.get("keep_members", False),
                 schema_changes=self.schema_changes,
+                pause=actions.pause,
+                resume=actions.resume,
+                run_id=str(context["run_id"]),
             )
 
         applied = self._apply(build_config).to_dict()
         ti.xcom_push(key="applied", value=applied)
         return checkpoint_chain.publish_checkpoint(
-            context, tables=self.tables, applied=applied, segment_end=segment_end, **asdict(chain)
+            context,
+            tables=self.tables,
+            applied=applied,
+            segment_end=segment_end,
+            actions=actions,
+            **asdict(chain),
         )
 
     def _absent_tables(self) -> frozenset[str]:

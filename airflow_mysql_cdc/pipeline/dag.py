@@ -85,6 +85,7 @@ def _load_checkpoint(config: PipelineConfig) -> Any:
             lake_root=config.lake_root,
             mysql_cdc_conn_id=config.mysql_cdc_conn_id,
             storage_options=options,
+            tables=config.tables,
         )
 
     return load_checkpoint()

@@ -48,6 +48,7 @@ from airflow_mysql_cdc.engine.values.checkpoint import (
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from airflow_mysql_cdc.hooks.mysql_cdc import MySqlCdcHook
 from airflow_mysql_cdc.runs import lake
+from airflow_mysql_cdc.runs.actions import RunActions, read_run_actions
 from airflow_mysql_cdc.runs.lake import Placement, RunBeforeFirstIntervalError, place_run
 
 if TYPE_CHECKING:
@@ -112,9 +113,15 @@ def locate_run(
     mysql_cdc_conn_id: str,
     storage_options: dict[str, str] | None = None,
     publish_task_id: str = PUBLISH_TASK_ID,
+    rebase_to: GtidSet | None = None,
 ) -> ChainPosition:
     """Where this run stands in the chain, checked against the lake and the source; fails when they
-    disagree, or when the run is dated before the pipeline's first interval."""
+    disagree, or when the run is dated before the pipeline's first interval.
+
+    ``rebase_to`` is an operator's ``rebase_checkpoint`` (:mod:`.actions`): a run that applies then
+    starts there, and neither the source's identity nor the lake's position is held against it
+    (disaster recovery is when they disagree); the run is recorded as a rebase.
+    """
     _refuse_without_logical_date(context)
     interval_end = context["data_interval_end"]
     chain = lake.checkpoint_log(lake_root, pipeline_id, storage_options)
@@ -144,6 +151,14 @@ def locate_run(
             )
         return ChainPosition(placement, None, "published already; the lake holds it", members)
     predecessor = record if placement.kind == "forward" else None
+    if rebase_to is not None:
+        why = (
+            "rebase_checkpoint: the operator moves the pipeline from "
+            f"{predecessor.end_gtids or '(empty)' if predecessor else '(no record)'} (the lake is at "
+            f"{lake_applied if lake_applied is not None else '(no state)'}) to {rebase_to or '(empty)'}"
+        )
+        log.warning("checkpoint: %s", why)
+        return ChainPosition(placement, rebase_to, why, members)
     try:
         if predecessor is not None:
             server = MySqlCdcHook(mysql_cdc_conn_id).get_server_state()
@@ -164,8 +179,14 @@ def load_checkpoint(
     mysql_cdc_conn_id: str,
     publish_task_id: str = PUBLISH_TASK_ID,
     storage_options: dict[str, str] | None = None,
+    tables: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """:func:`locate_run` as an XCom value (``checkpoint``: where a run that applies starts, else "")."""
+    """:func:`locate_run` as an XCom value (``checkpoint``: where a run that applies starts, else "").
+
+    With ``tables``, the run's conf is checked here first (:mod:`.actions`), so a wrong conf fails
+    before the sensor waits, and a ``rebase_checkpoint`` is the start the sensor checks.
+    """
+    actions = run_actions(context, tables) if tables else None
     return locate_run(
         context,
         pipeline_id=pipeline_id,
@@ -173,7 +194,15 @@ def load_checkpoint(
         mysql_cdc_conn_id=mysql_cdc_conn_id,
         storage_options=storage_options,
         publish_task_id=publish_task_id,
+        rebase_to=actions.rebase_checkpoint if actions else None,
     ).to_xcom()
+
+
+def run_actions(context: Any, tables: Sequence[str]) -> RunActions:
+    """The actions the run's conf asks for (:mod:`.actions`), checked against ``tables``."""
+    dag_run = context.get("dag_run")
+    conf = getattr(dag_run, "conf", None) or {}
+    return read_run_actions(conf, tables, getattr(dag_run, "triggering_user_name", None))
 
 
 def publish_checkpoint(
@@ -187,13 +216,15 @@ def publish_checkpoint(
     storage_options: dict[str, str] | None = None,
     publish_task_id: str = PUBLISH_TASK_ID,
     segment_end: datetime.datetime | None = None,
+    actions: RunActions | None = None,
 ) -> dict[str, Any]:
     """This run's record, appended to the lake's log; fails if the lake lacks what the run applied.
 
     The run's place is settled again here, from the log: a record published for this interval in
     the meantime (the same run, retried after it published) is republished as it is.
     ``segment_end`` is where the applied segment ended when that is not the run's interval end (a
-    run that caught up a backlog).
+    run that caught up a backlog). ``actions`` are recorded with the run (:mod:`.actions`), and every
+    paused table with the position its lake copy is frozen at.
     """
     position = locate_run(
         context,
@@ -202,6 +233,7 @@ def publish_checkpoint(
         mysql_cdc_conn_id=mysql_cdc_conn_id,
         storage_options=storage_options,
         publish_task_id=publish_task_id,
+        rebase_to=actions.rebase_checkpoint if actions else None,
     )
     if not position.placement.applies:
         assert position.placement.record is not None
@@ -222,6 +254,8 @@ def publish_checkpoint(
         state=state,
         predecessor=predecessor,
         segment_end=segment_end or context["data_interval_end"],
+        actions=actions.to_record() if actions else [],
+        paused=_paused_tables(lake_root, tables, state, storage_options),
     )
     lake.checkpoint_log(lake_root, pipeline_id, storage_options).append(record)
     log.info(
@@ -277,6 +311,8 @@ def _record(
     state: PipelineState,
     predecessor: CheckpointRecord | None,
     segment_end: datetime.datetime,
+    actions: list[dict[str, Any]],
+    paused: dict[str, str],
 ) -> CheckpointRecord:
     """The record of a run that applied: it continues ``predecessor`` (None: the chain's first)."""
     interval_start = context.get("data_interval_start")
@@ -294,10 +330,31 @@ def _record(
         segment_end=segment_end.isoformat(),
         run_id=context["run_id"],
         tables={
-            ref: {"snapshot_id": members.get(ref, ""), "rows_applied": rows_by_table.get(ref, 0)}
+            ref: {
+                "snapshot_id": members.get(ref, ""),
+                "rows_applied": rows_by_table.get(ref, 0),
+                **({"paused_at": paused[ref]} if ref in paused else {}),
+            }
             for ref in refs
         },
         sink={"applied_gtids": str(state.applied_gtids), "epoch": state.epoch},
         already_applied=bool(applied.get("already_applied")),
         previous_run_id=predecessor.run_id if predecessor else None,
+        actions=actions,
     )
+
+
+def _paused_tables(
+    lake_root: str, tables: Sequence[str], state: PipelineState, storage_options: dict[str, str] | None
+) -> dict[str, str]:
+    """Each paused table (not a member, its mark holding) with the position its lake copy is at."""
+    paused: dict[str, str] = {}
+    for name in tables:
+        ref = TableRef.parse(name)
+        if str(ref) in (state.members or {}):
+            continue
+        mark = lake.pause(lake_root, ref, storage_options)
+        progress = lake.snapshot_progress(lake_root, ref, storage_options) if mark is not None else None
+        if mark is not None and mark.holds_for(progress.snapshot_id if progress is not None else ""):
+            paused[str(ref)] = mark.position
+    return paused

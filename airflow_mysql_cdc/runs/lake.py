@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from airflow_mysql_cdc.engine.lake.checkpoint_log import CheckpointLog
     from airflow_mysql_cdc.engine.lake.departures import Departure
     from airflow_mysql_cdc.engine.lake.maintenance.policy import MaintenancePolicy
+    from airflow_mysql_cdc.engine.lake.pauses import PauseMark
     from airflow_mysql_cdc.engine.lake.state.pipeline_state import PipelineState
     from airflow_mysql_cdc.engine.lake.state.store import LakeState
     from airflow_mysql_cdc.engine.snapshot.lake_commits import SnapshotProgress
@@ -39,6 +40,7 @@ __all__ = [
     "checkpoint_log",
     "departure",
     "maintenance_due",
+    "pause",
     "pipeline_state",
     "place_run",
     "snapshot_progress",
@@ -67,6 +69,11 @@ def checkpoint_log(lake_root: str, pipeline_id: str, storage_options: StorageOpt
 def departure(lake_root: str, ref: TableRef, storage_options: StorageOptions) -> Departure | None:
     """The mark of a table that left the pipeline at a DDL (None: it never did, or has no target)."""
     return _lake(lake_root, storage_options=storage_options).departure(ref)
+
+
+def pause(lake_root: str, ref: TableRef, storage_options: StorageOptions) -> PauseMark | None:
+    """The mark of a table an operator paused (None: it is not paused, or has no target)."""
+    return _lake(lake_root, storage_options=storage_options).pause(ref)
 
 
 def snapshot_progress(

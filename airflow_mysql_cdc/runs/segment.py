@@ -25,6 +25,7 @@ from airflow_mysql_cdc.engine.mysql.schema import TableRef
 from airflow_mysql_cdc.engine.mysql.table_standing import TableStanding, judge_table
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from airflow_mysql_cdc.runs import lake
+from airflow_mysql_cdc.runs.actions import RunActionError, RunActions
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +41,7 @@ def plan_segment(
     lake_root: str,
     storage_options: dict[str, str] | None = None,
     absent: frozenset[str] = frozenset(),
+    actions: RunActions | None = None,
 ) -> dict[str, Any]:
     """Which tables this run snapshots, and where its segment starts (the XCom ``plan``).
 
@@ -52,20 +54,58 @@ def plan_segment(
       starts at the checkpoint. A table that is gone (``absent`` from the server, marked in the lake
       as dropped or renamed away: :func:`~airflow_mysql_cdc.engine.mysql.table_standing.judge_table`)
       is not snapshotted: there is nothing to snapshot.
+
+    The run's ``actions`` (:mod:`.actions`) add to it: tables to re-snapshot whole (``restart``), a
+    paused table stays out (not snapshotted) unless the run resumes it (it is then caught up, not
+    snapshotted), and a ``rebase_checkpoint`` starts the segment at its set (confirmed: the tables
+    stay members there, ``keep_members``) or at the snapshots of every table.
     """
+    actions = actions or RunActions()
     names = [str(TableRef.parse(t)) for t in tables]
+    plain = {"restart": False, "rebase": False, "keep_members": False}
     if loaded["first_run"]:
-        return {"tables": names, "restart": False, "rebase": False, "start_gtids": None}
+        if actions.pause or actions.resume or actions.rebase_checkpoint is not None:
+            raise RunActionError(
+                "this is the pipeline's first run: it snapshots every table, so there is nothing to pause, "
+                "resume or rebase yet. Trigger the run without a conf, then act on later runs."
+            )
+        return {**plain, "tables": names, "start_gtids": None}
     if resumability and resumability.get("resnapshot_needed"):
         log.warning("binlogs needed were purged: every table is snapshotted again (on_purged=resnapshot)")
-        return {"tables": names, "restart": True, "rebase": True, "start_gtids": None}
+        return {**plain, "tables": names, "restart": True, "rebase": True, "start_gtids": None}
+    if actions.rebase_checkpoint is not None and not actions.confirmed_rebase:
+        log.warning(
+            "rebase_checkpoint: every table is snapshotted again and the pipeline continues from them"
+        )
+        return {**plain, "tables": names, "restart": True, "rebase": True, "start_gtids": None}
     checkpoint = GtidSet.parse(loaded["checkpoint"])
     members = loaded.get("members") or {}
+    forced = set(actions.whole_tables)
     to_snapshot: list[str] = []
     restart = False
     for name in names:
-        if name in members:
+        if name in forced:
+            progress = lake.snapshot_progress(lake_root, TableRef.parse(name), storage_options)
+            if _taken_by_this_run(progress, checkpoint, members.get(name)):
+                continue
+            to_snapshot.append(name)
+            restart = True
             continue
+        if name in members:
+            _check_member_action(name, actions)
+            continue
+        mark = lake.pause(lake_root, TableRef.parse(name), storage_options)
+        if mark is not None:
+            progress = lake.snapshot_progress(lake_root, TableRef.parse(name), storage_options)
+            if mark.holds_for(progress.snapshot_id if progress is not None else ""):
+                verb = "is caught up and streamed again" if name in actions.resume else "stays out"
+                log.info("%s; it %s", mark.describe(), verb)
+                continue
+        if name in actions.pause:
+            raise RunActionError(
+                f"pause: {name} is not streamed by the pipeline yet (it has not joined: no snapshot of it "
+                "has been caught up). Nothing was done; let a run join it first."
+            )
         if name in absent:
             departure = lake.departure(lake_root, TableRef.parse(name), storage_options)
             left_at = departure.gtid if departure is not None else None
@@ -79,8 +119,39 @@ def plan_segment(
         to_snapshot.append(name)
         restart |= progress is not None and progress.complete
     if to_snapshot:
-        log.info("new tables to snapshot before they join the pipeline: %s", ", ".join(to_snapshot))
-    return {"tables": to_snapshot, "restart": restart, "rebase": False, "start_gtids": loaded["checkpoint"]}
+        log.info("tables to snapshot before they join the pipeline: %s", ", ".join(to_snapshot))
+    if actions.confirmed_rebase:
+        assert actions.rebase_checkpoint is not None
+        log.warning(
+            "rebase_checkpoint (confirmed): the pipeline moves from %s to %s, every table staying a member",
+            loaded["checkpoint"] or "(empty)",
+            actions.rebase_checkpoint,
+        )
+        return {
+            **plain,
+            "tables": to_snapshot,
+            "restart": restart,
+            "rebase": True,
+            "keep_members": True,
+            "start_gtids": str(actions.rebase_checkpoint),
+        }
+    return {**plain, "tables": to_snapshot, "restart": restart, "start_gtids": loaded["checkpoint"]}
+
+
+def _taken_by_this_run(progress: Any, checkpoint: GtidSet, member_snapshot: str | None) -> bool:
+    """A re-snapshot an earlier attempt of this run finished and the pipeline has not joined yet."""
+    return (
+        progress is not None
+        and progress.complete
+        and progress.snapshot_id != member_snapshot
+        and checkpoint.issubset(progress.stream_start)
+    )
+
+
+def _check_member_action(name: str, actions: RunActions) -> None:
+    """A member (streamed) table asked to resume is streamed already: a retried run's resume did it."""
+    if name in actions.resume:
+        log.info("resume: %s is streamed (not paused); nothing to do for it", name)
 
 
 def segment_start(plan: Mapping[str, Any], snapshot: Mapping[str, Any]) -> GtidSet:

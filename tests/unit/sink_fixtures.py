@@ -62,7 +62,7 @@ class RecordingSink:
         self.dropped: dict[str, tuple[str, ...]] = {}
         self.schema_changes: list[tuple[str, list[TableEvolution], GtidSet]] = []
 
-    def open(self, requested_start: GtidSet, *, rebase: bool = False) -> GtidSet:
+    def open(self, requested_start: GtidSet, *, rebase: bool = False, keep_members: bool = False) -> GtidSet:
         self.epoch += 1
         if rebase or not requested_start.issubset(self._applied):
             self._applied = requested_start

@@ -33,9 +33,9 @@ def test_a_record_round_trips_through_its_json_form() -> None:
 
 
 def test_a_record_of_an_unknown_version_is_refused_with_what_to_do() -> None:
-    data = _record().to_dict() | {"version": 3}
+    data = _record().to_dict() | {"version": 4}
     with pytest.raises(
-        CheckpointError, match="has version 3; .* reads versions 1, 2 only. Upgrade the provider"
+        CheckpointError, match="has version 4; .* reads versions 1, 2, 3 only. Upgrade the provider"
     ):
         CheckpointRecord.from_dict(data, pipeline_id="shop")
 

@@ -19,6 +19,11 @@ written under its own state so the pipeline's state and lease are untouched. The
 leaves ``J = J ∪ R``, which closes the gap. A table without any snapshot joins only the first run
 of a pipeline (it is then streamed from the pipeline's start, the user's choice); later it needs
 a snapshot, or its older rows would silently be missing.
+
+A table an operator *paused* (:mod:`~airflow_mysql_cdc.engine.lake.pauses`) reflects exactly its
+mark's position ``P``: it stays out while the mark holds, and a *resume* joins it with ``J = P``
+(every chunk's ``H`` is older, so only ``(R − P)`` is missing), caught up by the same read of that
+table alone, under a catch-up state of its own for that resume.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from airflow_mysql_cdc.engine.errors import LakeMismatchError
+from airflow_mysql_cdc.engine.lake.pauses import PauseMark
 from airflow_mysql_cdc.engine.lake.state.pipeline_state import PipelineStateStore
 from airflow_mysql_cdc.engine.lake.state.store import LakeState
 from airflow_mysql_cdc.engine.mysql.schema import TableRef
@@ -89,10 +95,21 @@ class Admission:
     """Table -> snapshot id it joined with ("" without one): the pipeline's members from now on."""
     snapshots: dict[str, SnapshotProgress | None]
     """The snapshot progress read for each table, for the stream's filter to reuse."""
+    paused: tuple[str, ...] = ()
+    """Tables left out because an operator paused them (their marks hold)."""
+    resumed: tuple[str, ...] = ()
+    """Paused tables that joined again in this admission (their marks are to be cleared)."""
 
 
-CatchUp = Callable[[TableRef, SnapshotProgress, GtidSet, GtidSet], GtidSet]
-"""(table, its snapshot, what it reflects, the pipeline position) -> what it reflects afterwards."""
+CatchUp = Callable[[TableRef, SnapshotProgress | None, GtidSet, GtidSet, str], GtidSet]
+"""(table, its snapshot, what it reflects, the pipeline position, the catch-up's state key) -> what it
+reflects afterwards. The key is the snapshot's id, or for a resume, one of its own (:func:`resume_key`)."""
+
+
+def resume_key(snapshot_id: str, paused_at: str) -> str:
+    """The catch-up state key of one resume: a later pause and resume of the same snapshot gets another."""
+    stamp = "".join(character for character in paused_at if character.isalnum())
+    return f"{snapshot_id or 'nosnapshot'}-resume-{stamp}"
 
 
 def read_snapshots(
@@ -130,14 +147,19 @@ def admit_tables(
     catch_up: CatchUp,
     storage_options: dict[str, str] | None = None,
     snapshots: Mapping[str, SnapshotProgress | None] | None = None,
+    resume: Iterable[str] = (),
 ) -> Admission:
     """The pipeline's members for a run of ``tables`` from ``position``, catching tables up as needed.
 
     ``members`` is what the pipeline's state records (None: a state from before membership was
     recorded, whose tables are all taken as members). ``snapshots`` holds progress already read
-    (:func:`read_snapshots`); tables missing from it are read here.
+    (:func:`read_snapshots`); tables missing from it are read here. ``resume`` names paused tables
+    to join again (the rest of the paused stay out).
     """
     admitted: dict[str, str] = {}
+    paused: list[str] = []
+    resumed: list[str] = []
+    resuming = {str(TableRef.parse(name)) for name in resume}
     known = snapshots or {}
     read: dict[str, SnapshotProgress | None] = {}
     for name in tables:
@@ -150,33 +172,65 @@ def admit_tables(
         if members is None or members.get(str(ref)) == snapshot_id:
             admitted[str(ref)] = snapshot_id
             continue
+        mark = LakeState(lake_root, storage_options=storage_options).pause(ref)
+        if mark is not None and mark.holds_for(snapshot_id):
+            if str(ref) not in resuming:
+                log.info("%s is not streamed: %s; resume it to catch it up", ref, mark.describe())
+                paused.append(str(ref))
+            elif _resume(ref, progress, mark, position, lake_root, pipeline_id, catch_up, storage_options):
+                admitted[str(ref)] = snapshot_id
+                resumed.append(str(ref))
+            continue
         if _departed(ref, progress, lake_root, storage_options):
             continue
-        if progress is None and members.get(str(ref)):
-            raise TableAdmissionError(
-                f"{ref} is streamed by pipeline {pipeline_id!r} (it joined with snapshot "
-                f"{members[str(ref)]}), but the lake no longer holds that snapshot's records: version 0.1 "
-                "kept them in the table's Delta commit history, and a log clean-up deleted them before "
-                "this version could move them. The rows are intact; only the record tying them to their "
-                f"watermarks is gone. Snapshot it again (MySqlCdcSnapshotOperator with tables=['{ref}'] "
-                "and restart=True); the next run catches it up and streams it."
-            )
         if progress is None:
-            if not first_run:
-                raise TableAdmissionError(
-                    f"{ref} is not yet streamed by pipeline {pipeline_id!r} (which is at "
-                    f"{position or '(empty)'}) and has no snapshot in the lake: streaming it from here "
-                    "would leave out every row written before. Snapshot it first "
-                    f"(MySqlCdcSnapshotOperator with tables=['{ref}']); the next run then catches it up "
-                    "and streams it."
-                )
+            _refuse_without_snapshot(ref, members.get(str(ref)), first_run, pipeline_id, position)
             admitted[str(ref)] = ""
             continue
         progress.require_complete(ref)
         _join(ref, progress, position, lake_root, pipeline_id, catch_up, storage_options)
         if not _departed(ref, progress, lake_root, storage_options):  # its catch-up may meet a DDL
             admitted[str(ref)] = snapshot_id
-    return Admission(admitted, read)
+    return Admission(admitted, read, tuple(paused), tuple(resumed))
+
+
+def _refuse_without_snapshot(
+    ref: TableRef, joined_with: str | None, first_run: bool, pipeline_id: str, position: GtidSet
+) -> None:
+    """A non-member table without a snapshot joins only a pipeline's first run (module doc)."""
+    if joined_with:
+        raise TableAdmissionError(
+            f"{ref} is streamed by pipeline {pipeline_id!r} (it joined with snapshot "
+            f"{joined_with}), but the lake no longer holds that snapshot's records: version 0.1 "
+            "kept them in the table's Delta commit history, and a log clean-up deleted them before "
+            "this version could move them. The rows are intact; only the record tying them to their "
+            f"watermarks is gone. Snapshot it again (MySqlCdcSnapshotOperator with tables=['{ref}'] "
+            "and restart=True); the next run catches it up and streams it."
+        )
+    if not first_run:
+        raise TableAdmissionError(
+            f"{ref} is not yet streamed by pipeline {pipeline_id!r} (which is at "
+            f"{position or '(empty)'}) and has no snapshot in the lake: streaming it from here "
+            "would leave out every row written before. Snapshot it first "
+            f"(MySqlCdcSnapshotOperator with tables=['{ref}']); the next run then catches it up "
+            "and streams it."
+        )
+
+
+def _resume(
+    ref: TableRef,
+    progress: SnapshotProgress | None,
+    mark: PauseMark,
+    position: GtidSet,
+    lake_root: str,
+    pipeline_id: str,
+    catch_up: CatchUp,
+    storage_options: dict[str, str] | None,
+) -> bool:
+    """Catch a paused table up from its mark's position and join it; False if a DDL took it out."""
+    key = resume_key(progress.snapshot_id if progress else "", mark.paused_at)
+    _join(ref, progress, position, lake_root, pipeline_id, catch_up, storage_options, mark.reflected, key)
+    return not _departed(ref, progress, lake_root, storage_options)
 
 
 def _departed(
@@ -201,16 +255,25 @@ def _departed(
 
 def _join(
     ref: TableRef,
-    progress: SnapshotProgress,
+    progress: SnapshotProgress | None,
     position: GtidSet,
     lake_root: str,
     pipeline_id: str,
     catch_up: CatchUp,
     storage_options: dict[str, str] | None,
+    paused_at: GtidSet | None = None,
+    key: str | None = None,
 ) -> None:
-    highs = [chunk.high_watermark for chunk in progress.done.values()]
-    caught_up = join_state(lake_root, pipeline_id, ref, progress.snapshot_id, storage_options).read()
-    reflected = progress.stream_start | (caught_up.applied_gtids if caught_up else GtidSet())
+    """Join ``ref`` at ``position``, catching it up first when needed; ``paused_at``: a paused table's
+    mark position (what it reflects besides its catch-up), ``key``: its catch-up state's key."""
+    # A table that joined without a snapshot (a pipeline's first run) has no chunks: one empty high
+    # watermark stands for its rows, which reflect exactly what it was paused at.
+    highs = [chunk.high_watermark for chunk in progress.done.values()] if progress else [GtidSet()]
+    key = key or (progress.snapshot_id if progress else "")
+    caught_up = join_state(lake_root, pipeline_id, ref, key, storage_options).read()
+    assert paused_at is not None or progress is not None, "only a paused table joins without a snapshot"
+    start = paused_at if paused_at is not None else progress.stream_start  # type: ignore[union-attr]
+    reflected = start | (caught_up.applied_gtids if caught_up else GtidSet())
     gap = join_gap(position, reflected, highs)
     if not gap.missing.is_empty() and gap.doubled.is_empty():
         log.info(
@@ -219,7 +282,7 @@ def _join(
             position or "(empty)",
             reflected or "(empty)",
         )
-        reflected = catch_up(ref, progress, reflected, position)
+        reflected = catch_up(ref, progress, reflected, position, key)
         gap = join_gap(position, reflected, highs)
     if not gap.doubled.is_empty():
         raise TableAdmissionError(
@@ -232,4 +295,4 @@ def _join(
             f"{ref} cannot join pipeline {pipeline_id!r} at {position or '(empty)'}: its catch-up ended at "
             f"{reflected} and the table still lacks {gap.missing}. Rerun: the catch-up resumes."
         )
-    log.info("%s joins the pipeline (snapshot %s)", ref, progress.snapshot_id)
+    log.info("%s joins the pipeline (snapshot %s)", ref, key)

@@ -88,6 +88,16 @@ class ApplyConfig:
     rebase: bool = False
     """Move the pipeline to ``start_gtids`` even if the lake is behind it: only after every table was
     re-snapshotted (purged binlogs). Each table must then join again from its new snapshot."""
+    keep_members: bool = False
+    """With ``rebase``: the tables stay members at the new start (an operator's confirmed
+    ``rebase_checkpoint``: they vouch that every table equals its source there), and their snapshots'
+    watermarks no longer bound where the run may end."""
+    pause: tuple[str, ...] = ()
+    """Member tables this run takes out of the stream, frozen at its start (:mod:`..lake.pauses`)."""
+    resume: tuple[str, ...] = ()
+    """Paused tables this run catches up and streams again."""
+    run_id: str = ""
+    """The Airflow run applying (recorded in pause marks)."""
     secret_storage_options: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
     """Credentials of the lake, from the environment at the application's start: never serialised."""
 
@@ -100,6 +110,10 @@ class ApplyConfig:
             raise ApplyConfigError("until_gtid_set mode needs target_gtids")
         if not self.tables:
             raise ApplyConfigError("tables is empty: name at least one schema.table")
+        if self.keep_members and not self.rebase:
+            raise ApplyConfigError("keep_members only goes with rebase (a confirmed rebase_checkpoint)")
+        if both := sorted(set(self.pause) & set(self.resume)):
+            raise ApplyConfigError(f"{', '.join(both)} cannot be paused and resumed in the same run")
         check_schema_change_mode(self.schema_changes, where="the binlog application's configuration")
         if self.batch_max_rows < 1 or self.batch_max_seconds <= 0:
             raise ApplyConfigError("batch_max_rows and batch_max_seconds must be positive")
@@ -165,7 +179,8 @@ class ApplyConfig:
         if unknown:
             raise ApplyConfigError(f"unknown configuration keys: {', '.join(unknown)}")
         values = dict(data)
-        values["tables"] = tuple(values.get("tables") or ())
+        for key in ("tables", "pause", "resume"):
+            values[key] = tuple(values.get(key) or ())
         values["start_gtids"] = _gtid_set(values.get("start_gtids"), "start_gtids")
         if values.get("target_gtids") is not None:
             values["target_gtids"] = _gtid_set(values["target_gtids"], "target_gtids")

@@ -11,10 +11,14 @@ Invariant: every applier (the single reader, parallel catch-up) starts from what
    before it;
 3. **a segment the lake already holds** (a retried or cleared run) is read without applying and
    reported as ``already_applied``: the lake never moves backwards;
-4. **admission**: a table that is not yet a member joins only once its lake copy fits the position
+4. **pauses**: a member table the run is asked to pause leaves the members at the claimed position,
+   marked with it (:mod:`..lake.pauses`) before the members change, so a retry finds either the
+   member (and pauses it again at the same position: nothing was applied in between) or the mark;
+5. **admission**: a table that is not yet a member joins only once its lake copy fits the position
    (:mod:`.admission`); a catch-up it needs is its own read (:class:`~.reading.Read`) of that table
    only, from what it reflects, never past the pipeline's position (``WithinGtidSet``), written
-   under its own state so the pipeline's lease is untouched.
+   under its own state so the pipeline's lease is untouched. A paused table stays out unless the
+   run resumes it; its mark is cleared only after it is a member again.
 
 On any failure the sink is released, so the next attempt need not wait out the lease. Guarded by
 ``tests/integration/test_table_admission.py`` and ``test_rerunning_the_same_segment_applies_nothing``.
@@ -22,6 +26,7 @@ On any failure the sink is released, so the next attempt need not wait out the l
 
 from __future__ import annotations
 
+import datetime
 import logging
 import threading
 import time
@@ -38,7 +43,9 @@ from airflow_mysql_cdc.engine.apply.reading import Read, read_into_sink
 from airflow_mysql_cdc.engine.binlog.reader import BinlogReader
 from airflow_mysql_cdc.engine.binlog.stop_rules import WithinGtidSet
 from airflow_mysql_cdc.engine.lake.delta_sink import DeltaSink
+from airflow_mysql_cdc.engine.lake.pauses import PauseMark, clear_pause, mark_paused
 from airflow_mysql_cdc.engine.lake.sink import Sink
+from airflow_mysql_cdc.engine.lake.state.store import LakeState
 from airflow_mysql_cdc.engine.mysql.schema import TableRef
 from airflow_mysql_cdc.engine.snapshot.lake_commits import SnapshotProgress
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
@@ -81,13 +88,17 @@ def open_pipeline(
 ) -> OpenedPipeline:
     """Claim the pipeline, settle where to resume, and admit new tables: every applier starts here."""
     sink = sink or delta_sink(config)
-    resume_from = sink.open(config.start, rebase=True) if config.rebase else sink.open(config.start)
+    if config.rebase:
+        resume_from = sink.open(config.start, rebase=True, keep_members=config.keep_members)
+    else:
+        resume_from = sink.open(config.start)
     if resume_from != config.start:
         log.info("the lake is ahead of the requested start; resuming from the lake: %s", resume_from)
     caught_up: dict[str, GtidSet] = {}
     try:
         snapshots = read_snapshots(config.tables, config.lake_root, config.lake_storage_options())
-        consistent = consistent_point(snapshots)
+        # A confirmed rebase puts every table at the new start: their old watermarks bound nothing.
+        consistent = GtidSet() if config.keep_members else consistent_point(snapshots)
         if not consistent.issubset(resume_from):
             log.info(
                 "every table is exact only from %s on (its snapshot's high watermarks): this run does not "
@@ -99,6 +110,7 @@ def open_pipeline(
             if done is not None:
                 sink.release()
                 return OpenedPipeline(sink, resume_from, caught_up, consistent_point=consistent, done=done)
+        _pause(config, sink, resume_from)
         snapshots = _admit(config, endpoint, sink, resume_from, stop_requested, caught_up, snapshots)
     except BaseException:
         sink.release()
@@ -164,9 +176,11 @@ def _admit(
 ) -> dict[str, SnapshotProgress | None]:
     """Admit the configured tables to the pipeline; returns the snapshot progress it used, for the filter."""
 
-    def catch_up(ref: TableRef, progress: SnapshotProgress, reflected: GtidSet, target: GtidSet) -> GtidSet:
+    def catch_up(
+        ref: TableRef, progress: SnapshotProgress | None, reflected: GtidSet, target: GtidSet, key: str
+    ) -> GtidSet:
         caught_up[str(ref)] = _catch_up_joining_table(
-            config, endpoint, ref, progress, reflected, target, stop_requested
+            config, endpoint, ref, progress, reflected, target, stop_requested, key
         )
         return caught_up[str(ref)]
 
@@ -180,29 +194,62 @@ def _admit(
         catch_up=catch_up,
         storage_options=config.lake_storage_options(),
         snapshots=snapshots,
+        resume=config.resume,
     )
     if admission.members != sink.members:
         sink.record_members(admission.members)
+    lake = LakeState(config.lake_root, storage_options=config.lake_storage_options())
+    for name in admission.resumed:
+        target = lake.target(TableRef.parse(name))
+        if target is not None:
+            clear_pause(target)
+        log.info("%s resumed: caught up to the pipeline's position and streamed again", name)
     return admission.snapshots
+
+
+def _pause(config: ApplyConfig, sink: Sink, position: GtidSet) -> None:
+    """Take the member tables ``config.pause`` names out of the stream at ``position`` (module doc, 4)."""
+    members = sink.members
+    if not config.pause or members is None:
+        return
+    lake = LakeState(config.lake_root, storage_options=config.lake_storage_options())
+    remaining = dict(members)
+    for name in config.pause:
+        ref = TableRef.parse(name)
+        if str(ref) not in remaining:
+            continue  # paused by an earlier attempt of this run (or never streamed: refused upstream)
+        target = lake.target(ref)
+        if target is None:
+            continue  # joined without a snapshot and never written: nothing to freeze
+        mark = PauseMark(
+            str(ref),
+            str(position),
+            remaining.pop(str(ref)),
+            config.run_id,
+            datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        )
+        mark_paused(target, mark)
+        log.info("%s paused: its lake copy stays as of %s until a run resumes it", ref, position or "(empty)")
+    if remaining != members:
+        sink.record_members(remaining)
 
 
 def _catch_up_joining_table(
     config: ApplyConfig,
     endpoint: MySqlEndpoint,
     ref: TableRef,
-    progress: SnapshotProgress,
+    progress: SnapshotProgress | None,
     reflected: GtidSet,
     pipeline_position: GtidSet,
     stop_requested: threading.Event | None,
+    key: str,
 ) -> GtidSet:
     """Read ``ref`` alone from what it ``reflected`` up to the pipeline's position; returns where it ended.
 
     Its own state table (and pipeline id) keeps the pipeline's lease and position untouched; its stop
     rule never passes ``pipeline_position ∪ reflected`` and takes nothing outside it.
     """
-    store = join_state(
-        config.lake_root, config.pipeline_id, ref, progress.snapshot_id, config.lake_storage_options()
-    )
+    store = join_state(config.lake_root, config.pipeline_id, ref, key, config.lake_storage_options())
     join_sink = delta_sink(config, store.path, store.pipeline_id, (str(ref),))
     start = join_sink.open(reflected)
     read = Read(

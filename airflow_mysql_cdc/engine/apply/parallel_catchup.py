@@ -45,7 +45,7 @@ import math
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from airflow_mysql_cdc.engine.apply.batches import BatchApplier, finish_result
 from airflow_mysql_cdc.engine.apply.config import ApplyConfig, ApplyResult
@@ -56,7 +56,7 @@ from airflow_mysql_cdc.engine.apply.range_reader import (
     RangeTask,
     run_ranges_in_threads,
 )
-from airflow_mysql_cdc.engine.apply.single_reader import run_apply
+from airflow_mysql_cdc.engine.apply.single_reader import departed_tables, run_apply
 from airflow_mysql_cdc.engine.apply.snapshot_filter import load_snapshot_filter
 from airflow_mysql_cdc.engine.binlog.changes import Transaction
 from airflow_mysql_cdc.engine.binlog.stop_rules import UntilCommitTimestamp
@@ -154,6 +154,12 @@ def run_parallel_catchup(
     if opened.done is not None:
         return opened.done
     sink, resume_from = opened.sink, opened.resume_from
+    # Tables out of the stream (paused, or waiting for a snapshot after a DDL) are not read at all.
+    streamed = tuple(
+        name for name in config.tables if name not in departed_tables(config.tables, sink.members)
+    )
+    if streamed and streamed != config.tables:
+        config = replace(config, tables=streamed)
     plan = _plan(resume_from, segment.end | resume_from, parallelism, min_waves, wave_transactions)
     applier = _applier(config, endpoint, opened)
     snapshot_filter = applier.snapshot_filter

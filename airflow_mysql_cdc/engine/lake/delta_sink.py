@@ -105,34 +105,18 @@ class DeltaSink:
 
     # --- lifecycle ----------------------------------------------------------------------------
 
-    def open(self, requested_start: GtidSet, *, rebase: bool = False) -> GtidSet:
+    def open(self, requested_start: GtidSet, *, rebase: bool = False, keep_members: bool = False) -> GtidSet:
         """Claim the pipeline and return the position to read from.
 
         ``rebase`` moves a pipeline whose lake is behind or off ``requested_start`` to it, after its
         tables were re-snapshotted (purged binlogs): the membership is cleared, so each table must
-        then be admitted again against its new snapshot (:mod:`~airflow_mysql_cdc.engine.apply.admission`).
+        then be admitted again against its new snapshot (:mod:`~airflow_mysql_cdc.engine.apply.admission`),
+        unless ``keep_members``: an operator's confirmed ``rebase_checkpoint`` vouches that every member
+        table equals its source at ``requested_start``. A start the lake already contains is no
+        rebase (a retried rebase run finds its own progress so): the lake never moves backwards.
         """
         previous = self._state_store.read()
-        rebasing = False
-        if previous is not None and previous.batch_seq > 0:
-            sink_applied = previous.applied_gtids
-            if not requested_start.issubset(sink_applied):
-                if rebase:
-                    rebasing = True
-                elif sink_applied.issubset(requested_start):
-                    raise SinkBehindError(
-                        f"the lake has applied only {sink_applied or '(nothing)'}, but the run was asked to "
-                        f"start from {requested_start}: the transactions {requested_start - sink_applied} "
-                        "never reached the lake. Start from the lake's applied set (or re-snapshot)."
-                    )
-                else:
-                    raise SinkDivergedError(
-                        f"the requested start {requested_start} and the lake's applied set {sink_applied} "
-                        f"diverge (the lake lacks {requested_start - sink_applied} and has "
-                        f"{sink_applied - requested_start} the start does not): they belong to different "
-                        "histories. Check the checkpoint and the connection; re-snapshot if the source "
-                        "changed."
-                    )
+        rebasing = _rebasing(previous, requested_start, rebase)
         self._state = self._state_store.claim(
             self.owner, initial_applied=requested_start, lease_s=self.lease_s
         )
@@ -142,14 +126,20 @@ class DeltaSink:
             )
         elif rebasing:
             log.warning(
-                "sink %s: rebasing the pipeline from %s to %s after a re-snapshot; every table must "
-                "join again from its new snapshot",
+                "sink %s: rebasing the pipeline from %s to %s %s",
                 self.layout.root,
                 self._state.applied_gtids,
                 requested_start,
+                "as the operator confirmed; every member table stays a member there"
+                if keep_members
+                else "after a re-snapshot; every table must join again from its new snapshot",
             )
             self._state = self._state_store.commit(
-                self._state, requested_start, self._state.batch_seq, members={}, intents={}
+                self._state,
+                requested_start,
+                self._state.batch_seq,
+                members=dict(self._state.members or {}) if keep_members else {},
+                intents={},
             )
         try:
             self._settle_tables()
@@ -398,3 +388,28 @@ class DeltaSink:
             append_changes(table, batch, schema, properties, before, prepared)
 
         self._handles.commit(handle, self.epoch, append)
+
+
+def _rebasing(previous: PipelineState | None, requested_start: GtidSet, rebase: bool) -> bool:
+    """Whether :meth:`DeltaSink.open` moves the pipeline to ``requested_start``; raises when the lake is
+    behind or off it and no rebase was asked for."""
+    if previous is None or previous.batch_seq == 0:
+        return False
+    sink_applied = previous.applied_gtids
+    if requested_start.issubset(sink_applied):
+        return False
+    if rebase:
+        return True
+    if sink_applied.issubset(requested_start):
+        raise SinkBehindError(
+            f"the lake has applied only {sink_applied or '(nothing)'}, but the run was asked to "
+            f"start from {requested_start}: the transactions {requested_start - sink_applied} "
+            "never reached the lake. Start from the lake's applied set (or re-snapshot)."
+        )
+    raise SinkDivergedError(
+        f"the requested start {requested_start} and the lake's applied set {sink_applied} "
+        f"diverge (the lake lacks {requested_start - sink_applied} and has "
+        f"{sink_applied - requested_start} the start does not): they belong to different "
+        "histories. Check the checkpoint and the connection; re-snapshot if the source "
+        "changed."
+    )

@@ -57,11 +57,12 @@ class BatchResult:
 class Sink(Protocol):
     # --- lifecycle: claim, keep, hand on ---------------------------------------------------------
 
-    def open(self, requested_start: GtidSet, *, rebase: bool = False) -> GtidSet:
+    def open(self, requested_start: GtidSet, *, rebase: bool = False, keep_members: bool = False) -> GtidSet:
         """Claim the pipeline (next epoch) and return the position to read from.
 
         ``rebase`` moves a pipeline whose lake is behind or off ``requested_start`` to it (after a
-        re-snapshot of every table) and clears its members.
+        re-snapshot of every table) and clears its members, or keeps them (``keep_members``: an
+        operator's confirmed rebase).
         """
         ...
 

@@ -25,9 +25,9 @@ from airflow_mysql_cdc.engine.errors import CdcError
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 
 FORMAT = "airflow-mysql-cdc/checkpoint"
-VERSION = 2
-READABLE_VERSIONS = (1, 2)
-"""Version 2 added ``previous_run_id``; a version 1 record reads as one without it."""
+VERSION = 3
+READABLE_VERSIONS = (1, 2, 3)
+"""Version 2 added ``previous_run_id``, version 3 ``actions``; an older record reads as one without."""
 
 
 class CheckpointError(CdcError, ValueError):
@@ -64,6 +64,9 @@ class CheckpointRecord:
     previous_run_id: str | None = None
     """The run whose record this one continues (its ``end_gtids`` is this one's ``start_gtids``);
     None for a pipeline's first record."""
+    actions: list[dict[str, Any]] = field(default_factory=list)
+    """What an operator asked of this run through its conf (re-snapshot, pause, resume, rebase), as
+    :meth:`airflow_mysql_cdc.runs.actions.RunActions.to_record` lists it: the audit trail."""
 
     @property
     def end(self) -> GtidSet:

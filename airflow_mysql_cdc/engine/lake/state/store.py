@@ -14,6 +14,7 @@ a table's own applied set       its app transaction, resolved by :mod:`.table_po
 snapshot plans, chunks,         ``_cdc/snapshots/<schema>/<table>`` rows, tied to the target
 watermarks, definitions         by its snapshot app transaction (:mod:`.snapshot_log`)
 departures, dropped columns     the target's table properties (:mod:`..departures`)
+pauses                          the target's table property (:mod:`..pauses`)
 the published chain             ``_cdc/checkpoints`` rows (:mod:`..checkpoint_log`)
 a joining table's catch-up      ``_cdc/joins/...``: one row each, like ``_cdc/state``
 =============================== ==========================================================
@@ -35,6 +36,7 @@ from deltalake.exceptions import TableNotFoundError
 from airflow_mysql_cdc.engine.lake.checkpoint_log import CheckpointLog
 from airflow_mysql_cdc.engine.lake.departures import Departure, departure_of
 from airflow_mysql_cdc.engine.lake.layout import LakeLayout, LakeRoot
+from airflow_mysql_cdc.engine.lake.pauses import PauseMark, pause_of
 from airflow_mysql_cdc.engine.lake.state.legacy import history_complete, snapshot_records_in_history
 from airflow_mysql_cdc.engine.lake.state.pipeline_state import PipelineState, PipelineStateStore
 from airflow_mysql_cdc.engine.lake.state.snapshot_log import SNAPSHOT_APP_ID, SnapshotLog
@@ -88,6 +90,11 @@ class LakeState:
         """The mark of a table that left the pipeline (None: it never did, or has no target)."""
         target = self.target(ref)
         return departure_of(target) if target is not None else None
+
+    def pause(self, ref: TableRef) -> PauseMark | None:
+        """The mark of a table an operator paused (None: not paused, or no target)."""
+        target = self.target(ref)
+        return pause_of(target) if target is not None else None
 
     def snapshot_log(self, ref: TableRef) -> SnapshotLog:
         return SnapshotLog(
