@@ -82,8 +82,9 @@ class Pipeline:
         """What a user does in the UI: edit the connection (e.g. to the promoted replica)."""
         self.monkeypatch.setenv("AIRFLOW_CONN_CDC_SOURCE", connection_env(source, server_id=server_id))
 
-    def run(self, interval_end: datetime.datetime):
-        return run_dag(DAG_FILE, self.dag_id, logical_date=interval_end)
+    def run(self, interval_end: datetime.datetime, conf: dict[str, Any] | None = None):
+        """``dag.test`` of the run of the interval ending at ``interval_end``, triggered with ``conf``."""
+        return run_dag(DAG_FILE, self.dag_id, conf, logical_date=interval_end)
 
     def lake_position(self) -> GtidSet:
         state = PipelineStateStore(LakeLayout(self.lake).state, "e2e", self.storage_options).read()
@@ -184,7 +185,7 @@ def writers_running(
 
 def checkpoint(dag_run) -> dict[str, Any]:
     record = xcom_value(dag_run, "replicate")
-    assert record["format"] == "airflow-mysql-cdc/checkpoint" and record["version"] == 2
+    assert record["format"] == "airflow-mysql-cdc/checkpoint" and record["version"] == 3
     return record
 
 

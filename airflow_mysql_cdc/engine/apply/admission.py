@@ -122,16 +122,20 @@ def read_snapshots(
     }
 
 
-def consistent_point(snapshots: Mapping[str, SnapshotProgress | None]) -> GtidSet:
+def consistent_point(
+    snapshots: Mapping[str, SnapshotProgress | None], rebased: Mapping[str, str] | None = None
+) -> GtidSet:
     """The smallest position at which every one of these tables is exact (empty: any position).
 
     A run may end only at a position containing it: before, some snapshot chunk still reflects a
     later state of the source than the position (the first run of a pipeline, a table that joins).
-    It is recorded with the snapshots, so every retry of a run computes the same one.
+    It is recorded with the snapshots, so every retry of a run computes the same one. ``rebased``
+    (table -> snapshot id) names snapshots an operator's confirmed rebase vouched for on another
+    history (:mod:`~airflow_mysql_cdc.engine.lake.rebases`): they bound nothing.
     """
     point = GtidSet()
-    for progress in snapshots.values():
-        if progress is not None:
+    for table, progress in snapshots.items():
+        if progress is not None and (rebased or {}).get(table) != progress.snapshot_id:
             point |= progress.consistent_point
     return point
 

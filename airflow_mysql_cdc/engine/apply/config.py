@@ -91,7 +91,7 @@ class ApplyConfig:
     keep_members: bool = False
     """With ``rebase``: the tables stay members at the new start (an operator's confirmed
     ``rebase_checkpoint``: they vouch that every table equals its source there), and their snapshots'
-    watermarks no longer bound where the run may end."""
+    watermarks no longer bound where a run may end (:mod:`..lake.rebases`)."""
     pause: tuple[str, ...] = ()
     """Member tables this run takes out of the stream, frozen at its start (:mod:`..lake.pauses`)."""
     resume: tuple[str, ...] = ()

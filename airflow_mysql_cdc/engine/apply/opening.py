@@ -44,6 +44,7 @@ from airflow_mysql_cdc.engine.binlog.reader import BinlogReader
 from airflow_mysql_cdc.engine.binlog.stop_rules import WithinGtidSet
 from airflow_mysql_cdc.engine.lake.delta_sink import DeltaSink
 from airflow_mysql_cdc.engine.lake.pauses import PauseMark, clear_pause, mark_paused
+from airflow_mysql_cdc.engine.lake.rebases import RebaseMark, mark_rebased, rebase_of
 from airflow_mysql_cdc.engine.lake.sink import Sink
 from airflow_mysql_cdc.engine.lake.state.store import LakeState
 from airflow_mysql_cdc.engine.mysql.schema import TableRef
@@ -88,6 +89,8 @@ def open_pipeline(
 ) -> OpenedPipeline:
     """Claim the pipeline, settle where to resume, and admit new tables: every applier starts here."""
     sink = sink or delta_sink(config)
+    if config.keep_members:
+        _mark_rebased(config)
     if config.rebase:
         resume_from = sink.open(config.start, rebase=True, keep_members=config.keep_members)
     else:
@@ -97,8 +100,7 @@ def open_pipeline(
     caught_up: dict[str, GtidSet] = {}
     try:
         snapshots = read_snapshots(config.tables, config.lake_root, config.lake_storage_options())
-        # A confirmed rebase puts every table at the new start: their old watermarks bound nothing.
-        consistent = GtidSet() if config.keep_members else consistent_point(snapshots)
+        consistent = consistent_point(snapshots, _rebased(config))
         if not consistent.issubset(resume_from):
             log.info(
                 "every table is exact only from %s on (its snapshot's high watermarks): this run does not "
@@ -116,6 +118,32 @@ def open_pipeline(
         sink.release()
         raise
     return OpenedPipeline(sink, resume_from, caught_up, snapshots, consistent)
+
+
+def _mark_rebased(config: ApplyConfig) -> None:
+    """Mark every member's target with the snapshot a confirmed rebase vouches for (:mod:`..lake.rebases`).
+
+    Before the claim: the marks only say which snapshots' watermarks belong to the old history, and
+    a retry writes the same ones.
+    """
+    lake = LakeState(config.lake_root, config.pipeline_id, config.lake_storage_options())
+    state = lake.pipeline()
+    for name, snapshot_id in ((state.members or {}) if state else {}).items():
+        target = lake.target(TableRef.parse(name))
+        if target is not None and snapshot_id:
+            mark_rebased(target, RebaseMark(snapshot_id, str(config.start), config.run_id))
+
+
+def _rebased(config: ApplyConfig) -> dict[str, str]:
+    """Table -> the snapshot a confirmed rebase vouched for (its watermarks bound nothing)."""
+    lake = LakeState(config.lake_root, storage_options=config.lake_storage_options())
+    rebased: dict[str, str] = {}
+    for name in config.tables:
+        target = lake.target(TableRef.parse(name))
+        mark = rebase_of(target) if target is not None else None
+        if mark is not None:
+            rebased[str(TableRef.parse(name))] = mark.snapshot_id
+    return rebased
 
 
 def delta_sink(

@@ -17,6 +17,7 @@ Reading order (each module states its invariant in full):
 - ``batch_commit``   the sink's commit skeleton, written once: intent, tables behind the fence, position.
 - ``schema_evolution`` the Delta operations of a ``TableEvolution`` (columns added, truncate, departure).
 - ``departures``     the mark a table that left the pipeline carries.
+- ``pauses``         the mark a table an operator paused carries (its frozen position).
 - ``table_handles``  the tables one sink writes: versions seen, other writers' rearrangements accepted.
 - ``table_writes``   one batch of one table as one commit: the target's MERGE, the changelog's append.
 - ``merge_plan``     the MERGE's predicate and mode, so delta-rs reads only the files a batch touches.

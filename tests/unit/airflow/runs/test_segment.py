@@ -13,7 +13,7 @@ NO_SNAPSHOT = {"tables": [], "stream_start": "", "consistent_point": ""}
 
 
 def test_a_plans_start_set_wins_over_the_snapshots_stream_start() -> None:
-    plan = {"tables": ["shop.new_table"], "restart": False, "rebase": False, "keep_members": False, "start_gtids": f"{UUID}:1-50"}
+    plan = {"tables": ["shop.new_table"], "restart": False, "rebase": False, "start_gtids": f"{UUID}:1-50"}
     assert segment_start(plan, SNAPSHOT) == GtidSet.parse(f"{UUID}:1-50")
     assert segment_start(plan, NO_SNAPSHOT) == GtidSet.parse(f"{UUID}:1-50")
 
@@ -21,13 +21,19 @@ def test_a_plans_start_set_wins_over_the_snapshots_stream_start() -> None:
 def test_an_empty_checkpoint_is_the_empty_set_not_a_missing_start() -> None:
     """A source that had executed nothing when the pipeline began: a table joining later must not
     move the segment's start to its own snapshot (that would skip the other tables' changes)."""
-    plan = {"tables": ["shop.new_table"], "restart": False, "rebase": False, "keep_members": False, "start_gtids": ""}
+    plan = {"tables": ["shop.new_table"], "restart": False, "rebase": False, "start_gtids": ""}
     assert segment_start(plan, SNAPSHOT) == GtidSet.parse("")
 
 
 def test_a_first_run_starts_at_the_snapshots_stream_start() -> None:
     plan = plan_segment({"first_run": True, "checkpoint": ""}, None, ["shop.orders"], "/unused")
-    assert plan == {"tables": ["shop.orders"], "restart": False, "rebase": False, "keep_members": False, "start_gtids": None}
+    assert plan == {
+        "tables": ["shop.orders"],
+        "restart": False,
+        "rebase": False,
+        "keep_members": False,
+        "start_gtids": None,
+    }
     assert segment_start(plan, SNAPSHOT) == GtidSet.parse(f"{UUID}:1-90")
 
 
