@@ -25,6 +25,7 @@ Invariants:
 from __future__ import annotations
 
 import functools
+import socket
 import ssl
 import sys
 from collections.abc import Callable
@@ -105,13 +106,25 @@ def tls_context(options: TlsOptions) -> ssl.SSLContext:
     """The ``SSLContext`` for ``options`` (not DISABLED), built once per process."""
     mode = options.effective_mode
     verify = mode in ("VERIFY_CA", "VERIFY_IDENTITY")
-    context = ssl.create_default_context(cafile=options.ca) if verify else ssl.create_default_context()
-    context.verify_flags &= ~ssl.VERIFY_X509_STRICT
-    context.check_hostname = mode == "VERIFY_IDENTITY"
-    context.verify_mode = ssl.CERT_REQUIRED if verify else ssl.CERT_NONE
-    if options.cert:
-        context.load_cert_chain(options.cert, keyfile=options.key)
+    try:
+        context = ssl.create_default_context(cafile=options.ca) if verify else ssl.create_default_context()
+        context.verify_flags &= ~ssl.VERIFY_X509_STRICT
+        context.check_hostname = mode == "VERIFY_IDENTITY"
+        context.verify_mode = ssl.CERT_REQUIRED if verify else ssl.CERT_NONE
+        if options.cert:
+            context.load_cert_chain(options.cert, keyfile=options.key)
+    except OSError as error:  # ssl.SSLError is one too
+        files = ", ".join(f"{name} {path}" for name, path in _files(options))
+        raise MySqlLoginError(
+            f"the TLS files of the MySQL connection ({files}) cannot be read on {socket.gethostname()}: "
+            f"{error}. Every machine that connects reads them: the Airflow worker, the Spark driver and "
+            "every Spark executor (snapshot windows, range readers); put them at the same path on each."
+        ) from None
     return context
+
+
+def _files(options: TlsOptions) -> list[tuple[str, str]]:
+    return [(f"ssl_{name}", path) for name in ("ca", "cert", "key") if (path := getattr(options, name))]
 
 
 def ssl_arguments(options: TlsOptions) -> dict[str, Any]:
