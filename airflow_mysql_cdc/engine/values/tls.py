@@ -30,7 +30,7 @@ import ssl
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal, cast, get_args
+from typing import Any, Literal, get_args
 
 import pymysql
 
@@ -53,7 +53,7 @@ def parse_tls_mode(text: str | None) -> TlsMode | None:
         raise ValueError(
             f"ssl_mode {text!r} is not one of {', '.join(TLS_MODES)} (the MySQL client's --ssl-mode)"
         )
-    return cast(TlsMode, mode)
+    return mode
 
 
 @dataclass(frozen=True)
