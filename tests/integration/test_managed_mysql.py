@@ -21,7 +21,11 @@ from airflow_mysql_cdc.engine.binlog.errors import UnsupportedServerSettingError
 from airflow_mysql_cdc.engine.binlog.reader import BinlogReader
 from airflow_mysql_cdc.engine.binlog.stop_rules import UntilCaughtUp
 from airflow_mysql_cdc.engine.entrypoints.snapshot_to_delta import run_windows_on_spark
-from airflow_mysql_cdc.engine.mysql.prerequisites.checks import PrerequisiteConfig
+from airflow_mysql_cdc.engine.mysql.prerequisites.checks import (
+    PrerequisiteConfig,
+    PrerequisiteReport,
+    check_prerequisites,
+)
 from airflow_mysql_cdc.engine.mysql.schema import TableRef
 from airflow_mysql_cdc.engine.runtime.executor_secrets import ExecutorSecrets
 from airflow_mysql_cdc.engine.runtime.spark_tasks import SparkTasks
@@ -325,3 +329,44 @@ def test_on_permissive_gtid_mode_is_refused_by_the_prerequisites_task_with_why_a
     # The binlog reader refuses too, with the same reason (it re-checks before every read).
     with pytest.raises(UnsupportedServerSettingError, match="gtid_mode is ON_PERMISSIVE, but change data"):
         list(BinlogReader(server.endpoint, heartbeat_s=0.2).read(GtidSet(), UntilCaughtUp()))
+
+
+# --- binlog_row_metadata MINIMAL (Azure Flexible Server) -----------------------------------------
+
+
+def test_a_source_stuck_with_minimal_row_metadata_feeds_the_pipeline_through_a_replica_logging_full(
+    mysql_servers: ServerPool,
+) -> None:
+    """Where the platform does not let you set binlog_row_metadata (Azure Flexible Server), a replica
+    you run logs the replicated rows with *its* setting: the pipeline reads that replica."""
+    source = mysql_servers.start(["--binlog-row-metadata=MINIMAL"], name="azure_like_source")
+    replica = mysql_servers.start(["--log-replica-updates=ON"], name="azure_like_replica")
+    execute(source.endpoint, "CREATE DATABASE shop", "CREATE TABLE shop.orders (id INT PRIMARY KEY, v TEXT)")
+    refused = {r.name: r for r in _prerequisites(source.endpoint).errors}
+    assert set(refused) == {"binlog_row_metadata"}
+    assert "no column names" in refused["binlog_row_metadata"].why
+
+    execute(
+        replica.endpoint,
+        f"CHANGE REPLICATION SOURCE TO SOURCE_HOST='127.0.0.1', SOURCE_PORT={source.port}, "
+        "SOURCE_USER='root', SOURCE_PASSWORD='', SOURCE_AUTO_POSITION=1, GET_SOURCE_PUBLIC_KEY=1",
+        "START REPLICA",
+    )
+    execute(source.endpoint, "INSERT INTO shop.orders VALUES (1, 'on the source')")
+    target = scalar(source.endpoint, "SELECT @@GLOBAL.gtid_executed")
+    execute(replica.endpoint, f"SELECT WAIT_FOR_EXECUTED_GTID_SET('{target}', 30)")
+    assert _prerequisites(replica.endpoint).errors == []
+    transactions = BinlogReader(replica.endpoint, tables=["shop.orders"], heartbeat_s=0.2).read(
+        GtidSet(), UntilCaughtUp()
+    )
+    (change,) = [change for transaction in transactions for change in transaction.changes]
+    assert dict(change.after) == {"id": 1, "v": "on the source"}
+
+
+def _prerequisites(endpoint: MySqlEndpoint) -> PrerequisiteReport:
+    with endpoint.connect() as connection:
+        return check_prerequisites(
+            connection,
+            PrerequisiteConfig(tables=(TableRef("shop", "orders"),), reader_server_ids=(7303,)),
+            server=str(endpoint),
+        )
