@@ -65,6 +65,22 @@ def get_provider_info() -> dict[str, Any]:
                         "server's and from every other replica or reader of it.",
                         "schema": {"type": ["integer", "null"]},
                     },
+                    "ssl_mode": {
+                        "label": "TLS mode",
+                        "description": "DISABLED, PREFERRED, REQUIRED, VERIFY_CA or VERIFY_IDENTITY "
+                        "(the MySQL client's --ssl-mode); empty: VERIFY_CA with a CA file, else PREFERRED.",
+                        "schema": {
+                            "type": ["string", "null"],
+                            "enum": [
+                                None,
+                                "DISABLED",
+                                "PREFERRED",
+                                "REQUIRED",
+                                "VERIFY_CA",
+                                "VERIFY_IDENTITY",
+                            ],
+                        },
+                    },
                     "ssl_ca": {"label": "TLS CA file", "schema": {"type": ["string", "null"]}},
                     "ssl_cert": {
                         "label": "TLS client certificate file",
@@ -74,6 +90,12 @@ def get_provider_info() -> dict[str, Any]:
                     "ssl_verify_identity": {
                         "label": "Verify the server's host name",
                         "schema": {"type": ["boolean", "null"], "default": False},
+                    },
+                    "server_public_key_path": {
+                        "label": "Server RSA public key file",
+                        "description": "For caching_sha2_password without TLS: the server's public key "
+                        "(PEM), so it is not asked from the server.",
+                        "schema": {"type": ["string", "null"]},
                     },
                 },
             }

@@ -1,9 +1,17 @@
-"""Airflow hook: turns an Airflow connection into the engine's :class:`MySqlEndpoint`."""
+"""Airflow hook: turns an Airflow connection into the engine's :class:`MySqlEndpoint`.
+
+The endpoint it builds is the one every part of a pipeline connects with: this hook's own queries
+(prerequisites, sensors), the Spark driver (binlog reader) and the Spark executors (snapshot
+windows, range readers), so everything it reads from the connection must hold there too: TLS file
+paths must exist on every one of those machines, and a password must stay valid for the whole run
+(which is why IAM tokens are refused, see :data:`IAM_NOT_SUPPORTED`).
+"""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import pymysql
@@ -15,11 +23,21 @@ from airflow_mysql_cdc.engine.mysql.prerequisites.checks import (
     check_prerequisites,
 )
 from airflow_mysql_cdc.engine.mysql.server_state import ServerState, read_server_state
-from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint, TlsOptions
+from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from airflow_mysql_cdc.engine.values.resumability import ResumabilityAssessment, assess_resumability
+from airflow_mysql_cdc.engine.values.tls import TlsOptions, parse_tls_mode
 
 SUPPORTED_CONNECTION_TYPES = ("mysql_cdc", "mysql")
+IAM_NOT_SUPPORTED = (
+    "connection {conn_id!r} asks for IAM database authentication (extra 'iam'), which the MySQL CDC "
+    "hook does not support: an IAM token (RDS/Aurora generate_db_auth_token, Cloud SQL IAM, Microsoft "
+    "Entra ID) logs in only for a short time after it is made (15 minutes on RDS), and a pipeline opens "
+    "new connections for the whole run from its Spark driver and executors (binlog reconnects, snapshot "
+    "windows), where no token can be refreshed. Give the pipeline a password account instead "
+    "(caching_sha2_password over TLS, the password kept in a secrets backend) and remove 'iam' from "
+    "the connection's extras; docs/platforms/README.md, 'IAM authentication', says why and how."
+)
 
 
 def _as_bool(value: Any) -> bool:
@@ -32,10 +50,22 @@ class MySqlCdcHook(BaseHook):
     """Connects to the source MySQL server of a CDC pipeline.
 
     Accepts ``mysql_cdc`` connections and the standard ``mysql`` ones, so an existing MySQL
-    connection can be reused. Extras: ``ssl_ca``, ``ssl_cert``, ``ssl_key``,
-    ``ssl_verify_identity`` and ``server_id`` (the replication server_id binlog readers use; it
-    must differ from the server's and every other replica's). The mysql provider's ``ssl`` extra
-    (a dict or JSON string with ``ca``/``cert``/``key``) is understood too.
+    connection can be reused. Extras:
+
+    - ``server_id``: the replication server_id binlog readers use; it must differ from the server's
+      and every other replica's.
+    - ``ssl_mode``: ``DISABLED``, ``PREFERRED``, ``REQUIRED``, ``VERIFY_CA`` or ``VERIFY_IDENTITY``
+      (the MySQL client's ``--ssl-mode``; the mysql provider's extra of the same name). Without it,
+      the files choose: ``ssl_ca`` means VERIFY_CA (VERIFY_IDENTITY with ``ssl_verify_identity``),
+      a client certificate alone REQUIRED, nothing PREFERRED.
+    - ``ssl_ca``, ``ssl_cert``, ``ssl_key``, ``ssl_verify_identity``: paths on every machine that
+      connects (Airflow worker, Spark driver and executors). The mysql provider's ``ssl`` extra (a
+      dict or JSON string with ``ca``/``cert``/``key``) is understood too.
+    - ``server_public_key_path``: the server's RSA public key (PEM file on the Airflow worker; its
+      text travels with the endpoint), for ``caching_sha2_password`` without TLS; without it the
+      key is asked from the server.
+
+    ``iam`` is refused with the reason (:data:`IAM_NOT_SUPPORTED`).
     """
 
     conn_name_attr = "mysql_cdc_conn_id"
@@ -55,10 +85,13 @@ class MySqlCdcHook(BaseHook):
                 f"use one of {', '.join(SUPPORTED_CONNECTION_TYPES)}"
             )
         extra = connection.extra_dejson
+        if _as_bool(extra.get("iam", False)):
+            raise ValueError(IAM_NOT_SUPPORTED.format(conn_id=self.mysql_cdc_conn_id))
         legacy_ssl = extra.get("ssl") or {}
         if isinstance(legacy_ssl, str):
             legacy_ssl = json.loads(legacy_ssl)
         server_id = extra.get("server_id")
+        public_key_path = extra.get("server_public_key_path")
         return MySqlEndpoint(
             host=connection.host or "127.0.0.1",
             port=int(connection.port or 3306),
@@ -70,8 +103,10 @@ class MySqlCdcHook(BaseHook):
                 cert=extra.get("ssl_cert") or legacy_ssl.get("cert"),
                 key=extra.get("ssl_key") or legacy_ssl.get("key"),
                 verify_identity=_as_bool(extra.get("ssl_verify_identity", False)),
+                mode=parse_tls_mode(extra.get("ssl_mode")),
             ),
             replication_server_id=int(server_id) if server_id not in (None, "") else None,
+            server_public_key=Path(public_key_path).read_text() if public_key_path else None,
         )
 
     def get_conn(self) -> pymysql.connections.Connection:

@@ -162,7 +162,8 @@ def open_stream(endpoint: MySqlEndpoint, position: GtidSet, settings: StreamSett
         freeze_schema=True,
         slave_heartbeat=settings.heartbeat_s,
         slave_uuid=str(uuid.uuid4()),
-        pymysql_wrapper=DumpConnection,
+        # TLS fallback (PREFERRED on a server without TLS) and login errors as for every connection.
+        pymysql_wrapper=endpoint.connection_factory(DumpConnection),
         enable_logging=False,
     )
 

@@ -8,6 +8,9 @@ Reading order:
   (``test_ranges_are_disjoint_ordered_balanced_and_cover_exactly_the_segment``).
 - ``endpoint``: :class:`MySqlEndpoint`, where a server is and how to log in; travels in the
   environment, never in argv (``tests/unit/test_endpoint.py``).
+- ``tls``: how a connection is protected (the MySQL client's five ``ssl_mode`` values, one TLS
+  context per process, PREFERRED that falls back on a server without TLS) and login failures that
+  say what to do (``tests/unit/test_endpoint.py``, ``tests/integration/test_managed_mysql.py``).
 - ``checkpoint``: the record a run publishes, and how its start is agreed between two witnesses
   (``tests/unit/test_checkpoint_record.py``).
 - ``resumability``: can a checkpoint resume on this server, from three GTID sets

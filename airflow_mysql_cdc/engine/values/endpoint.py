@@ -3,15 +3,15 @@
 Invariant: the password never appears in ``repr``/``str`` of an endpoint, so an endpoint can be
 logged, put in an exception or shown in a task log safely. It crosses into Spark through
 environment variables (:meth:`MySqlEndpoint.to_environment`), never through process arguments,
-which every user of the machine can read in ``ps``.
+which every user of the machine can read in ``ps``. How a connection is protected (TLS modes, the
+shared TLS context, login errors that say what to do) is :mod:`.tls`; every engine connection opens
+through :meth:`MySqlEndpoint.connect` or, for mysql-replication, :meth:`MySqlEndpoint.connection_factory`.
 """
 
 from __future__ import annotations
 
-import functools
 import json
 import os
-import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
@@ -19,43 +19,18 @@ from urllib.parse import unquote, urlsplit
 
 import pymysql
 
+from airflow_mysql_cdc.engine.values.tls import (
+    ConnectionClass,
+    TlsOptions,
+    connection_factory,
+    preferred_tls_context,
+    ssl_arguments,
+)
+
+__all__ = ["DEFAULT_PORT", "ENVIRONMENT_VARIABLE", "MySqlEndpoint", "TlsOptions", "preferred_tls_context"]
+
 DEFAULT_PORT = 3306
 ENVIRONMENT_VARIABLE = "AIRFLOW_MYSQL_CDC_ENDPOINT"
-
-
-@functools.cache
-def preferred_tls_context() -> ssl.SSLContext:
-    """The context PyMySQL builds for a connection without TLS options, built once per process.
-
-    PyMySQL's ``_create_ssl_ctx({})`` loads the system's CA paths each time: 18-20 ms of CPU per
-    connection, and a reader opens three (a range reader of parallel catch-up pays it per range).
-    Same settings: TLS when the server offers it, no certificate or host name verification, the
-    strict X.509 flag of Python 3.13 cleared. An ``SSLContext`` is meant to be shared.
-    """
-    context = ssl.create_default_context()
-    context.verify_flags &= ~ssl.VERIFY_X509_STRICT
-    context.check_hostname = False
-    context.verify_mode = ssl.CERT_NONE
-    return context
-
-
-@dataclass(frozen=True)
-class TlsOptions:
-    """Client TLS settings, as PyMySQL's ``ssl`` dict wants them."""
-
-    ca: str | None = None
-    cert: str | None = None
-    key: str | None = None
-    verify_identity: bool = False
-
-    def to_pymysql(self) -> dict[str, Any] | None:
-        if not (self.ca or self.cert or self.key):
-            return None
-        options: dict[str, Any] = {"check_hostname": self.verify_identity}
-        for name in ("ca", "cert", "key"):
-            if value := getattr(self, name):
-                options[name] = value
-        return options
 
 
 @dataclass(frozen=True)
@@ -68,6 +43,10 @@ class MySqlEndpoint:
     tls: TlsOptions = field(default_factory=TlsOptions)
     replication_server_id: int | None = None
     connect_timeout_s: int = 10
+    server_public_key: str | None = None
+    """The server's RSA public key (PEM) for ``caching_sha2_password`` without TLS; None: PyMySQL
+    asks the server for it, which a machine in the middle could answer with its own key. Public:
+    it travels with the endpoint, so executors need no file."""
 
     def __str__(self) -> str:
         return f"mysql://{self.user}@{self.host}:{self.port}/{self.database or ''}"
@@ -101,13 +80,21 @@ class MySqlEndpoint:
         }
         if self.database:
             kwargs["database"] = self.database
-        # Without TLS options PyMySQL still uses TLS when the server offers it ("preferred", no
-        # verification), building the same context for every connection; it is built once here.
-        kwargs["ssl"] = self.tls.to_pymysql() or preferred_tls_context()
+        if self.server_public_key:
+            kwargs["server_public_key"] = self.server_public_key.encode()
+        # The TLS context is built once per process and options (PyMySQL would build one per connection).
+        kwargs.update(ssl_arguments(self.tls))
         return kwargs
 
+    def connection_factory(
+        self, connection_class: ConnectionClass = pymysql.connections.Connection
+    ) -> ConnectionClass:
+        """Opens ``connection_class(**settings)`` as :meth:`connect` does: PREFERRED falls back to a
+        plain connection, failures caused by TLS or login settings say what to do."""
+        return connection_factory(self.tls, f"{self.user}@{self.host}:{self.port}", connection_class)
+
     def connect(self, **overrides: Any) -> pymysql.connections.Connection:
-        return pymysql.connect(**{**self.connection_kwargs(), "autocommit": True, **overrides})
+        return self.connection_factory()(**{**self.connection_kwargs(), "autocommit": True, **overrides})
 
     def to_environment(self) -> dict[str, str]:
         """The endpoint as one environment variable for a child process (spark-submit)."""

@@ -24,9 +24,15 @@ class RequiredSetting:
     """Other spellings of ``expected`` the server may report (``log_bin`` = 1)."""
     checked_by_stream: bool = False
     """The binlog stream refuses to read while the setting differs (besides the report)."""
+    fixes_by_value: tuple[tuple[str, str], ...] = ()
+    """``(value, fix)``: a shorter way out from that value than :attr:`fix` (the last step only)."""
 
     def is_met_by(self, value: str) -> bool:
         return value.upper() in {self.expected.upper(), *(spelling.upper() for spelling in self.accepted)}
+
+    def fix_for(self, value: str) -> str:
+        """The fix to show to a server that has ``value``."""
+        return next((fix for known, fix in self.fixes_by_value if known.upper() == value.upper()), self.fix)
 
 
 REQUIRED_SETTINGS: tuple[RequiredSetting, ...] = (
@@ -39,10 +45,24 @@ REQUIRED_SETTINGS: tuple[RequiredSetting, ...] = (
     ),
     RequiredSetting(
         "gtid_mode", "ON",
-        "checkpoints, resumption and snapshot watermarks are GTID sets",
+        "checkpoints, resumption and snapshot watermarks are GTID sets; under any other mode "
+        "(OFF_PERMISSIVE and ON_PERMISSIVE too; Aurora's GTID guide allows ON_PERMISSIVE) the server "
+        "accepts anonymous transactions, which have no GTID, so no GTID position can see them and "
+        "a run would pass their changes by without a trace",
         "SET PERSIST enforce_gtid_consistency = ON; then step gtid_mode through "
         "OFF_PERMISSIVE, ON_PERMISSIVE and ON with SET PERSIST gtid_mode = ... (wait for "
-        "Ongoing_anonymous_transaction_count = 0 before the last step)",
+        "Ongoing_anonymous_transaction_count = 0 before the last step); RDS/Aurora: gtid-mode = ON "
+        "in the DB (cluster) parameter group (docs/platforms/aurora.md)",
+        fixes_by_value=(
+            (
+                "ON_PERMISSIVE",
+                "wait until SHOW GLOBAL STATUS LIKE 'Ongoing_anonymous_transaction_count' is 0 (and no "
+                "replica of this server still sends anonymous transactions), then SET PERSIST gtid_mode = "
+                "ON; on Aurora/RDS set gtid_mode = ON in the DB cluster (instance) parameter group "
+                "(docs/platforms/aurora.md); re-snapshot the tables, since anonymous changes before "
+                "that point are in no checkpoint",
+            ),
+        ),
         checked_by_stream=True,
     ),
     RequiredSetting(

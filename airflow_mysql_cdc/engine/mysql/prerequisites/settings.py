@@ -22,7 +22,7 @@ def variable_check(facts: ServerFacts, setting: RequiredSetting) -> CheckResult:
         expected,
         actual or "(empty)",
         setting.why,
-        setting.fix if status != "ok" else "",
+        setting.fix_for(actual) if status != "ok" else "",
     )
 
 

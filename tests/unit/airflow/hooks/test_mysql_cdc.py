@@ -4,6 +4,7 @@ test_provider_registration.py)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -42,6 +43,33 @@ def test_the_mysql_providers_ssl_extra_is_understood(monkeypatch: pytest.MonkeyP
     _connection(monkeypatch, "legacy", conn_type="mysql", host="db", extra={"ssl": ssl})
     tls = MySqlCdcHook("legacy").get_endpoint().tls
     assert (tls.ca, tls.cert, tls.key) == ("/ca.pem", "/cert.pem", "/key.pem")
+
+
+def test_ssl_mode_and_a_pinned_server_public_key_come_from_the_extras(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    key = tmp_path / "public_key.pem"
+    key.write_text("-----BEGIN PUBLIC KEY-----\nMIIB...\n-----END PUBLIC KEY-----\n")
+    extra = {"ssl_mode": "disabled", "server_public_key_path": str(key)}
+    _connection(monkeypatch, "plain", conn_type="mysql", host="db", extra=extra)
+    endpoint = MySqlCdcHook("plain").get_endpoint()
+    assert endpoint.tls.effective_mode == "DISABLED"
+    assert endpoint.server_public_key == key.read_text()
+
+
+def test_iam_authentication_is_refused_saying_why_and_what_to_use_instead(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The mysql provider's ``iam`` extra: a token as the password would expire while a run's Spark
+    driver and executors still open connections, so the hook refuses it before anything connects."""
+    extra = {"iam": True, "aws_conn_id": "aws_default"}
+    _connection(monkeypatch, "rds", conn_type="mysql", host="db.rds.amazonaws.com", login="cdc", extra=extra)
+    with pytest.raises(ValueError) as raised:
+        MySqlCdcHook("rds").get_endpoint()
+    message = str(raised.value)
+    assert "connection 'rds' asks for IAM database authentication (extra 'iam')" in message
+    assert "15 minutes on RDS" in message and "Spark driver and executors" in message
+    assert "password account" in message and "docs/platforms/README.md" in message
 
 
 def test_a_connection_of_another_type_is_refused_naming_the_types_it_takes(
