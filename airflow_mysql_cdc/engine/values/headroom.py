@@ -206,7 +206,7 @@ def judge_headroom(reading: HeadroomReading, policy: HeadroomPolicy) -> Headroom
     if not retention.known:
         return HeadroomAssessment(
             HeadroomLevel.UNKNOWN,
-            headroom,
+            None,
             reading,
             policy,
             f"binlog headroom unknown: the server does not say how long it keeps binlogs "
