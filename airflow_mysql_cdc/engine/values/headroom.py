@@ -230,39 +230,52 @@ def judge_headroom(reading: HeadroomReading, policy: HeadroomPolicy) -> Headroom
         return HeadroomAssessment(
             HeadroomLevel.OK, headroom, reading, policy, line + "; no schedule to compare with"
         )
-    interval, threshold = policy.interval_s, policy.interval_s * policy.runs
-    statement = retention.raise_statement(recommended_retention_s(policy))
-    if retention.seconds is not None and retention.seconds < interval:
-        return HeadroomAssessment(
-            HeadroomLevel.UNSAFE,
-            headroom,
-            reading,
-            policy,
-            f"binlog retention {retention.describe()} is shorter than the schedule's interval "
-            f"({format_duration(interval)}): a checkpoint cannot be counted on to survive until the "
-            "next run, which would then have to re-snapshot every table. This run's checkpoint stays "
-            "readable for "
-            f"{format_duration(headroom)} more; raise the retention to at least "
-            f"{format_duration(recommended_retention_s(policy))} ({policy.runs} missed runs + 1) with: "
-            f"{statement} and clear this task before then.",
-            statement,
-        )
-    if headroom < threshold:
-        urgency = (
-            " This run must succeed: if it fails, the next run can no longer resume from this checkpoint."
-            if headroom < interval
-            else ""
-        )
-        return HeadroomAssessment(
-            HeadroomLevel.LOW,
-            headroom,
-            reading,
-            policy,
-            f"{line}. That is less than {policy.runs} schedule intervals ({format_duration(threshold)}): "
-            f"if about {max(0, int(headroom // interval))} more run(s) in a row fail, the binlog this "
-            f"checkpoint needs is purged and the tables must be re-snapshotted.{urgency} Raise the "
-            "retention with: "
-            f"{statement}",
-            statement,
-        )
+    retention_s, interval = retention.seconds, policy.interval_s
+    if retention_s is not None and retention_s < interval:
+        return _unsafe(reading, policy, headroom)
+    if headroom < interval * policy.runs:
+        return _low(reading, policy, headroom, line)
     return HeadroomAssessment(HeadroomLevel.OK, headroom, reading, policy, line)
+
+
+def _unsafe(reading: HeadroomReading, policy: HeadroomPolicy, headroom: float) -> HeadroomAssessment:
+    """A retention shorter than one interval: no checkpoint can count on reaching the next run."""
+    assert policy.interval_s is not None
+    recommended = recommended_retention_s(policy)
+    statement = reading.retention.raise_statement(recommended)
+    return HeadroomAssessment(
+        HeadroomLevel.UNSAFE,
+        headroom,
+        reading,
+        policy,
+        f"binlog retention {reading.retention.describe()} is shorter than the schedule's interval "
+        f"({format_duration(policy.interval_s)}): a checkpoint cannot be counted on to survive until the "
+        "next run, which would then have to re-snapshot every table. This run's checkpoint stays "
+        f"readable for {format_duration(headroom)} more; raise the retention to at least "
+        f"{format_duration(recommended)} ({policy.runs} missed runs + 1) with: {statement} and clear this "
+        "task before then.",
+        statement,
+    )
+
+
+def _low(reading: HeadroomReading, policy: HeadroomPolicy, headroom: float, line: str) -> HeadroomAssessment:
+    """Less headroom than ``runs`` intervals: a warning that says how many failed runs it takes."""
+    assert policy.interval_s is not None
+    interval = policy.interval_s
+    statement = reading.retention.raise_statement(recommended_retention_s(policy))
+    urgency = (
+        " This run must succeed: if it fails, the next run can no longer resume from this checkpoint."
+        if headroom < interval
+        else ""
+    )
+    return HeadroomAssessment(
+        HeadroomLevel.LOW,
+        headroom,
+        reading,
+        policy,
+        f"{line}. That is less than {policy.runs} schedule intervals "
+        f"({format_duration(interval * policy.runs)}): if about {max(0, int(headroom // interval))} more "
+        "run(s) in a row fail, the binlog this checkpoint needs is purged and the tables must be "
+        f"re-snapshotted.{urgency} Raise the retention with: {statement}",
+        statement,
+    )
