@@ -10,6 +10,7 @@ import pytest
 
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
 from tests.support.airflow import task_states, xcom_value
+from tests.support.mysql import execute
 from tests.support.pipeline import ALL_TASKS, Pipeline, now, seed
 
 pytestmark = [pytest.mark.mysql, pytest.mark.usefixtures("airflow_db"), pytest.mark.slow]
@@ -32,7 +33,7 @@ def test_each_run_reports_the_headroom_of_its_checkpoint_and_warns_below_the_con
     assert task_states(first) == dict.fromkeys(ALL_TASKS, "success")
     assert xcom_value(first, "resumability")["verdict"] == "first_run"  # nothing to look ahead of yet
 
-    seed(mysql_database, "orders", 5)
+    execute(mysql_database, "INSERT INTO orders VALUES (21, 'c21', 21.5, 'new', NULL, NOW(6))")
     second = pipeline.run(now() + datetime.timedelta(seconds=6))
     assert task_states(second) == dict.fromkeys(ALL_TASKS, "success")
     looked_ahead = xcom_value(second, "resumability")
