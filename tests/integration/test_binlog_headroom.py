@@ -23,7 +23,7 @@ from airflow_mysql_cdc.engine.values.headroom import headroom_seconds
 from airflow_mysql_cdc.engine.values.resumability import Verdict, assess_resumability
 from airflow_mysql_cdc.sensors import gtid_sensors
 from tests.support.airflow import connection_env, run_dag, task_states, xcom_value
-from tests.support.mysql import SandboxServer, ServerPool, execute, scalar
+from tests.support.mysql import SandboxServer, ServerPool, create_user, execute, scalar
 
 pytestmark = [pytest.mark.mysql, pytest.mark.usefixtures("airflow_db")]
 DAG_FILE, DAG_ID = "binlog_headroom.py", "test_binlog_headroom"
@@ -139,3 +139,42 @@ def test_the_sensor_logs_the_headroom_warns_below_the_missed_runs_and_fails_earl
     assert metrics.gauges["mysql_cdc.shop.binlog_headroom_seconds"] > 800
     assert metrics.gauges["mysql_cdc.shop.checkpoint_behind_seconds"] >= 3600
     assert metrics.counters == {"mysql_cdc.shop.binlog_headroom_low": 2, "mysql_cdc.shop.checkpoint_stale": 2}
+
+
+def test_rds_retention_null_read_through_its_procedure_fails_early_with_the_rds_statement(
+    mysql_servers: ServerPool, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture
+) -> None:
+    """RDS as a CDC account sees it, emulated: ``mysql.rds_configuration`` it may not SELECT, and
+    ``mysql.rds_show_configuration`` it may CALL; ``binlog retention hours`` NULL (RDS's default)."""
+    server = mysql_servers.start(name="headroom_rds")
+    execute(
+        server.endpoint,
+        "CREATE TABLE mysql.rds_configuration (name VARCHAR(100) PRIMARY KEY, value VARCHAR(100), "
+        "description VARCHAR(300))",
+        "INSERT INTO mysql.rds_configuration VALUES ('binlog retention hours', NULL, 'hours')",
+        "CREATE PROCEDURE mysql.rds_show_configuration() "
+        "SELECT name, value, description FROM mysql.rds_configuration",
+    )
+    checkpoint, _ = _checkpoint_in_a_closed_file(server)
+    account = create_user(
+        server.endpoint, "cdc_rds", "Rds-Secret-4kq", "REPLICATION SLAVE, REPLICATION CLIENT ON *.*",
+        "EXECUTE ON PROCEDURE mysql.rds_show_configuration",
+    )  # fmt: skip
+    monkeypatch.setattr(gtid_sensors, "stats", _Metrics())
+    monkeypatch.setenv("AIRFLOW_CONN_CDC_SOURCE", connection_env(account, server_id=5103))
+
+    dag_run = run_dag(DAG_FILE, DAG_ID, {"checkpoint": str(checkpoint)})
+
+    assert set(task_states(dag_run).values()) == {"failed"}
+    log = "".join(capfd.readouterr())
+    assert (
+        "binlog retention 0 s (binlog retention hours is NULL: RDS does not retain binlogs (0 h)) is shorter "
+        "than the schedule's interval (1 min)" in log
+    )
+    assert "CALL mysql.rds_set_configuration('binlog retention hours', 1); and clear this task" in log
+
+    execute(server.endpoint, "UPDATE mysql.rds_configuration SET value = '48'")
+    dag_run = run_dag(DAG_FILE, DAG_ID, {"checkpoint": str(checkpoint)})
+    assert task_states(dag_run)["every_1000s"] == "success"
+    retention = xcom_value(dag_run, "every_1000s")["headroom"]["retention"]
+    assert (retention["platform"], retention["seconds"]) == ("rds", 48 * 3600)
