@@ -183,6 +183,10 @@ with create_session() as session:
                                                   dag_ids={DAG_ID!r})).scalars().all() if run else []
         value = XComModel.deserialize_value(rows[0]) if rows else None
         out[key] = json.loads(value) if isinstance(value, str) else value
+    rows = session.execute(XComModel.get_many(run_id=run.run_id, key="return_value", task_ids="resumability",
+                                              dag_ids={DAG_ID!r})).scalars().all() if run else []
+    value = XComModel.deserialize_value(rows[0]) if rows else None
+    out["resumability"] = json.loads(value) if isinstance(value, str) else value
 print(json.dumps(out))
 """
     completed = subprocess.run(
@@ -228,10 +232,19 @@ def run_interval(
         f"   success in {time.monotonic() - started:.0f}s"
         + (f", snapshot of {snapshotted} rows" if snapshot["tables"] else "")
         + (f"\n   {summary_line(ApplyResult.from_dict(applied))}" if applied else "")
-        + f"\n   checkpoint {record['start_gtids']} -> {record['end_gtids']}",
+        + f"\n   checkpoint {record['start_gtids']} -> {record['end_gtids']}"
+        + f"\n   {headroom_line(results.get('resumability'))}",
         flush=True,
     )
     return record
+
+
+def headroom_line(resumability: Any) -> str:
+    """What the resumability task saw ahead: the binlog headroom of the checkpoint it resumed from."""
+    looked_ahead = resumability if isinstance(resumability, dict) else {}
+    if "headroom" not in looked_ahead:
+        return "binlog headroom: nothing to resume from yet (the first run snapshots)"
+    return looked_ahead["headroom"]["message"]
 
 
 def print_comparison(comparisons: list[TableComparison], indent: str = "") -> bool:

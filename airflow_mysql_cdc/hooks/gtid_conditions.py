@@ -9,6 +9,12 @@ It lives beside :class:`~airflow_mysql_cdc.hooks.mysql_cdc.MySqlCdcHook` because
 the server: the sensors and the trigger both depend on it, and the trigger depends on nothing in
 ``sensors/`` (as the first-party providers' triggers depend only on their hooks). Guarded by
 tests/unit/airflow/triggers/test_gtid_state.py and tests/integration/test_gtid_sensors_in_a_dag.py.
+
+:func:`assess_headroom` is the other query the resumability sensor makes once a checkpoint is
+resumable: how long the server keeps the binlog that checkpoint needs
+(:mod:`airflow_mysql_cdc.engine.values.headroom`). A server that will not say (an account without
+REPLICATION CLIENT/SLAVE, a file purged while it was read) gives an *unknown* headroom, never a
+failed run: the headroom warns, the resumability verdict decides.
 """
 
 from __future__ import annotations
@@ -16,7 +22,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import pymysql
+
+from airflow_mysql_cdc.engine.mysql.binlog_files import read_headroom
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
+from airflow_mysql_cdc.engine.values.headroom import (
+    HeadroomAssessment,
+    HeadroomPolicy,
+    judge_headroom,
+    unknown_headroom,
+)
 from airflow_mysql_cdc.engine.values.resumability import Verdict
 from airflow_mysql_cdc.hooks.mysql_cdc import MySqlCdcHook
 
@@ -62,3 +77,23 @@ def evaluate_condition(
         f"the server has not executed {missing.count()} GTID(s) of the target yet: {missing}",
         payload,
     )
+
+
+def assess_headroom(
+    conn_id: str,
+    checkpoint: GtidSet,
+    policy: HeadroomPolicy,
+    *,
+    retention_override_hours: float | None = None,
+) -> HeadroomAssessment:
+    """The binlog headroom of ``checkpoint`` on the connection's server, judged against ``policy``."""
+    endpoint = MySqlCdcHook(conn_id).get_endpoint()
+    try:
+        reading = read_headroom(endpoint, checkpoint, retention_override_hours=retention_override_hours)
+    except (pymysql.MySQLError, RuntimeError) as error:
+        return unknown_headroom(f"could not read the server's binlog files: {error}", policy)
+    if reading is None:
+        return unknown_headroom(
+            "no retained binlog file can serve the checkpoint (its history is purged)", policy
+        )
+    return judge_headroom(reading, policy)

@@ -67,6 +67,14 @@ class PipelineConfig:
     retry_delay_s: int = 60
     resumability_timeout_s: int = 3600
     """How long a run waits for a lagging replica to catch up with the checkpoint."""
+    retention_headroom_runs: int = 3
+    """Warn when the checkpoint's binlog would be purged within this many schedule intervals (that many
+    failed or missed runs in a row); docs/operations.md, "Binlog retention headroom"."""
+    binlog_retention_hours: float | None = None
+    """How long the server keeps binlogs, when it cannot say (Cloud SQL) or says wrong; wins over it."""
+    stale_after_hours: float | None = None
+    """Warn when the server has moved on and the checkpoint covers data only up to longer ago than
+    this; unset: two schedule intervals; 0: never."""
     sensor_poke_interval_s: int = 30
     sensor_mode: str = "reschedule"
     """``reschedule`` frees the worker slot between pokes; ``poke`` holds it (quicker for short waits)."""
@@ -98,6 +106,20 @@ class PipelineConfig:
             raise PipelineConfigError(str(error)) from error
         if not self.tables:
             raise PipelineConfigError("tables is empty: name at least one schema.table")
+        if not isinstance(self.retention_headroom_runs, int) or self.retention_headroom_runs < 1:
+            raise PipelineConfigError(
+                "retention_headroom_runs must be a whole number of at least 1, not "
+                f"{self.retention_headroom_runs!r}"
+            )
+        if self.binlog_retention_hours is not None and not self.binlog_retention_hours > 0:
+            raise PipelineConfigError(
+                f"binlog_retention_hours must be more than 0 hours, not {self.binlog_retention_hours!r} "
+                "(leave it out to read the retention from the server)"
+            )
+        if self.stale_after_hours is not None and not self.stale_after_hours >= 0:
+            raise PipelineConfigError(
+                f"stale_after_hours must be 0 (never warn) or more, not {self.stale_after_hours!r}"
+            )
         try:
             check_storage_options(self.storage_options, where="the pipeline configuration")
             lake_uri(self.lake_root)
@@ -138,6 +160,13 @@ class PipelineConfig:
         fires = croniter(value, self.start)
         times = [fires.get_next(datetime.datetime) for _ in range(8)]
         return min(later - earlier for earlier, later in zip(times, times[1:], strict=False))
+
+    def stale_after(self) -> datetime.timedelta | None:
+        """When a position that has not advanced is stale: ``stale_after_hours``, else two intervals."""
+        if self.stale_after_hours is not None:
+            return datetime.timedelta(hours=self.stale_after_hours) if self.stale_after_hours else None
+        interval = self.interval()
+        return 2 * interval if interval else None
 
     @property
     def start(self) -> datetime.datetime:

@@ -91,6 +91,10 @@ def _load_checkpoint(config: PipelineConfig) -> Any:
     return load_checkpoint()
 
 
+_LOADED_SEGMENT_END = "{{ ti.xcom_pull(task_ids='load_checkpoint').get('checkpoint_segment_end') or '' }}"
+"""Up to when the checkpoint covers data (the chain head's segment end), from ``load_checkpoint``."""
+
+
 def _resumability(config: PipelineConfig) -> MySqlCdcResumabilitySensor:
     return MySqlCdcResumabilitySensor(
         task_id="resumability",
@@ -101,6 +105,13 @@ def _resumability(config: PipelineConfig) -> MySqlCdcResumabilitySensor:
         mode=config.sensor_mode,
         poke_interval=config.sensor_poke_interval_s,
         timeout=config.resumability_timeout_s,
+        # The look ahead: binlog retention headroom against the schedule, and a stale position.
+        schedule_interval=config.interval(),
+        retention_headroom_runs=config.retention_headroom_runs,
+        binlog_retention_hours=config.binlog_retention_hours,
+        stale_after=config.stale_after(),
+        checkpoint_segment_end=_LOADED_SEGMENT_END,
+        pipeline_id=config.pipeline_id,
     )
 
 

@@ -77,6 +77,10 @@ class ChainPosition:
             "first_run": self.placement.applies and self.start is None,
             "checkpoint": str(self.start) if self.start is not None else "",
             "previous_run_id": record.run_id if self.placement.kind == "forward" and record else None,
+            # Up to when the checkpoint covers data: the resumability sensor's clock for a stale position.
+            "checkpoint_segment_end": record.segment_end
+            if self.placement.kind == "forward" and record
+            else None,
             "record": record.to_dict() if record is not None and not self.placement.applies else None,
             "members": self.members,
             "why": self.why,

@@ -4,10 +4,21 @@ Both support poke, reschedule and deferrable mode and judge the server through o
 function (:mod:`airflow_mysql_cdc.hooks.gtid_conditions`). A condition that waiting cannot fix
 (purged binlogs) fails at once with AirflowFailException, never retried; a timeout fails with
 AirflowSensorTimeout whose message says what was still missing.
+
+Once a checkpoint is resumable, the resumability sensor also looks ahead (docs/operations.md,
+"Binlog retention headroom"): how long the server keeps the binlog the checkpoint needs, against
+the schedule (:mod:`airflow_mysql_cdc.engine.values.headroom`), and whether the position is stale
+(:mod:`airflow_mysql_cdc.engine.values.staleness`). Each run logs one INFO line with the headroom
+and sets the gauges ``mysql_cdc.<pipeline>.binlog_headroom_seconds`` and
+``mysql_cdc.<pipeline>.checkpoint_behind_seconds``; below the thresholds a WARNING line and the
+counters ``mysql_cdc.<pipeline>.binlog_headroom_low`` / ``.checkpoint_stale``; a retention shorter
+than one schedule interval fails the run with the statement that raises it.
 """
 
 from __future__ import annotations
 
+import datetime
+import re
 import time
 from collections.abc import Sequence
 from datetime import timedelta
@@ -15,11 +26,16 @@ from typing import Any
 
 from airflow.sdk import BaseSensorOperator, PokeReturnValue
 from airflow.sdk.exceptions import AirflowFailException, AirflowSensorTimeout
+from airflow.sdk.observability import stats
 
+from airflow_mysql_cdc.engine.values.gtid import GtidSet
+from airflow_mysql_cdc.engine.values.headroom import HeadroomAssessment, HeadroomLevel, HeadroomPolicy
+from airflow_mysql_cdc.engine.values.staleness import StalenessAssessment, judge_staleness
 from airflow_mysql_cdc.hooks.gtid_conditions import (
     ConditionKind,
     ConditionOutcome,
     OnPurged,
+    assess_headroom,
     evaluate_condition,
 )
 from airflow_mysql_cdc.hooks.mysql_cdc import MySqlCdcHook
@@ -108,13 +124,29 @@ class MySqlCdcResumabilitySensor(_GtidConditionSensor):
 
     The XCom return value is a dict: ``verdict``, ``resumable``, ``resnapshot_needed``, the sets.
 
+    When resumable, the XCom value also holds ``headroom`` (how long until the checkpoint's binlog
+    may be purged, judged against ``schedule_interval × retention_headroom_runs``) and
+    ``staleness`` (docs/operations.md, "Binlog retention headroom").
+
     :param checkpoint: GTID set text to resume from (templated; usually the previous run's end set).
     :param empty_checkpoint_passes: an empty checkpoint means the pipeline has not started yet (its
         first run snapshots before it streams), so there is nothing to resume: succeed at once.
+    :param schedule_interval: the time between two runs of the pipeline; None: the headroom is
+        logged but not judged.
+    :param retention_headroom_runs: warn when the checkpoint's binlog would be purged before this
+        many intervals have passed (that many failed or missed runs in a row).
+    :param binlog_retention_hours: how long the server keeps binlogs, when it cannot say itself
+        (Cloud SQL) or says something else than what is true; wins over the server.
+    :param stale_after: warn when the server has transactions the checkpoint lacks and the checkpoint
+        covers data only up to longer ago than this; None: no staleness warning.
+    :param checkpoint_segment_end: ISO time up to which the checkpoint covers data (the chain head's
+        ``segment_end``; templated); empty: unknown.
+    :param pipeline_id: names the metrics (``mysql_cdc.<pipeline_id>.*``); default: the DAG id.
+    :param check_headroom: False: only the resumability verdict, no binlog reads beyond it.
     """
 
     kind: ConditionKind = "resumable"
-    template_fields: Sequence[str] = ("checkpoint", "mysql_cdc_conn_id")
+    template_fields: Sequence[str] = ("checkpoint", "mysql_cdc_conn_id", "checkpoint_segment_end")
 
     def __init__(
         self,
@@ -122,14 +154,30 @@ class MySqlCdcResumabilitySensor(_GtidConditionSensor):
         checkpoint: str | None,
         on_purged: OnPurged = "fail",
         empty_checkpoint_passes: bool = False,
+        schedule_interval: timedelta | None = None,
+        retention_headroom_runs: int = 3,
+        binlog_retention_hours: float | None = None,
+        stale_after: timedelta | None = None,
+        checkpoint_segment_end: str | None = None,
+        pipeline_id: str | None = None,
+        check_headroom: bool = True,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.empty_checkpoint_passes = empty_checkpoint_passes
         if on_purged not in ("fail", "resnapshot"):
             raise ValueError(f"on_purged must be 'fail' or 'resnapshot', not {on_purged!r}")
+        if retention_headroom_runs < 1:
+            raise ValueError(f"retention_headroom_runs must be at least 1, not {retention_headroom_runs}")
         self.checkpoint = checkpoint
         self.on_purged = on_purged
+        self.schedule_interval = schedule_interval
+        self.retention_headroom_runs = retention_headroom_runs
+        self.binlog_retention_hours = binlog_retention_hours
+        self.stale_after = stale_after
+        self.checkpoint_segment_end = checkpoint_segment_end
+        self.pipeline_id = pipeline_id
+        self.check_headroom = check_headroom
 
     def _gtid_set_text(self) -> str:
         return self.checkpoint or ""
@@ -145,6 +193,64 @@ class MySqlCdcResumabilitySensor(_GtidConditionSensor):
                 {"verdict": "first_run", "resumable": True, "resnapshot_needed": False},
             )
         return super()._evaluate()
+
+    def _finish(self, outcome: ConditionOutcome) -> dict[str, Any]:
+        payload = super()._finish(outcome)
+        if not self.check_headroom or payload.get("verdict") != "resumable":
+            return payload
+        checkpoint = GtidSet.parse(self.checkpoint or "")
+        headroom = assess_headroom(
+            self.mysql_cdc_conn_id,
+            checkpoint,
+            HeadroomPolicy(
+                self.schedule_interval.total_seconds() if self.schedule_interval else None,
+                self.retention_headroom_runs,
+            ),
+            retention_override_hours=self.binlog_retention_hours,
+        )
+        staleness = judge_staleness(
+            checkpoint,
+            GtidSet.parse(payload.get("gtid_executed") or ""),
+            _parse_time(self.checkpoint_segment_end),
+            datetime.datetime.now(datetime.UTC),
+            self.stale_after,
+        )
+        self._report(headroom, staleness)
+        return {**payload, "headroom": headroom.to_dict(), "staleness": staleness.to_dict()}
+
+    def _report(self, headroom: HeadroomAssessment, staleness: StalenessAssessment) -> None:
+        """One INFO line each run; WARNING lines and counters below the thresholds; fail when unsafe."""
+        prefix = _metric_prefix(self.pipeline_id or self.dag_id)
+        if headroom.headroom_s is not None:
+            stats.gauge(f"{prefix}.binlog_headroom_seconds", headroom.headroom_s)
+        if staleness.behind_s is not None:
+            stats.gauge(f"{prefix}.checkpoint_behind_seconds", staleness.behind_s)
+        if headroom.level is HeadroomLevel.UNSAFE:
+            stats.incr(f"{prefix}.binlog_headroom_low")
+            raise AirflowFailException(headroom.message)
+        if headroom.level in (HeadroomLevel.LOW, HeadroomLevel.UNKNOWN):
+            if headroom.level is HeadroomLevel.LOW:
+                stats.incr(f"{prefix}.binlog_headroom_low")
+            self.log.warning("%s", headroom.message)
+        else:
+            self.log.info("%s", headroom.message)
+        if staleness.stale:
+            stats.incr(f"{prefix}.checkpoint_stale")
+            self.log.warning("%s", staleness.message)
+        else:
+            self.log.info("position: %s", staleness.message)
+
+
+def _parse_time(text: str | None) -> datetime.datetime | None:
+    if not text or not text.strip() or text.strip() == "None":
+        return None
+    moment = datetime.datetime.fromisoformat(text.strip())
+    return moment if moment.tzinfo else moment.replace(tzinfo=datetime.UTC)
+
+
+def _metric_prefix(pipeline: str) -> str:
+    """``mysql_cdc.<pipeline>``, with characters StatsD names may not hold replaced by ``_``."""
+    return "mysql_cdc." + re.sub(r"[^A-Za-z0-9_.-]", "_", pipeline)
 
 
 class MySqlGtidReachedSensor(_GtidConditionSensor):

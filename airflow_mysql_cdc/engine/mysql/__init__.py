@@ -23,6 +23,10 @@ Reading order:
    ``test_added_columns_have_the_type_and_existing_row_values_the_parser_reads``.
 6. ``server_state``: ``gtid_executed``, ``gtid_purged``, the server's identity; ``grants``: the account.
 7. ``prerequisites/``: can this server feed a pipeline (its own map).
+7b. ``binlog_retention``: how long the server keeps binlogs, per platform (MySQL, RDS, Aurora, Cloud
+   SQL); ``binlog_files``: the binlog file a checkpoint needs and when it was last written, for the
+   headroom (:mod:`..values.headroom`). Guarded by ``tests/unit/test_binlog_retention_platforms.py``
+   and ``test_headroom_is_the_needed_files_last_write_plus_retention_and_the_server_purges_it_then``.
 8. ``table_standing``: the one rule for a configured table that is gone (dropped or renamed away
    after it joined) or waits for a snapshot after leaving at a DDL; the prerequisites, the segment
    plan and admission ask it. Guarded by ``tests/unit/test_table_standing.py``.

@@ -15,6 +15,9 @@ Reading order:
   (``tests/unit/test_checkpoint_record.py``).
 - ``resumability``: can a checkpoint resume on this server, from three GTID sets
   (``test_purged_is_judged_before_behind_because_waiting_cannot_fix_it``).
+- ``headroom``: how long until the binlog a checkpoint needs may be purged, and the one rule that
+  judges it against the schedule (``tests/unit/test_binlog_headroom.py``); ``staleness``: a checkpoint
+  that has not advanced while the server has (``tests/unit/test_stale_position.py``).
 
 Invariant: this folder imports nothing of the engine but :mod:`..errors`; it opens no connection
 except :meth:`MySqlEndpoint.connect`.

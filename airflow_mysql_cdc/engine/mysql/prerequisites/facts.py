@@ -135,14 +135,39 @@ def _replica_source(cursor: Any, notes: list[str]) -> str | None:
 
 def _rds_binlog_retention_hours(cursor: Any) -> int | None | Literal["absent"]:
     """RDS's ``binlog retention hours`` (None: unset), or "absent" where there is no RDS configuration."""
+    return read_rds_binlog_retention_hours(cursor)
+
+
+def read_rds_binlog_retention_hours(cursor: Any) -> int | None | Literal["absent"]:
+    """RDS/Aurora's ``binlog retention hours`` (None: NULL), or "absent" where there is none to read.
+
+    The table ``mysql.rds_configuration`` first; an account without access to ``mysql.*`` may still
+    run ``CALL mysql.rds_show_configuration`` (the documented way), so that is tried next.
+    """
     try:
         cursor.execute("SELECT value FROM mysql.rds_configuration WHERE name = 'binlog retention hours'")
     except pymysql.MySQLError as error:
         if error.args[0] not in (1146, 1142, 1044):  # no such table; no access to mysql.*
             raise
-        return "absent"
+        if error.args[0] == 1146:
+            return "absent"
+        return _rds_show_configuration_hours(cursor)
     row = cursor.fetchone()
     return int(row[0]) if row and row[0] is not None else None
+
+
+def _rds_show_configuration_hours(cursor: Any) -> int | None | Literal["absent"]:
+    try:
+        cursor.execute("CALL mysql.rds_show_configuration")
+    except pymysql.MySQLError:  # no such procedure (not RDS) or no EXECUTE on it: nothing to read
+        return "absent"
+    rows = list(cursor.fetchall())
+    while cursor.nextset():  # a CALL's trailing status result
+        pass
+    for row in rows:
+        if str(row[0]).lower() == "binlog retention hours":
+            return int(row[1]) if row[1] is not None else None
+    return "absent"
 
 
 def _registered_replica_ids(cursor: Any) -> frozenset[int] | None:

@@ -75,3 +75,26 @@ def test_the_schedule_interval_behind_the_backlog_catch_up(
     schedule: str, interval: datetime.timedelta
 ) -> None:
     assert PipelineConfig(schedule=schedule).interval() == interval
+
+
+def test_a_stale_position_is_two_intervals_by_default_a_stated_time_or_never() -> None:
+    assert PipelineConfig(schedule="@daily").stale_after() == datetime.timedelta(days=2)
+    assert PipelineConfig(schedule="@daily", stale_after_hours=6).stale_after() == datetime.timedelta(hours=6)
+    assert PipelineConfig(schedule="@daily", stale_after_hours=0).stale_after() is None
+    assert PipelineConfig(schedule="@once").stale_after() is None
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        (
+            {"retention_headroom_runs": 0},
+            "retention_headroom_runs must be a whole number of at least 1, not 0",
+        ),
+        ({"binlog_retention_hours": 0}, "binlog_retention_hours must be more than 0 hours, not 0"),
+        ({"stale_after_hours": -1}, "stale_after_hours must be 0 .never warn. or more, not -1"),
+    ],
+)
+def test_wrong_headroom_settings_are_refused_with_the_reason(values: dict, message: str) -> None:
+    with pytest.raises(PipelineConfigError, match=message):
+        PipelineConfig.from_dict({"tables": ["a.b"], "lake_root": "/l", **values})

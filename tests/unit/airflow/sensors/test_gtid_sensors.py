@@ -9,6 +9,8 @@ import pytest
 from airflow.sdk import DAG
 from airflow.sdk.exceptions import AirflowFailException, AirflowSensorTimeout
 
+from airflow_mysql_cdc.engine.values.headroom import HeadroomAssessment, HeadroomLevel, HeadroomPolicy
+from airflow_mysql_cdc.sensors import gtid_sensors
 from airflow_mysql_cdc.sensors.gtid_sensors import MySqlCdcResumabilitySensor, MySqlGtidReachedSensor
 from tests.support.airflow_context import runtime_task_instance
 from tests.unit.airflow.fake_server import serve_gtid_state
@@ -84,7 +86,68 @@ def test_the_gtid_set_and_the_connection_render_from_the_runs_params(sensor_clas
         sensor = sensor_class(
             task_id="sensor", mysql_cdc_conn_id="{{ params.conn }}", **{field: "{{ params.set }}"}
         )
-    assert set(sensor_class.template_fields) == {field, "mysql_cdc_conn_id"}
+    extra = {"checkpoint_segment_end"} if sensor_class is MySqlCdcResumabilitySensor else set()
+    assert set(sensor_class.template_fields) == {field, "mysql_cdc_conn_id"} | extra
     ti = runtime_task_instance(sensor, conf={"set": f"{UUID}:1-9", "conn": "replica"})
     ti.render_templates()
     assert (getattr(ti.task, field), ti.task.mysql_cdc_conn_id) == (f"{UUID}:1-9", "replica")
+
+
+def _headroom(level: HeadroomLevel, headroom_s: float | None, message: str) -> HeadroomAssessment:
+    return HeadroomAssessment(level, headroom_s, None, HeadroomPolicy(86400.0), message, "SET PERSIST ...;")
+
+
+class _Metrics:
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str, float | None]] = []
+
+    def gauge(self, name: str, value: float, *args: Any, **kwargs: Any) -> None:
+        self.calls.append(("gauge", name, value))
+
+    def incr(self, name: str, *args: Any, **kwargs: Any) -> None:
+        self.calls.append(("incr", name, None))
+
+
+@pytest.mark.parametrize(
+    ("level", "counted"),
+    [(HeadroomLevel.OK, False), (HeadroomLevel.LOW, True)],
+)
+def test_a_resumable_checkpoint_reports_its_headroom_as_a_gauge_and_counts_a_low_one(
+    monkeypatch: pytest.MonkeyPatch, level: HeadroomLevel, counted: bool
+) -> None:
+    serve_gtid_state(monkeypatch, executed=f"{UUID}:1-50")
+    metrics = _Metrics()
+    monkeypatch.setattr(gtid_sensors, "stats", metrics)
+    monkeypatch.setattr(
+        gtid_sensors, "assess_headroom", lambda *a, **k: _headroom(level, 7200.0, "headroom 2 h")
+    )
+    sensor = _in_a_dag(MySqlCdcResumabilitySensor, checkpoint=f"{UUID}:1-50", pipeline_id="shop orders")
+    result = _run(sensor)
+    assert result["headroom"]["level"] == level.value and result["headroom"]["headroom_s"] == 7200
+    assert result["staleness"]["stale"] is False
+    assert ("gauge", "mysql_cdc.shop_orders.binlog_headroom_seconds", 7200.0) in metrics.calls
+    assert (("incr", "mysql_cdc.shop_orders.binlog_headroom_low", None) in metrics.calls) is counted
+
+
+def test_an_unsafe_headroom_fails_the_run_with_the_judged_message(monkeypatch: pytest.MonkeyPatch) -> None:
+    serve_gtid_state(monkeypatch, executed=f"{UUID}:1-50")
+    monkeypatch.setattr(gtid_sensors, "stats", _Metrics())
+    message = "binlog retention 12 h ... is shorter than the schedule's interval (1 d) ... SET PERSIST ...;"
+    monkeypatch.setattr(
+        gtid_sensors, "assess_headroom", lambda *a, **k: _headroom(HeadroomLevel.UNSAFE, 3600.0, message)
+    )
+    sensor = _in_a_dag(MySqlCdcResumabilitySensor, checkpoint=f"{UUID}:1-50")
+    with pytest.raises(AirflowFailException) as failure:
+        _run(sensor)
+    assert str(failure.value) == message
+
+
+def test_check_headroom_off_reads_nothing_beyond_the_verdict(monkeypatch: pytest.MonkeyPatch) -> None:
+    serve_gtid_state(monkeypatch, executed=f"{UUID}:1-50")
+
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("no headroom read expected")
+
+    monkeypatch.setattr(gtid_sensors, "assess_headroom", refuse)
+    sensor = _in_a_dag(MySqlCdcResumabilitySensor, checkpoint=f"{UUID}:1-50", check_headroom=False)
+    assert "headroom" not in _run(sensor)
