@@ -8,8 +8,8 @@ from airflow_mysql_cdc.engine.binlog.statements import (
     StatementKind,
     affected_tracked_tables,
     classify,
-    statement_tracked_tables,
     named_tables,
+    statement_tracked_tables,
 )
 from airflow_mysql_cdc.engine.mysql.ddl import AlterTable, OtherChange, Unparsed, parse_ddl
 

@@ -9,8 +9,8 @@ all state that spans the events of one transaction lives here and nowhere else: 
 time, whether it is already in the position (re-sent after a reconnect: checked, never decoded or
 yielded again), whether a ``BEGIN`` body is open (inside it statements do not commit; outside it a
 statement such as DDL is its own transaction), its schema change when the reader evolves schemas,
-its statement-logged data changes when the reader marks them, and its rows (the reader's :class:`~.backpressure.ChangeBuffer`, one per reader, so its peak memory
-is measured across reads).
+its statement-logged data changes when the reader marks them, and its rows (the reader's
+:class:`~.backpressure.ChangeBuffer`, one per reader, so its peak memory is measured across reads).
 
 Lifted out of the reader's stream loop, where these were five loose locals and an attribute of the
 reader, so that "what is open" is one value that the handler (:mod:`.events`) replaces at a GTID and
