@@ -29,7 +29,7 @@ from airflow_mysql_cdc.engine.apply.config import ApplyConfig, ApplyResult
 from airflow_mysql_cdc.engine.apply.schema_changes import SchemaChanges
 from airflow_mysql_cdc.engine.apply.snapshot_filter import load_snapshot_filter
 from airflow_mysql_cdc.engine.apply.statement_changes import StatementChanges
-from airflow_mysql_cdc.engine.binlog.errors import SchemaChangeError
+from airflow_mysql_cdc.engine.binlog.errors import SchemaChangeError, StatementBasedChangeError
 from airflow_mysql_cdc.engine.binlog.reader import BinlogReader
 from airflow_mysql_cdc.engine.binlog.stop_rules import StopRule
 from airflow_mysql_cdc.engine.lake.change_waves import MIB, Wave
@@ -116,6 +116,9 @@ def read_into_sink(
         _drain(thread, applier, config, stop_requested)
         applier.flush()
         sink.release()
+    except (SchemaChangeError, StatementBasedChangeError):
+        sink.release()  # a stop the policy asked for, after a flush: the next attempt need not wait
+        raise
     finally:
         thread.stopping.set()
         if applier.wave is not None:

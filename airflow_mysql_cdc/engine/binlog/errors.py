@@ -132,9 +132,9 @@ class StatementBasedChangeError(BinlogReaderError):
             "before it is applied. To go on, either set statement_changes: resnapshot in the pipeline "
             "configuration (the table is snapshotted again within the run while the others stream on), "
             "or re-snapshot the table and run again (docs/operations.md, 'A statement-logged change on a "
-            "tracked table'). Then keep sessions from leaving ROW: find the session with mysqlbinlog "
-            f"--include-gtids={gtid}, and revoke SYSTEM_VARIABLES_ADMIN/SESSION_VARIABLES_ADMIN from its "
-            "user.",
+            "tracked table'). Then enforce binlog_format=ROW: find the session with mysqlbinlog "
+            f"--include-gtids={gtid}, and revoke SYSTEM_VARIABLES_ADMIN/SESSION_VARIABLES_ADMIN from "
+            "users who need not change it.",
             position=position,
         )
 
