@@ -21,6 +21,10 @@ from __future__ import annotations
 from enum import IntEnum
 from typing import ClassVar
 
+ERROR_PREFIX = "airflow-mysql-cdc ERROR"
+"""Starts the one line an entry point prints for the error that ended it (``<prefix> <label>: <Class>:
+<message>``); the Airflow hook finds it in spark-submit's output and makes it the task's failure reason."""
+
 
 class ExitCode(IntEnum):
     """An application's exit code, what it means, and whether a retry can help."""
