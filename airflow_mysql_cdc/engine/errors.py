@@ -60,8 +60,8 @@ _MEANINGS = {
     ExitCode.LAKE_MISMATCH: "the lake and the requested start disagree, or a table cannot join",
     ExitCode.BINLOG: (
         "the binlog cannot be applied from the checkpoint (purged, another server's history, or a "
-        "change the run must stop at, such as DDL with schema_changes: stop; the application's error "
-        "above says which)"
+        "change the run must stop at, such as DDL with schema_changes: stop or a statement-logged change "
+        "with statement_changes: stop; the application's error line says which)"
     ),
 }
 _LABELS = {
