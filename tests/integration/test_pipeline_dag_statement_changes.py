@@ -18,7 +18,7 @@ from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from tests.support.airflow import task_states, xcom_value
 from tests.support.frozen_replica import FrozenReplica
-from tests.support.mysql import execute, scalar
+from tests.support.mysql import execute
 from tests.support.pipeline import (
     ALL_TASKS,
     Pipeline,
@@ -35,10 +35,19 @@ STATEMENT = "UPDATE orders SET status = 'shipped', amount = amount + 1 WHERE id 
 
 
 def _statement_logged(endpoint: MySqlEndpoint) -> str:
-    """The statement in an admin's console with binlog_format=STATEMENT; its transaction's GTID."""
-    before = GtidSet.parse(scalar(endpoint, "SELECT @@GLOBAL.gtid_executed"))
-    execute(endpoint, "SET SESSION binlog_format = 'STATEMENT'", "BEGIN", STATEMENT, "COMMIT")
-    return str(GtidSet.parse(scalar(endpoint, "SELECT @@GLOBAL.gtid_executed")) - before)
+    """The statement in an admin's console with binlog_format=STATEMENT; its transaction's GTID
+    (the session's own: writers commit in between)."""
+    [(gtid,)] = execute(
+        endpoint,
+        "SET SESSION binlog_format = 'STATEMENT'",
+        "BEGIN",
+        STATEMENT,
+        "COMMIT",
+        "SELECT GTID FROM performance_schema.events_transactions_current"
+        " WHERE THREAD_ID = PS_CURRENT_THREAD_ID()",
+    )
+    assert GtidSet.parse(gtid).count() == 1
+    return str(gtid)
 
 
 def _green(pipeline: Pipeline) -> Any:
