@@ -21,6 +21,10 @@ from __future__ import annotations
 from enum import IntEnum
 from typing import ClassVar
 
+ERROR_PREFIX = "airflow-mysql-cdc ERROR"
+"""Starts the one line an entry point prints for the error that ended it (``<prefix> <label>: <Class>:
+<message>``); the Airflow hook finds it in spark-submit's output and makes it the task's failure reason."""
+
 
 class ExitCode(IntEnum):
     """An application's exit code, what it means, and whether a retry can help."""
@@ -56,8 +60,8 @@ _MEANINGS = {
     ExitCode.LAKE_MISMATCH: "the lake and the requested start disagree, or a table cannot join",
     ExitCode.BINLOG: (
         "the binlog cannot be applied from the checkpoint (purged, another server's history, or a "
-        "change the run must stop at, such as DDL with schema_changes: stop; the application's error "
-        "above says which)"
+        "change the run must stop at, such as DDL with schema_changes: stop or a statement-logged change "
+        "with statement_changes: stop; the application's error line says which)"
     ),
 }
 _LABELS = {

@@ -46,13 +46,14 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
 from airflow.sdk.log import mask_secret
 
+from airflow_mysql_cdc.engine.errors import ERROR_PREFIX
 from airflow_mysql_cdc.hooks.engine_archive import engine_archive, ships_engine
 
 CLIENT_DEPLOY_MODE = "client"
@@ -83,11 +84,19 @@ class SecretInArgumentsRefused(SparkSubmitRefused):
 
 
 class SparkSubmitFailed(AirflowException):
-    """spark-submit (or the application under it) exited with a non-zero code, kept in ``returncode``."""
+    """spark-submit (or the application under it) exited with a non-zero code, kept in ``returncode``.
 
-    def __init__(self, message: str, returncode: int) -> None:
-        super().__init__(message)
+    ``application_error`` is the application's own error line (``airflow-mysql-cdc ERROR <label>:
+    <Class>: <message>``) when it printed one: the message starts with it, so the reason is what the
+    Airflow UI shows first, not a line buried in the task log. ``submit_failure`` is the rest (the
+    command, masked, and the end of its output).
+    """
+
+    def __init__(self, submit_failure: str, returncode: int, application_error: str | None = None) -> None:
+        super().__init__(f"{application_error}\n{submit_failure}" if application_error else submit_failure)
         self.returncode = returncode
+        self.application_error = application_error
+        self.submit_failure = submit_failure
 
 
 def kill_process_group(process: subprocess.Popen, *, grace_s: float = 10.0) -> None:
@@ -201,6 +210,8 @@ class MySqlCdcSparkSubmitHook(SparkSubmitHook):
         for secret in self._secrets:
             mask_secret(secret)
         self._returncode: int | None = None
+        self.application_error: str | None = None
+        """The application's error line in spark-submit's output, secrets masked (see SparkSubmitFailed)."""
         # The base __init__ resolves the connection (refusing cluster mode, see _resolve_connection).
         super().__init__(**kwargs)
         if ship_engine and ships_engine(self.master):
@@ -336,6 +347,7 @@ class MySqlCdcSparkSubmitHook(SparkSubmitHook):
             )
         command = self.build_command(application)
         self._returncode = None
+        self.application_error = None
         environment = self._process_environment()
         try:
             self._submit_sp = subprocess.Popen(
@@ -364,7 +376,27 @@ class MySqlCdcSparkSubmitHook(SparkSubmitHook):
                 f"Cannot execute: {self._mask_cmd(command)}. Error code is: {self._returncode}."
                 f"{self._submit_log_tail}",
                 self._returncode,
+                self.application_error,
             )
+
+    def _process_spark_submit_log(self, itr: Iterator[Any]) -> None:
+        """The provider's processing of spark-submit's output, noting the application's error line
+        (the last one, should there be several) on the way (:attr:`application_error`)."""
+        super()._process_spark_submit_log(self._noting_the_error_line(itr))
+
+    def _noting_the_error_line(self, lines: Iterator[Any]) -> Iterator[Any]:
+        for line in lines:
+            start = str(line).find(ERROR_PREFIX)
+            if start >= 0:
+                self.application_error = self._masked(str(line)[start:].strip())
+            yield line
+
+    def _masked(self, text: str) -> str:
+        """``text`` with every secret long enough to be found in it replaced (it goes to the UI)."""
+        for secret in sorted(self._secrets, key=len, reverse=True):
+            if len(secret) >= MIN_SUBSTRING_SECRET_LENGTH:
+                text = text.replace(secret, MASK)
+        return text
 
     def kill_process_group(self, *, grace_s: float = 10.0) -> None:
         """Stop spark-submit and everything it started (the local driver); a no-op once they are gone."""

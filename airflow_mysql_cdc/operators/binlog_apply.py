@@ -16,7 +16,9 @@ from airflow_mysql_cdc.engine.apply.config import (
     ApplyResult,
     Mode,
     SchemaChangeMode,
+    StatementChangeMode,
     check_schema_change_mode,
+    check_statement_change_mode,
 )
 from airflow_mysql_cdc.engine.lake.storage import check_storage_options
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
@@ -63,6 +65,9 @@ class MySqlCdcBinlogApplyOperator(SparkApplicationOperator):
         takes the table out of the pipeline to be snapshotted again (listed in the result's
         ``schema_changes``; the replicate operator does that snapshot in the same run); ``stop``
         fails before the DDL. See docs/operations.md.
+    :param statement_changes: ``stop`` (default) fails before a statement-logged data change of a
+        tracked table (its rows are not in the binlog); ``resnapshot`` takes the table out of the
+        pipeline to be snapshotted again, like a schema change's. See docs/operations.md.
     :param spark_conn_id: a ``spark`` connection (master ``local[*]`` when it does not exist).
     """
 
@@ -98,6 +103,7 @@ class MySqlCdcBinlogApplyOperator(SparkApplicationOperator):
         rebase: bool | str = False,
         catchup_parallelism: int = 1,
         schema_changes: SchemaChangeMode = "evolve",
+        statement_changes: StatementChangeMode = "stop",
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -122,6 +128,9 @@ class MySqlCdcBinlogApplyOperator(SparkApplicationOperator):
         self.rebase = rebase
         self.catchup_parallelism = catchup_parallelism
         self.schema_changes = check_schema_change_mode(schema_changes, where=f"task {self.task_id!r}")
+        self.statement_changes = check_statement_change_mode(
+            statement_changes, where=f"task {self.task_id!r}"
+        )
 
     def _segment_end_us(self, context: Any) -> int | None:
         if self.mode != "segment":
@@ -157,6 +166,7 @@ class MySqlCdcBinlogApplyOperator(SparkApplicationOperator):
             server_id=server_id,
             rebase=str(self.rebase).strip().lower() in ("true", "1", "yes"),
             schema_changes=self.schema_changes,
+            statement_changes=self.statement_changes,
         )
 
     def execute(self, context: Any) -> dict[str, Any]:

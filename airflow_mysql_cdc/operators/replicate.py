@@ -34,7 +34,9 @@ from airflow_mysql_cdc.engine.apply.config import (
     ApplyConfig,
     ApplyResult,
     SchemaChangeMode,
+    StatementChangeMode,
     check_schema_change_mode,
+    check_statement_change_mode,
 )
 from airflow_mysql_cdc.engine.lake.storage import check_storage_options
 from airflow_mysql_cdc.hooks.lake_storage import LakeStorageHook
@@ -72,6 +74,9 @@ class MySqlCdcReplicateOperator(SparkApplicationOperator):
         table is to be snapshotted again (``resnapshot_needed``); None: never.
     :param schema_changes: ``evolve`` (default): DDL on a tracked table evolves its lake table, or
         re-snapshots it within the run; ``stop``: the run fails before the DDL (docs/operations.md).
+    :param statement_changes: ``stop`` (default): a statement-logged data change of a tracked table
+        (binlog_format=STATEMENT/MIXED in some session) fails the run before it; ``resnapshot``:
+        that table is snapshotted again within the run like a schema change's (docs/operations.md).
     :param max_resnapshot_rounds: how often one run re-snapshots tables whose schema changed (a
         table that changes again during its re-snapshot needs another round).
     :param catch_up_backlog_after: a run that continues the chain and starts more than this after its
@@ -99,6 +104,7 @@ class MySqlCdcReplicateOperator(SparkApplicationOperator):
         resumability_task_id: str | None = "resumability",
         catch_up_backlog_after: datetime.timedelta | None = None,
         schema_changes: SchemaChangeMode = "evolve",
+        statement_changes: StatementChangeMode = "stop",
         max_resnapshot_rounds: int = 3,
         **kwargs: Any,
     ) -> None:
@@ -116,6 +122,9 @@ class MySqlCdcReplicateOperator(SparkApplicationOperator):
         self.resumability_task_id = resumability_task_id
         self.catch_up_backlog_after = catch_up_backlog_after
         self.schema_changes = check_schema_change_mode(schema_changes, where=f"task {self.task_id!r}")
+        self.statement_changes = check_statement_change_mode(
+            statement_changes, where=f"task {self.task_id!r}"
+        )
         self.max_resnapshot_rounds = max_resnapshot_rounds
 
     def execute(self, context: Any) -> dict[str, Any]:
@@ -189,6 +198,7 @@ class MySqlCdcReplicateOperator(SparkApplicationOperator):
                 rebase=plan["rebase"],
                 keep_members=plan.get("keep_members", False),
                 schema_changes=self.schema_changes,
+                statement_changes=self.statement_changes,
                 pause=actions.pause,
                 resume=actions.resume,
                 run_id=str(context["run_id"]),

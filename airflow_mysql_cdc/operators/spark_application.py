@@ -137,13 +137,17 @@ class SparkApplicationOperator(BaseOperator):
         """Fail at once when the application's exit code says no retry can help; else let Airflow retry.
 
         The code is the one the engine's error class carries (:class:`ExitCode`); a code we do not
-        know (a signal, the JVM's own) is treated as a crash, which a retry may fix.
+        know (a signal, the JVM's own) is treated as a crash, which a retry may fix. Either way the
+        exception's message starts with the application's own error line when it printed one
+        (``airflow-mysql-cdc ERROR binlog: StatementBasedChangeError: ...``), so the reason, not the
+        exit code's generic meaning, is what the UI shows.
         """
         known = error.returncode in ExitCode.__members__.values()
         if known and not ExitCode(error.returncode).retryable:
-            return AirflowFailException(
-                f"{self.task_id} failed: {ExitCode(error.returncode).meaning}. {error}"
-            )
+            # The application's own error line first: it is what the UI shows as the reason.
+            generic = f"{self.task_id} failed: {ExitCode(error.returncode).meaning}. {error.submit_failure}"
+            reason = error.application_error
+            return AirflowFailException(f"{reason}\n{generic}" if reason else generic)
         return error
 
     def on_kill(self) -> None:

@@ -17,7 +17,13 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from airflow_mysql_cdc.engine.apply.config import ApplyConfigError, SchemaChangeMode, check_schema_change_mode
+from airflow_mysql_cdc.engine.apply.config import (
+    ApplyConfigError,
+    SchemaChangeMode,
+    StatementChangeMode,
+    check_schema_change_mode,
+    check_statement_change_mode,
+)
 from airflow_mysql_cdc.engine.lake.layout import lake_uri
 from airflow_mysql_cdc.engine.lake.maintenance.policy import MaintenancePolicy, MaintenancePolicyError
 from airflow_mysql_cdc.engine.lake.storage import StorageOptionsError, check_storage_options
@@ -89,6 +95,11 @@ class PipelineConfig:
     schema_changes: SchemaChangeMode = "evolve"
     """DDL on a tracked table: ``evolve`` its lake table in place or re-snapshot it within the run, or
     ``stop`` the run before it (docs/operations.md, "Schema changes")."""
+    statement_changes: StatementChangeMode = "stop"
+    """A data change of a tracked table logged as a statement (a session with binlog_format=STATEMENT
+    or MIXED: its rows are not in the binlog): ``stop`` the run before it, naming the table, GTID and
+    statement, or ``resnapshot`` that table within the run (docs/operations.md, "A statement-logged
+    change on a tracked table")."""
     tags: tuple[str, ...] = field(default_factory=lambda: ("mysql-cdc",))
     spark: dict[str, Any] = field(default_factory=dict)
     """How the replicate task runs Spark: properties, executor Python, memory, cores, extra files,
@@ -102,6 +113,7 @@ class PipelineConfig:
             raise PipelineConfigError(f"on_purged must be 'fail' or 'resnapshot', not {self.on_purged!r}")
         try:
             check_schema_change_mode(self.schema_changes, where="the pipeline configuration")
+            check_statement_change_mode(self.statement_changes, where="the pipeline configuration")
         except ApplyConfigError as error:
             raise PipelineConfigError(str(error)) from error
         if not self.tables:

@@ -136,6 +136,7 @@ def _replicate(config: PipelineConfig) -> MySqlCdcReplicateOperator:
         batch_max_seconds=config.batch_max_seconds,
         soft_deletes=config.soft_deletes,
         schema_changes=config.schema_changes,
+        statement_changes=config.statement_changes,
         catchup_parallelism=config.catchup_parallelism,
         resumability_task_id="resumability",
         catch_up_backlog_after=config.interval() if config.catch_up_backlog else None,

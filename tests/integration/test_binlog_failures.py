@@ -10,7 +10,6 @@ from airflow_mysql_cdc.engine.binlog.errors import (
     ConnectionLostError,
     SchemaChangeError,
     StatementBasedChangeError,
-    UndecodableEventError,
     UnsupportedServerSettingError,
 )
 from airflow_mysql_cdc.engine.binlog.reader import BinlogReader, ReconnectPolicy
@@ -257,9 +256,45 @@ def test_statement_logged_change_to_tracked_table_raises(mysql_database: MySqlEn
     execute(mysql_database, "SET SESSION binlog_format = 'STATEMENT'", "INSERT INTO t VALUES (1)")
     reader = BinlogReader(mysql_database, tables=[table_name(mysql_database, "t")], heartbeat_s=0.2)
     received = []
-    # MySQL 9.7 logs statement events with a status variable mysql-replication 1.0.17 cannot parse,
-    # so the read usually stops one step earlier, with UndecodableEventError; either way it stops.
-    with pytest.raises((StatementBasedChangeError, UndecodableEventError), match="binlog_format=ROW"):
+    # MySQL 9.7 logs the statement with a status variable mysql-replication 1.0.17 does not know;
+    # the reader skips it (engine/binlog/internals.py), so the error names the table and statement.
+    with pytest.raises(StatementBasedChangeError, match="enforce binlog_format=ROW") as raised:
         received.extend(reader.read(start, UntilCaughtUp()))
     assert received == []
     assert reader.position == start
+    assert raised.value.tables == (table_name(mysql_database, "t"),)
+    assert "INSERT INTO t VALUES (1)" in str(raised.value)
+
+
+def test_statement_logged_changes_are_marked_and_other_tables_rows_still_read(mysql_database: MySqlEndpoint):
+    execute(
+        mysql_database, "CREATE TABLE t (id INT PRIMARY KEY)", "CREATE TABLE u (id VARCHAR(40) PRIMARY KEY)"
+    )
+    start = gtid_executed(mysql_database)
+    execute(
+        mysql_database,
+        "SET SESSION binlog_format = 'MIXED'",
+        "BEGIN",
+        "INSERT INTO t VALUES (1)",  # safe: logged as the statement
+        "INSERT INTO u VALUES (UUID())",  # unsafe: logged as rows
+        "COMMIT",
+    )
+    tracked = [table_name(mysql_database, "t"), table_name(mysql_database, "u")]
+    reader = BinlogReader(mysql_database, tables=tracked, heartbeat_s=0.2, mark_statement_changes=True)
+    (mixed,) = list(reader.read(start, UntilCaughtUp()))
+
+    [change] = mixed.statement_changes
+    assert (change.statement, change.tables) == ("INSERT INTO t VALUES (1)", (tracked[0],))
+    assert [(row.table, row.op) for row in mixed.changes] == [("u", "insert")]
+
+
+def test_a_statement_logged_change_of_an_untracked_table_only_advances_the_position(
+    mysql_database: MySqlEndpoint,
+):
+    execute(mysql_database, "CREATE TABLE t (id INT PRIMARY KEY)", "CREATE TABLE other (id INT PRIMARY KEY)")
+    start = gtid_executed(mysql_database)
+    execute(mysql_database, "SET SESSION binlog_format = 'STATEMENT'", "INSERT INTO other VALUES (1)")
+    reader = BinlogReader(mysql_database, tables=[table_name(mysql_database, "t")], heartbeat_s=0.2)
+    (transaction,) = list(reader.read(start, UntilCaughtUp()))
+    assert (list(transaction.changes), transaction.statement_changes) == ([], ())
+    assert reader.position == gtid_executed(mysql_database)

@@ -28,6 +28,8 @@ if "--result-file" in arguments:
     with open(arguments[arguments.index("--result-file") + 1], "w") as file:
         file.write({result!r})
 print("recorded spark-submit call")
+for line in {stderr_lines!r}:
+    print(line, file=sys.stderr)
 sys.exit({exit_code})
 """
 
@@ -47,14 +49,17 @@ class SparkSubmitRecorder:
         self.behave(result={})
         monkeypatch.setenv("PATH", str(self.bin_dir) + os.pathsep + os.environ.get("PATH", ""))
 
-    def behave(self, *, result: dict[str, Any], exit_code: int = 0) -> None:
-        """What the next calls write to their result file and the code they exit with."""
+    def behave(
+        self, *, result: dict[str, Any], exit_code: int = 0, stderr_lines: tuple[str, ...] = ()
+    ) -> None:
+        """What the next calls write to their result file and stderr, and the code they exit with."""
         self.executable.write_text(
             _SCRIPT.format(
                 python=sys.executable,
                 record_file=str(self.record_file),
                 result=json.dumps(result),
                 exit_code=exit_code,
+                stderr_lines=list(stderr_lines),
             )
         )
         self.executable.chmod(0o755)

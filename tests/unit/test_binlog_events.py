@@ -11,7 +11,7 @@ from pymysqlreplication.row_event import WriteRowsEvent
 from airflow_mysql_cdc.engine.binlog import events as binlog_events
 from airflow_mysql_cdc.engine.binlog import reader as binlog_reader
 from airflow_mysql_cdc.engine.binlog.backpressure import ChangeBuffer
-from airflow_mysql_cdc.engine.binlog.changes import SchemaChange, Transaction
+from airflow_mysql_cdc.engine.binlog.changes import SchemaChange, StatementChange, Transaction
 from airflow_mysql_cdc.engine.binlog.errors import (
     SchemaChangeError,
     StatementBasedChangeError,
@@ -102,7 +102,7 @@ def _payloads_carry_their_events(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _handler(
-    *, start: GtidSet | None = None, stop: StopRule | None = None, evolve: bool = False
+    *, start: GtidSet | None = None, stop: StopRule | None = None, evolve: bool = False, mark: bool = False
 ) -> EventHandler:
     return EventHandler(
         stop=stop or Live(),
@@ -112,6 +112,7 @@ def _handler(
         tracked=frozenset({("shop", "orders")}),
         evolve_schema=evolve,
         on_heartbeat=lambda: None,
+        mark_statement_changes=mark,
     )
 
 
@@ -219,6 +220,34 @@ def test_ddl_on_another_table_only_advances_the_position():
 def test_a_statement_logged_change_of_a_tracked_table_inside_a_body_stops():
     with pytest.raises(StatementBasedChangeError):
         _feed(_handler(), [_gtid(1), _query("BEGIN"), _query("UPDATE orders SET total = 0"), _xid()])
+
+
+def test_a_statement_logged_change_of_a_tracked_table_outside_a_body_stops_too():
+    with pytest.raises(StatementBasedChangeError, match="shop.orders"):
+        _feed(_handler(), [_gtid(1), _query("DELETE FROM orders")])
+
+
+def test_a_marked_statement_change_rides_on_its_transaction_with_the_other_tables_rows():
+    handler = _handler(mark=True)
+
+    (committed,) = _feed(
+        handler,
+        [_gtid(1), _query("BEGIN"), _query("UPDATE orders SET total = 0"), _rows("other"), _xid()],
+    )
+
+    assert committed.statement_changes == (
+        StatementChange("UPDATE orders SET total = 0", "shop", ("shop.orders",)),
+    )
+    assert list(committed.changes) == ["other"]
+    assert handler.tracker.value == _gtid_set("1")
+
+
+def test_a_statement_logged_change_of_another_table_is_neither_marked_nor_refused():
+    (committed,) = _feed(
+        _handler(), [_gtid(1), _query("BEGIN"), _query("UPDATE customers SET x = 0"), _xid()]
+    )
+
+    assert committed.statement_changes == ()
 
 
 def test_a_transaction_already_in_the_position_is_neither_decoded_nor_yielded():

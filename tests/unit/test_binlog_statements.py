@@ -8,8 +8,8 @@ from airflow_mysql_cdc.engine.binlog.statements import (
     StatementKind,
     affected_tracked_tables,
     classify,
-    mentions_tracked_table,
     named_tables,
+    statement_tracked_tables,
 )
 from airflow_mysql_cdc.engine.mysql.ddl import AlterTable, OtherChange, Unparsed, parse_ddl
 
@@ -139,7 +139,9 @@ def test_with_every_table_tracked_a_certain_statement_names_each_of_its_tables()
 
 
 def test_statement_logged_dml_is_matched_against_tracked_tables():
-    assert mentions_tracked_table("INSERT INTO orders VALUES (1)", "shop", TRACKED)
-    assert mentions_tracked_table("UPDATE `shop`.`Line Items` SET x = 1", "other", TRACKED)
-    assert not mentions_tracked_table("INSERT INTO customers VALUES (1)", "shop", TRACKED)
-    assert mentions_tracked_table("INSERT INTO anything VALUES (1)", "shop", None)
+    assert statement_tracked_tables("INSERT INTO orders VALUES (1)", "shop", TRACKED) == ("shop.orders",)
+    assert statement_tracked_tables("UPDATE `shop`.`Line Items` SET x = 1", "other", TRACKED) == (
+        "shop.Line Items",
+    )
+    assert statement_tracked_tables("INSERT INTO customers VALUES (1)", "shop", TRACKED) == ()
+    assert statement_tracked_tables("INSERT INTO anything VALUES (1)", "shop", None)

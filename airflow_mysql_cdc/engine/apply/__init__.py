@@ -7,6 +7,8 @@ Reading order (each module states its invariant in full):
                       joining table's catch-up is its own read (its table, its WithinGtidSet rule).
 - ``admission``       a table joins only when it would miss and double nothing (join_gap).
 - ``snapshot_filter`` changes a table's snapshot chunk already holds are dropped, per chunk watermark.
+- ``statement_changes`` a statement-logged change of a tracked table: nothing (left, or its snapshot
+                      holds the GTID), stop, or the table leaves for a re-snapshot before it.
 - ``batches``         THE batch applier: every batch's position is ``resume point ∪ GTIDs fed``,
                       cut between transactions only; used by both appliers below.
 - ``reading``         one read into an opened sink: reader thread, batches cut by rows and time.

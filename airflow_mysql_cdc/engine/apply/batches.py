@@ -12,7 +12,9 @@ single reader would give it" is kept by this one implementation. Guarded by
 
 A schema change (a DDL transaction, or rows whose columns the lake does not have) is applied alone,
 at its position, after the batch before it (:mod:`.schema_changes`); from then on the changes of a
-table that left the pipeline are dropped, after their GTID counted for the position.
+table that left the pipeline are dropped, after their GTID counted for the position. A
+statement-logged change of a tracked table (:mod:`.statement_changes`) stops the run or makes the
+table leave, also after the batch before it.
 
 Transactions of a table whose snapshot is still in progress pass the snapshot filter here, after
 their GTID counted for the position (a change the snapshot already holds is dropped, its
@@ -35,7 +37,9 @@ from dataclasses import dataclass, field, replace
 
 from airflow_mysql_cdc.engine.apply.config import ApplyResult
 from airflow_mysql_cdc.engine.apply.schema_changes import SchemaChanges
+from airflow_mysql_cdc.engine.apply.statement_changes import StatementChanges
 from airflow_mysql_cdc.engine.binlog.changes import Transaction
+from airflow_mysql_cdc.engine.binlog.errors import StatementBasedChangeError
 from airflow_mysql_cdc.engine.binlog.position import PositionTracker
 from airflow_mysql_cdc.engine.lake.change_table import ChangeTable, build_change_tables
 from airflow_mysql_cdc.engine.lake.change_waves import Wave
@@ -70,8 +74,10 @@ class BatchApplier:
         on_batch: OnBatch | None = None,
         schema_changes: SchemaChanges | None = None,
         wave: Wave | None = None,
+        statement_changes: StatementChanges | None = None,
     ) -> None:
-        """``wave``: collect cut batches into it and apply it whole (a catch-up); None: apply each."""
+        """``wave``: collect cut batches into it and apply it whole (a catch-up); None: apply each.
+        ``statement_changes``: what a statement-logged change of a tracked table does (None: stop)."""
         self.wave = wave
         self.sink = sink
         self.result = result
@@ -80,6 +86,7 @@ class BatchApplier:
         self.collector = collector
         self.on_batch = on_batch
         self.schema_changes = schema_changes
+        self.statement_changes = statement_changes
         self.pending: list[Transaction] = []
         self.pending_rows = 0
         self._progress = _Progress()
@@ -91,6 +98,8 @@ class BatchApplier:
 
     def add(self, transaction: Transaction) -> None:
         """Take the next transaction in binlog order into the pending batch."""
+        if transaction.statement_changes:
+            self._statement_changes(transaction)
         schema_changes = self.schema_changes
         if schema_changes is not None:
             if transaction.schema_change is not None:
@@ -112,6 +121,29 @@ class BatchApplier:
         self.pending.append(transaction)
         self.pending_rows += len(transaction.changes)
         self._counted(transaction)
+
+    def _statement_changes(self, transaction: Transaction) -> None:
+        """Stop before ``transaction``, or make the tables it changed by statement leave before it
+        (they are then dropped from it with the tables that left), after committing what came before."""
+        handler = self.statement_changes
+        unknown = (
+            handler.unknown_rows(transaction)
+            if handler is not None
+            else {table: change for change in transaction.statement_changes for table in change.tables}
+        )
+        if not unknown:
+            return
+        self.flush()
+        if handler is None:
+            first = next(iter(unknown.values()))
+            raise StatementBasedChangeError(
+                gtid=str(transaction.gtid),
+                statement=first.statement,
+                schema=first.default_schema,
+                tables=tuple(sorted(unknown)),
+                position=self.tracker.value,
+            )
+        handler.stop_or_leave(unknown, transaction, self.tracker.value)
 
     def _counted(self, transaction: Transaction) -> None:
         self.result.transactions += 1

@@ -36,6 +36,10 @@ MODES: tuple[str, ...] = get_args(Mode)
 SchemaChangeMode = Literal["evolve", "stop"]
 """What DDL on a tracked table does: evolve the lake table (or re-snapshot it), or stop the run."""
 SCHEMA_CHANGE_MODES: tuple[str, ...] = get_args(SchemaChangeMode)
+StatementChangeMode = Literal["stop", "resnapshot"]
+"""What a statement-logged data change of a tracked table (its rows are not in the binlog) does:
+stop the run before it, or re-snapshot the table within the run."""
+STATEMENT_CHANGE_MODES: tuple[str, ...] = get_args(StatementChangeMode)
 
 
 class ApplyConfigError(ConfigurationError, ValueError):
@@ -54,6 +58,18 @@ def check_schema_change_mode(mode: object, *, where: str) -> SchemaChangeMode:
             "(evolve: apply DDL to the lake table or re-snapshot it; stop: fail the run before it)"
         )
     return cast(SchemaChangeMode, mode)  # one of SCHEMA_CHANGE_MODES, tested above
+
+
+def check_statement_change_mode(mode: object, *, where: str) -> StatementChangeMode:
+    """``mode`` if it is a :data:`StatementChangeMode`; else :class:`ApplyConfigError` naming ``where``
+    (the one check, asked where :func:`check_schema_change_mode` is)."""
+    if mode not in STATEMENT_CHANGE_MODES:
+        raise ApplyConfigError(
+            f"{where}: statement_changes must be one of {', '.join(STATEMENT_CHANGE_MODES)}, not {mode!r} "
+            "(stop: fail the run before a statement-logged change of a tracked table; resnapshot: "
+            "snapshot that table again within the run)"
+        )
+    return cast(StatementChangeMode, mode)  # one of STATEMENT_CHANGE_MODES, tested above
 
 
 @dataclass(frozen=True)
@@ -85,6 +101,10 @@ class ApplyConfig:
     schema_changes: SchemaChangeMode = "evolve"
     """DDL on a tracked table: ``evolve`` the lake table or re-snapshot it (docs/operations.md), or
     ``stop`` the run before it (:class:`~..binlog.errors.SchemaChangeError`)."""
+    statement_changes: StatementChangeMode = "stop"
+    """A statement-logged data change of a tracked table (binlog_format=STATEMENT/MIXED in some
+    session): ``stop`` the run before it (:class:`~..binlog.errors.StatementBasedChangeError`), or
+    ``resnapshot`` the table within the run (:mod:`.statement_changes`)."""
     rebase: bool = False
     """Move the pipeline to ``start_gtids`` even if the lake is behind it: only after every table was
     re-snapshotted (purged binlogs). Each table must then join again from its new snapshot."""
@@ -115,6 +135,7 @@ class ApplyConfig:
         if both := sorted(set(self.pause) & set(self.resume)):
             raise ApplyConfigError(f"{', '.join(both)} cannot be paused and resumed in the same run")
         check_schema_change_mode(self.schema_changes, where="the binlog application's configuration")
+        check_statement_change_mode(self.statement_changes, where="the binlog application's configuration")
         if self.batch_max_rows < 1 or self.batch_max_seconds <= 0:
             raise ApplyConfigError("batch_max_rows and batch_max_seconds must be positive")
         if self.wave_max_rows < 1 or self.wave_memory_mb <= 0:

@@ -176,7 +176,11 @@ def _segment_already_applied(
     original run. If the lake contains it, nothing is applied and the sink is not moved backwards.
     """
     reader = BinlogReader(
-        endpoint, tables=config.tables, server_id=config.server_id, evolve_schema=config.evolves_schema
+        endpoint,
+        tables=config.tables,
+        server_id=config.server_id,
+        evolve_schema=config.evolves_schema,
+        mark_statement_changes=True,  # only the end is wanted here; the applier decides on them
     )
     for _ in reader.read(config.start, config.stop_rule(consistent)):
         pass

@@ -28,7 +28,8 @@ from airflow_mysql_cdc.engine.apply.batches import BatchApplier, OnBatch, finish
 from airflow_mysql_cdc.engine.apply.config import ApplyConfig, ApplyResult
 from airflow_mysql_cdc.engine.apply.schema_changes import SchemaChanges
 from airflow_mysql_cdc.engine.apply.snapshot_filter import load_snapshot_filter
-from airflow_mysql_cdc.engine.binlog.errors import SchemaChangeError
+from airflow_mysql_cdc.engine.apply.statement_changes import StatementChanges
+from airflow_mysql_cdc.engine.binlog.errors import SchemaChangeError, StatementBasedChangeError
 from airflow_mysql_cdc.engine.binlog.reader import BinlogReader
 from airflow_mysql_cdc.engine.binlog.stop_rules import StopRule
 from airflow_mysql_cdc.engine.lake.change_waves import MIB, Wave
@@ -103,6 +104,7 @@ def read_into_sink(
         heartbeat_s=config.heartbeat_s,
         max_buffered_bytes=config.max_buffered_bytes,
         evolve_schema=config.evolves_schema,
+        mark_statement_changes=True,
     )
     applier = _applier(read, config, endpoint, sink, result, on_batch)
     thread = _ReaderThread(reader, read.start, read.stop_rule)
@@ -114,6 +116,9 @@ def read_into_sink(
         _drain(thread, applier, config, stop_requested)
         applier.flush()
         sink.release()
+    except (SchemaChangeError, StatementBasedChangeError):
+        sink.release()  # a stop the policy asked for, after a flush: the next attempt need not wait
+        raise
     finally:
         thread.stopping.set()
         if applier.wave is not None:
@@ -130,8 +135,8 @@ def _applier(
     result: ApplyResult,
     on_batch: OnBatch | None,
 ) -> BatchApplier:
-    """The batch applier of one read: its snapshot filter, schema-change handling and, in a catch-up,
-    its wave."""
+    """The batch applier of one read: its snapshot filter, schema- and statement-change handling and,
+    in a catch-up, its wave."""
     snapshot_filter = load_snapshot_filter(
         endpoint, config.lake_root, read.tables, read.start, config.lake_storage_options(), read.snapshots
     )
@@ -140,7 +145,15 @@ def _applier(
     )
     wave = Wave(config.wave_max_rows, int(config.wave_memory_mb * MIB)) if config.catches_up() else None
     return BatchApplier(
-        sink, read.start, result, snapshot_filter, BatchCollector(), on_batch, schema_changes, wave=wave
+        sink,
+        read.start,
+        result,
+        snapshot_filter,
+        BatchCollector(),
+        on_batch,
+        schema_changes,
+        wave=wave,
+        statement_changes=StatementChanges(config.statement_changes, schema_changes),
     )
 
 

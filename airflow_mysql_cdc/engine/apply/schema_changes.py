@@ -115,15 +115,22 @@ class SchemaChanges:
             )
             for table in tables
         ]
+        self.leave_before(evolutions, transaction, "(rows with a new table map)", position)
+
+    def leave_before(
+        self, evolutions: list[TableEvolution], transaction: Transaction, statement: str, position: GtidSet
+    ) -> None:
+        """The evolutions' tables leave for a re-snapshot *before* ``transaction`` (the sink holds
+        ``position``, without its GTID): none of its rows of theirs reaches the lake; their departure
+        records its GTID, so only a snapshot taken after it takes them back (:mod:`..lake.departures`).
+        """
         for evolution in evolutions:
             log.warning("%s: %s; it is snapshotted again", evolution.table, evolution.reason)
             self.left.add(evolution.table)
-        self.sink.apply_schema_change(
-            str(transaction.gtid), "(rows with a new table map)", transaction.commit_timestamp_us, evolutions,
-            position,
-        )  # fmt: skip
+        gtid = str(transaction.gtid)
+        self.sink.apply_schema_change(gtid, statement, transaction.commit_timestamp_us, evolutions, position)
         for evolution in evolutions:
-            self.record(evolution.at(str(transaction.gtid)))
+            self.record(evolution.at(gtid))
 
     def _decisions(self, change: SchemaChange, gtid: str) -> list[TableEvolution | None]:
         statement = parsed.parse_ddl(change.statement, change.default_schema)
@@ -132,7 +139,7 @@ class SchemaChanges:
         for table in change.tables:
             if table in self.left:
                 continue
-            reflected = self._snapshot_reflects(table, gtid)
+            reflected = self.snapshot_reflects(table, gtid)
             if reflected == "all":  # the snapshot ran after it; its columns are checked against the table
                 what, fields = "its snapshot was taken after this change", self.sink.source_fields(table)
                 ref = TableRef.parse(table)
@@ -152,7 +159,7 @@ class SchemaChanges:
             decisions.append(decision)
         return decisions
 
-    def _snapshot_reflects(self, table: str, gtid: str) -> str:
+    def snapshot_reflects(self, table: str, gtid: str) -> str:
         """Whether the table's snapshot chunks hold the change: "all", "some" or "none"."""
         index = self.snapshot_filter.indexes.get(table) if self.snapshot_filter is not None else None
         if index is None or gtid not in index.union_high:

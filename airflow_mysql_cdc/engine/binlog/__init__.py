@@ -19,7 +19,9 @@ Reading order (docs/binlog-application.md tells the algorithm):
 
 Invariant: a read from position P yields exactly the transactions not in P, each once, whole, in
 commit order, and its position after each is ``P | {every GTID consumed}``; any event it cannot
-represent exactly stops it with a typed error instead of being skipped. Guarded by
+represent exactly stops it with a typed error instead of being skipped, or, when the caller asks,
+marks its transaction (DDL: ``SchemaChange``; a statement-logged data change: ``StatementChange``)
+for the applier to decide. Guarded by
 ``test_reading_in_random_segments_equals_one_full_read``,
 ``test_filtered_transactions_still_advance_the_position``,
 ``tests/integration/test_binlog_hazards.py`` and ``test_binlog_failures.py``.

@@ -107,6 +107,23 @@ class SchemaChange:
 
 
 @dataclass(frozen=True, slots=True)
+class StatementChange:
+    """A data change logged as a statement (a session with ``binlog_format=STATEMENT`` or ``MIXED``)
+    that may have changed tracked tables: its rows are not in the binlog.
+
+    ``tables`` are the tracked ``schema.table`` names the statement mentions
+    (:func:`~.statements.statement_tracked_tables`); ``default_schema`` resolves its unqualified
+    names. What it means for each table (nothing, stop, re-snapshot) is decided by the applier
+    (:mod:`~airflow_mysql_cdc.engine.apply.statement_changes`); row events of other tables in the
+    same transaction are read as usual.
+    """
+
+    statement: str
+    default_schema: str
+    tables: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class Transaction:
     """One committed transaction: its GTID, when it committed, and its tracked row changes.
 
@@ -114,6 +131,9 @@ class Transaction:
     Unix epoch, by the clock of the server this reader is connected to.
     ``schema_change`` is set on a DDL statement's transaction that may change a tracked table (the
     reader's ``evolve_schema``); such a transaction has no changes.
+    ``statement_changes`` are its statement-logged data changes that may have changed a tracked
+    table (the reader's ``mark_statement_changes``), in binlog order; ``changes`` still holds its
+    row events (a ``MIXED`` transaction can have both).
     ``changes`` may be backed partly by a spill file (see :mod:`.backpressure`); iterate it, it can be
     iterated more than once, and ``len`` is known.
     """
@@ -122,3 +142,4 @@ class Transaction:
     commit_timestamp_us: int
     changes: Collection[RowChange]
     schema_change: SchemaChange | None = None
+    statement_changes: tuple[StatementChange, ...] = ()

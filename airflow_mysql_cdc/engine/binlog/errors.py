@@ -110,15 +110,31 @@ class UnsupportedServerSettingError(BinlogReaderError):
 
 
 class StatementBasedChangeError(BinlogReaderError):
-    """A tracked table was changed by a logged statement instead of row images (binlog_format)."""
+    """A tracked table was changed by a logged statement instead of row images (binlog_format).
 
-    def __init__(self, *, gtid: str, statement: str, position: GtidSet) -> None:
+    Raised before the transaction: ``position`` excludes ``gtid`` and everything before it is applied.
+    The applier raises it under ``statement_changes: stop``; a reader that does not mark statement
+    changes (a parallel catch-up's range reader) raises it itself.
+    """
+
+    def __init__(
+        self, *, gtid: str, statement: str, schema: str, tables: tuple[str, ...], position: GtidSet
+    ) -> None:
         self.gtid = gtid
         self.statement = statement
+        self.schema = schema
+        self.tables = tables
         super().__init__(
-            f"transaction {gtid} changed a tracked table by statement ({_shorten(statement)!r}), not by "
-            "row images, so its rows cannot be known: some session used binlog_format=STATEMENT or "
-            "MIXED. Enforce binlog_format=ROW for every session and re-snapshot the table.",
+            f"statement-logged change of tracked table(s) {', '.join(tables)} in transaction {gtid}: "
+            f"{_shorten(statement, 200)!r} (default schema {schema!r}). A session wrote it with "
+            "binlog_format=STATEMENT or MIXED, so the binlog holds the statement, not the rows it "
+            "changed, and the lake cannot follow it. The run stopped before that transaction; everything "
+            "before it is applied. To go on, either set statement_changes: resnapshot in the pipeline "
+            "configuration (the table is snapshotted again within the run while the others stream on), "
+            "or re-snapshot the table and run again (docs/operations.md, 'A statement-logged change on a "
+            "tracked table'). Then enforce binlog_format=ROW: find the session with mysqlbinlog "
+            f"--include-gtids={gtid}, and revoke SYSTEM_VARIABLES_ADMIN/SESSION_VARIABLES_ADMIN from "
+            "users who need not change it.",
             position=position,
         )
 

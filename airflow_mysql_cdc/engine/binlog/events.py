@@ -12,7 +12,11 @@ uncompressed. So each rule of :mod:`.reader`'s module docstring is written once,
   refuses (that transaction stays unread), or when the rule is satisfied after a commit or an idle
   check (a heartbeat or any event the library does not parse);
 - an event that cannot be placed in a transaction, or whose rows cannot be known, raises a
-  :mod:`.errors` exception before anything of its transaction is yielded.
+  :mod:`.errors` exception before anything of its transaction is yielded; except, when the reader
+  is asked to, DDL on a tracked table (a :class:`~.changes.SchemaChange`) and a statement-logged
+  data change of one (``INSERT``/``UPDATE``/``DELETE``/``REPLACE``/``LOAD DATA`` logged as a
+  statement, a :class:`~.changes.StatementChange`), which mark their transaction for the applier to
+  decide; the rows of the transaction's other tables are read as usual.
 
 What spans the events of one transaction is an :class:`~.transaction.OpenTransaction`; the handler
 replaces it at a GTID and clears it at the commit marker. Fetching events and reconnecting is the
@@ -33,6 +37,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator
 
 from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.event import (
+    ExecuteLoadQueryEvent,
     FormatDescriptionEvent,
     GtidEvent,
     HeartbeatLogEvent,
@@ -47,7 +52,7 @@ from pymysqlreplication.exceptions import MalformedBinLogEvent, StatusVariableMi
 from pymysqlreplication.row_event import RowsEvent, TableMapEvent
 
 from airflow_mysql_cdc.engine.binlog.backpressure import ChangeBuffer
-from airflow_mysql_cdc.engine.binlog.changes import SchemaChange, Transaction
+from airflow_mysql_cdc.engine.binlog.changes import SchemaChange, StatementChange, Transaction
 from airflow_mysql_cdc.engine.binlog.compressed_payload import PayloadDecodingError, payload_events
 from airflow_mysql_cdc.engine.binlog.decoding.rows import RowDecoder
 from airflow_mysql_cdc.engine.binlog.errors import (
@@ -60,12 +65,13 @@ from airflow_mysql_cdc.engine.binlog.errors import (
     UnexpectedEventError,
     XaTransactionError,
 )
+from airflow_mysql_cdc.engine.binlog.internals import load_query_statement
 from airflow_mysql_cdc.engine.binlog.position import PositionTracker
 from airflow_mysql_cdc.engine.binlog.statements import (
     StatementKind,
     affected_tracked_tables,
     classify,
-    mentions_tracked_table,
+    statement_tracked_tables,
 )
 from airflow_mysql_cdc.engine.binlog.stop_rules import StopRule
 from airflow_mysql_cdc.engine.binlog.transaction import OpenTransaction
@@ -98,8 +104,9 @@ class EventHandler:
     """Handles the events of one read (see the module docstring); a new one for every read.
 
     ``tracked`` are the ``(schema, table)`` pairs whose rows are read (None: every table);
-    ``evolve_schema`` yields DDL on them instead of raising; ``on_heartbeat`` runs the stop rule's
-    idle check.
+    ``evolve_schema`` yields DDL on them instead of raising; ``mark_statement_changes`` yields a
+    statement-logged data change of them as a :class:`~.changes.StatementChange` on its transaction
+    instead of raising; ``on_heartbeat`` runs the stop rule's idle check.
     """
 
     def __init__(
@@ -112,6 +119,7 @@ class EventHandler:
         tracked: Collection[tuple[str, str]] | None,
         evolve_schema: bool,
         on_heartbeat: Callable[[], None],
+        mark_statement_changes: bool = False,
     ) -> None:
         self.stop = stop
         self.tracker = tracker
@@ -119,6 +127,7 @@ class EventHandler:
         self.decoder = decoder
         self.tracked = tracked
         self.evolve_schema = evolve_schema
+        self.mark_statement_changes = mark_statement_changes
         self.on_heartbeat = on_heartbeat
         self.open: OpenTransaction | None = None
         self.finished = False  # the read ends here (see the module docstring)
@@ -149,6 +158,9 @@ class EventHandler:
             return self._commit(event)
         elif isinstance(event, QueryEvent):
             if self._query(event):
+                return self._commit(event)
+        elif isinstance(event, ExecuteLoadQueryEvent):
+            if self._load_query(event):
                 return self._commit(event)
         elif isinstance(event, XAPrepareEvent):
             self._xa_prepare(event)
@@ -228,10 +240,20 @@ class EventHandler:
             self._check_statement(transaction, kind, statement, schema)
         return transaction.statement_commits()
 
+    def _load_query(self, event: ExecuteLoadQueryEvent) -> bool:
+        """A statement-logged ``LOAD DATA``: a data change like any other statement; whether it commits."""
+        transaction = self.open
+        if transaction is None:
+            raise self._unexpected(event, "a LOAD DATA statement outside any transaction")
+        if not transaction.already_read:
+            schema, statement = load_query_statement(event)
+            self._check_statement(transaction, StatementKind.DATA_CHANGE, statement, schema)
+        return transaction.statement_commits()
+
     def _check_statement(
         self, transaction: OpenTransaction, kind: StatementKind, statement: str, schema: str
     ) -> None:
-        """DDL on a tracked table: evolve or stop; a statement-logged change of one inside a body: stop."""
+        """DDL on a tracked table: evolve or stop; a statement-logged data change of one: mark or stop."""
         if kind is StatementKind.SCHEMA_CHANGE:
             tables = affected_tracked_tables(statement, schema, self.tracked)
             if tables and self.evolve_schema:
@@ -244,14 +266,18 @@ class EventHandler:
                     tables=tables,
                     position=self.tracker.value,
                 )
-        elif (
-            transaction.in_body
-            and kind is StatementKind.DATA_CHANGE
-            and mentions_tracked_table(statement, schema, self.tracked)
-        ):
-            raise StatementBasedChangeError(
-                gtid=str(transaction.gtid), statement=statement, position=self.tracker.value
-            )
+        elif kind is StatementKind.DATA_CHANGE:
+            tables = statement_tracked_tables(statement, schema, self.tracked)
+            if tables and self.mark_statement_changes:
+                transaction.changed_by_statement(StatementChange(statement, schema, tables))
+            elif tables:
+                raise StatementBasedChangeError(
+                    gtid=str(transaction.gtid),
+                    statement=statement,
+                    schema=schema,
+                    tables=tables,
+                    position=self.tracker.value,
+                )
 
     def _xa_prepare(self, event: XAPrepareEvent) -> None:
         """Refuse a two-phase XA transaction with tracked rows: its commit is another GTID."""

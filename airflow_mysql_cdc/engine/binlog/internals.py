@@ -12,7 +12,15 @@ Why we reach inside at all (mysql-replication 1.0.17 is pinned in pyproject.toml
 - compressed transactions (event type 40) are unknown to the library, so we decode their inner
   events with its classes, its table map and its settings (:func:`decoding_settings`);
 - the compiled row decoder reads row images straight from the packet buffer
-  (:func:`unread_row_images`).
+  (:func:`unread_row_images`);
+- MySQL 9.7 logs a statement (a session with ``binlog_format=STATEMENT``/``MIXED``) with a query
+  status variable (code 21) the library does not know, and it then refuses the whole event, so the
+  reader could not even say which table the statement changed. The status variables are a block of
+  stated length, and nothing the reader needs is in it: :func:`tolerate_unknown_query_status_variables`
+  makes the library skip the rest of the block at an unknown code instead
+  (``test_a_query_event_with_an_unknown_status_variable_keeps_its_schema_and_statement``);
+- the library parses an ``EXECUTE_LOAD_QUERY`` event (a statement-logged ``LOAD DATA``) without its
+  statement: :func:`load_query_statement` reads it from the event's bytes.
 """
 
 from __future__ import annotations
@@ -24,9 +32,12 @@ from typing import Any
 import pymysql
 from pymysql.protocol import MysqlPacket
 from pymysqlreplication import BinLogStreamReader
+from pymysqlreplication.event import ExecuteLoadQueryEvent, QueryEvent
+from pymysqlreplication.exceptions import StatusVariableMismatch
 from pymysqlreplication.packet import BinLogPacketWrapper
 
 _READER = "_BinLogStreamReader__"
+_QUERY_STATUS_READER = "_read_status_vars_value_for_key"
 _WRAPPER_DATA_BUFFER = "_BinLogPacketWrapper__data_buffer"
 _READER_SETTINGS = (
     "use_checksum",
@@ -49,6 +60,8 @@ PRIVATE_PARTS: tuple[str, ...] = (
     "pymysqlreplication.BinLogStreamReader._ctl_connection",
     *(f"pymysqlreplication.BinLogStreamReader.{_READER}{name}" for name in _READER_SETTINGS),
     f"pymysqlreplication.packet.BinLogPacketWrapper.{_WRAPPER_DATA_BUFFER}",
+    f"pymysqlreplication.event.QueryEvent.{_QUERY_STATUS_READER}",
+    "pymysqlreplication.event.BinLogEvent._declared_post_header_len",
 )
 
 
@@ -74,7 +87,61 @@ def missing_private_parts() -> list[str]:
         missing.append("pymysqlreplication.BinLogStreamReader._ctl_connection")
     if "self.__data_buffer" not in inspect.getsource(BinLogPacketWrapper):
         missing.append(f"pymysqlreplication.packet.BinLogPacketWrapper.{_WRAPPER_DATA_BUFFER}")
+    # The tolerant status reader relies on the library's loop: read a one-byte code, then call it.
+    query_source = inspect.getsource(QueryEvent.__init__)
+    if "status_vars_key = self.packet.read_uint8()" not in query_source or not callable(
+        vars(QueryEvent).get(_QUERY_STATUS_READER)
+    ):
+        missing.append(f"pymysqlreplication.event.QueryEvent.{_QUERY_STATUS_READER}")
+    if not callable(getattr(ExecuteLoadQueryEvent, "_declared_post_header_len", None)):
+        missing.append("pymysqlreplication.event.BinLogEvent._declared_post_header_len")
     return missing
+
+
+_library_status_reader = QueryEvent.__dict__[_QUERY_STATUS_READER]
+
+
+def _tolerant_status_reader(event: Any, key: int) -> None:
+    """The library's reader of one status variable, which at an unknown ``key`` skips the rest of the
+    block (its length is in the event's post-header) instead of refusing the event.
+
+    Called by the library right after it read ``key`` (one byte), so on the first call of an event
+    the block ends ``status_vars_length - 1`` bytes further on.
+    """
+    state = vars(event)
+    if "_cdc_status_vars_end" not in state:
+        state["_cdc_status_vars_end"] = event.packet.read_bytes - 1 + event.status_vars_length
+    try:
+        _library_status_reader(event, key)
+    except StatusVariableMismatch:
+        remaining = state["_cdc_status_vars_end"] - event.packet.read_bytes
+        if remaining < 0:
+            raise
+        event.packet.advance(remaining)
+
+
+def tolerate_unknown_query_status_variables() -> None:
+    """Make mysql-replication skip query status variables it does not know (idempotent; see the
+    module docstring). Only an event the library refused changes: every other parses as before."""
+    setattr(QueryEvent, _QUERY_STATUS_READER, _tolerant_status_reader)
+
+
+_LOAD_QUERY_POST_HEADER = 26
+"""An EXECUTE_LOAD_QUERY event's post-header: the query event's 13 bytes, then file id, the file
+name's start and end offsets in the statement and the duplicate handling (4 + 4 + 4 + 1)."""
+
+
+def load_query_statement(event: ExecuteLoadQueryEvent) -> tuple[str, str]:
+    """``(default schema, statement)`` of a statement-logged ``LOAD DATA`` (its event's bytes)."""
+    header = 19
+    body = event_payload(event)[header : header + event.event_size]
+    post_header = event._declared_post_header_len(_LOAD_QUERY_POST_HEADER)
+    schema_length = body[8]
+    status_length = int.from_bytes(body[11:13], "little")
+    schema_start = post_header + status_length
+    schema = body[schema_start : schema_start + schema_length].decode("utf-8", "backslashreplace")
+    statement = body[schema_start + schema_length + 1 :].decode("utf-8", "backslashreplace")
+    return schema, statement
 
 
 class OwnedReconnectConnection(pymysql.connections.Connection):

@@ -16,8 +16,11 @@ that position yields exactly the rest of the binlog: no duplicate, no gap. It ho
    (``test_killed_dump_thread_resumes_without_duplicates_or_gaps``);
 5. anything that would make a transaction's rows unknowable (an undecodable compressed payload, a
    tagged GTID, missing row-image columns or names, statement-logged change, two-phase XA on a
-   tracked table, and DDL on a tracked table unless ``evolve_schema``) raises a
-   :mod:`.errors` exception *before* that transaction is yielded. With ``evolve_schema`` a DDL statement
+   tracked table unless ``mark_statement_changes``, and DDL on a tracked table unless
+   ``evolve_schema``) raises a :mod:`.errors` exception *before* that transaction is yielded. With
+   ``mark_statement_changes`` a statement-logged data change of a tracked table is yielded on its
+   transaction as a :class:`~.changes.StatementChange` (its rows are unknown: the applier stops or
+   re-snapshots the table). With ``evolve_schema`` a DDL statement
    that may change a tracked table is yielded as its own transaction, with no rows and its
    :class:`~.changes.SchemaChange`: rows after it arrive with their new table map (a new table id),
    so they are decoded with the new definition;
@@ -100,7 +103,10 @@ class BinlogReader:
     Transactions on other tables are still yielded, with no changes, so the position advances.
     ``evolve_schema`` says what DDL on a tracked table does: False raises
     :class:`~.errors.SchemaChangeError` before it, True yields it (module docstring, point 5; it needs
-    named ``tables``). The pipeline's ``schema_changes`` mode is checked where it is configured
+    named ``tables``). ``mark_statement_changes`` likewise yields a statement-logged data change of a
+    tracked table as a :class:`~.changes.StatementChange` instead of raising
+    :class:`~.errors.StatementBasedChangeError` (it needs named ``tables`` too).
+    The pipeline's ``schema_changes`` mode is checked where it is configured
     (:func:`~airflow_mysql_cdc.engine.apply.config.check_schema_change_mode`), not here.
     """
 
@@ -115,10 +121,12 @@ class BinlogReader:
         reconnect: ReconnectPolicy = ReconnectPolicy(),
         compiled_decoding: bool = True,
         evolve_schema: bool = False,
+        mark_statement_changes: bool = False,
     ) -> None:
         self.endpoint = endpoint
         self.tracked = _parse_tracked(tables)
         self.evolve_schema = evolve_schema and self.tracked is not None
+        self.mark_statement_changes = mark_statement_changes and self.tracked is not None
         self.server_id = server_id or endpoint.replication_server_id or random_server_id()
         self.heartbeat_s = heartbeat_s
         self.reconnect = reconnect
@@ -172,6 +180,7 @@ class BinlogReader:
             decoder=self._decoder,
             tracked=self.tracked,
             evolve_schema=self.evolve_schema,
+            mark_statement_changes=self.mark_statement_changes,
             on_heartbeat=lambda: self._idle(stop, control),
         )
 

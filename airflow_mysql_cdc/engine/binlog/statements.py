@@ -22,8 +22,8 @@ Which tables a schema-changing statement names (:func:`affected_tracked_tables`)
   (``test_a_statement_the_parse_cannot_read_still_stops_on_a_tracked_table_it_mentions``).
 
 Either way an unqualified name is in the event's default schema, and names are compared
-case-insensitively. A statement-logged data change inside a transaction (``DATA_CHANGE``, which
-``parse_ddl`` does not read) is matched on every identifier by :func:`mentions_tracked_table`.
+case-insensitively. A statement-logged data change (``DATA_CHANGE``, which ``parse_ddl`` does not
+read) is matched on every identifier by :func:`statement_tracked_tables`.
 
 ``CREATE TABLE`` never stops a read: a table that does not exist yet has no rows to reshape. Since
 MySQL 8.0.21 ``CREATE TABLE ... SELECT`` is one transaction (``BEGIN``, the ``CREATE ... START
@@ -183,11 +183,17 @@ def _first_table(statement: str, default_schema: str) -> str:
     return f"{_unquote(first)}.{_unquote(second)}" if second else f"{default_schema}.{_unquote(first)}"
 
 
-def mentions_tracked_table(
+def statement_tracked_tables(
     statement: str, default_schema: str, tracked: Collection[tuple[str, str]] | None
-) -> bool:
-    """For statements logged inside a transaction: could this statement have changed tracked rows?"""
+) -> tuple[str, ...]:
+    """For a statement-logged data change: the tracked tables (``schema.table``) it may have changed.
+
+    Every identifier of the text counts (the target of an ``INSERT ... SELECT`` and the tables it
+    reads alike): naming a table the statement only read costs a needless stop or re-snapshot,
+    missing one would be a silent gap. ``tracked=None`` means every table is tracked.
+    """
+    named = named_tables(statement, default_schema)
     if tracked is None:
-        return True
-    lowered = {(schema.lower(), table.lower()) for schema, table in tracked}
-    return not lowered.isdisjoint(named_tables(statement, default_schema))
+        return (f"(every table; statement names {', '.join(sorted(f'{s}.{t}' for s, t in named))})",)
+    lowered = {(schema.lower(), table.lower()): f"{schema}.{table}" for schema, table in tracked}
+    return tuple(sorted(name for key, name in lowered.items() if key in named))

@@ -46,7 +46,10 @@ from airflow_mysql_cdc.engine.binlog.errors import (
     DuplicateServerIdError,
     UnsupportedServerSettingError,
 )
-from airflow_mysql_cdc.engine.binlog.internals import OwnedReconnectConnection
+from airflow_mysql_cdc.engine.binlog.internals import (
+    OwnedReconnectConnection,
+    tolerate_unknown_query_status_variables,
+)
 from airflow_mysql_cdc.engine.errors import CdcError
 from airflow_mysql_cdc.engine.mysql.prerequisites.requirements import STREAM_SETTINGS
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
@@ -146,6 +149,7 @@ def open_stream(endpoint: MySqlEndpoint, position: GtidSet, settings: StreamSett
     connection_settings = endpoint.connection_kwargs()
     connection_settings.pop("database", None)  # the library points its control connection elsewhere
     connection_settings["read_timeout"] = settings.read_timeout_s
+    tolerate_unknown_query_status_variables()  # a statement's event must reach the handler (internals)
     return BinLogStreamReader(
         connection_settings=connection_settings,
         server_id=settings.server_id,

@@ -9,8 +9,8 @@ all state that spans the events of one transaction lives here and nowhere else: 
 time, whether it is already in the position (re-sent after a reconnect: checked, never decoded or
 yielded again), whether a ``BEGIN`` body is open (inside it statements do not commit; outside it a
 statement such as DDL is its own transaction), its schema change when the reader evolves schemas,
-and its rows (the reader's :class:`~.backpressure.ChangeBuffer`, one per reader, so its peak memory
-is measured across reads).
+its statement-logged data changes when the reader marks them, and its rows (the reader's
+:class:`~.backpressure.ChangeBuffer`, one per reader, so its peak memory is measured across reads).
 
 Lifted out of the reader's stream loop, where these were five loose locals and an attribute of the
 reader, so that "what is open" is one value that the handler (:mod:`.events`) replaces at a GTID and
@@ -22,14 +22,22 @@ clears at a commit. Guarded by ``test_rows_are_released_only_at_the_commit_marke
 from __future__ import annotations
 
 from airflow_mysql_cdc.engine.binlog.backpressure import ChangeBuffer
-from airflow_mysql_cdc.engine.binlog.changes import SchemaChange, Transaction
+from airflow_mysql_cdc.engine.binlog.changes import SchemaChange, StatementChange, Transaction
 from airflow_mysql_cdc.engine.values.gtid import Gtid
 
 
 class OpenTransaction:
     """One transaction from its GTID event until its commit marker; see the module docstring."""
 
-    __slots__ = ("gtid", "commit_timestamp_us", "already_read", "rows", "in_body", "schema_change")
+    __slots__ = (
+        "gtid",
+        "commit_timestamp_us",
+        "already_read",
+        "rows",
+        "in_body",
+        "schema_change",
+        "statement_changes",
+    )
 
     def __init__(
         self, gtid: Gtid, commit_timestamp_us: int, *, already_read: bool, rows: ChangeBuffer
@@ -40,11 +48,13 @@ class OpenTransaction:
         self.rows = rows
         self.in_body = False  # after BEGIN / XA START
         self.schema_change: SchemaChange | None = None
+        self.statement_changes: list[StatementChange] = []
 
     def __repr__(self) -> str:
         return (
             f"OpenTransaction({self.gtid}, already_read={self.already_read}, in_body={self.in_body}, "
-            f"has_rows={self.has_rows()}, schema_change={self.schema_change!r})"
+            f"has_rows={self.has_rows()}, schema_change={self.schema_change!r}, "
+            f"statement_changes={self.statement_changes!r})"
         )
 
     def enter_body(self) -> None:
@@ -59,9 +69,19 @@ class OpenTransaction:
         """It is a DDL statement that may change tracked tables, yielded under ``"evolve"``."""
         self.schema_change = change
 
+    def changed_by_statement(self, change: StatementChange) -> None:
+        """A statement-logged data change of tracked tables, yielded as a mark for the applier."""
+        self.statement_changes.append(change)
+
     def has_rows(self) -> bool:
         return self.rows.has_changes()
 
     def close(self) -> Transaction:
         """At the commit marker: the whole transaction, and an empty buffer for the next one."""
-        return Transaction(self.gtid, self.commit_timestamp_us, self.rows.finish(), self.schema_change)
+        return Transaction(
+            self.gtid,
+            self.commit_timestamp_us,
+            self.rows.finish(),
+            self.schema_change,
+            tuple(self.statement_changes),
+        )

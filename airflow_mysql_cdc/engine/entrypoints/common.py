@@ -16,14 +16,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
-from airflow_mysql_cdc.engine.errors import CdcError, ExitCode
+from airflow_mysql_cdc.engine.errors import ERROR_PREFIX, CdcError, ExitCode
 from airflow_mysql_cdc.engine.lake.storage import secret_storage_options_from_environment
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
-ERROR_PREFIX = "airflow-mysql-cdc ERROR"
 CONFIGURATION_FAILURES = (CdcError, LookupError, ValueError, TypeError)
 """What reading a configuration and the environment may raise: every one of them is a configuration error."""
 

@@ -19,3 +19,17 @@ def test_an_unknown_schema_change_mode_is_refused_when_the_dag_is_parsed(operato
             lake_root="/lake",
             schema_changes="Evolve",
         )
+
+
+@pytest.mark.parametrize("operator_class", [MySqlCdcBinlogApplyOperator, MySqlCdcReplicateOperator])
+def test_an_unknown_statement_change_mode_is_refused_when_the_dag_is_parsed(operator_class) -> None:
+    with pytest.raises(
+        ApplyConfigError, match=r"task 'apply': statement_changes must be one of stop, resnapshot"
+    ):
+        operator_class(
+            task_id="apply",
+            pipeline_id="p",
+            tables=["shop.orders"],
+            lake_root="/lake",
+            statement_changes="skip",
+        )

@@ -39,6 +39,48 @@ def test_a_final_exit_code_fails_the_task_for_good(recorder: SparkSubmitRecorder
         _run(operator)
 
 
+STATEMENT_ERROR = (
+    "airflow-mysql-cdc ERROR binlog: StatementBasedChangeError: statement-logged change of tracked "
+    "table(s) shop.orders in transaction 3e11fa47-71ca-11e1-9e33-c80aa9429562:7: 'UPDATE orders SET x = 1'"
+)
+
+
+@pytest.mark.parametrize(
+    "error_line",
+    [
+        STATEMENT_ERROR,
+        "airflow-mysql-cdc ERROR binlog: BinlogPurgedError: the MySQL server has purged binary logs this "
+        "reader still needs: transactions 3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5 are gone",
+        "airflow-mysql-cdc ERROR binlog: BinlogPositionRejectedError: the MySQL server refused to stream "
+        "the binlog from 3e11fa47-71ca-11e1-9e33-c80aa9429562:1-9 (error 1236)",
+    ],
+)
+def test_the_failure_reason_starts_with_the_applications_own_error_line(
+    recorder: SparkSubmitRecorder, error_line: str
+) -> None:
+    recorder.behave(result={}, exit_code=ExitCode.BINLOG, stderr_lines=("some log line", error_line, "more"))
+    operator = SparkApplicationOperator(task_id="app", spark_conn_id="spark_local")
+    with pytest.raises(AirflowFailException) as failure:
+        _run(operator)
+    text = str(failure.value)
+    assert text.startswith(error_line + "\n")
+    assert "app failed: the binlog cannot be applied from the checkpoint" in text  # the code's meaning after
+
+
+def test_a_retryable_failure_starts_with_the_error_line_too_and_masks_secrets(
+    recorder: SparkSubmitRecorder,
+) -> None:
+    line = f"airflow-mysql-cdc ERROR failed: OperationalError: cannot log in with {ENDPOINT.password}"
+    recorder.behave(result={}, exit_code=1, stderr_lines=(line,))
+    operator = SparkApplicationOperator(task_id="app", spark_conn_id="spark_local")
+    with pytest.raises(SparkSubmitFailed) as failure:
+        _run(operator)
+    assert str(failure.value).startswith(
+        "airflow-mysql-cdc ERROR failed: OperationalError: cannot log in with ***"
+    )
+    assert ENDPOINT.password not in str(failure.value).splitlines()[0]
+
+
 def test_another_exit_code_fails_the_attempt_and_leaves_retries_to_airflow(
     recorder: SparkSubmitRecorder,
 ) -> None:

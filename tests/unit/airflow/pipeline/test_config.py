@@ -28,6 +28,7 @@ def test_a_file_named_by_the_environment_overrides_the_defaults(
     assert config.tables == ("a.x", "b.y")
     assert config.schedule_value() == datetime.timedelta(seconds=30)
     assert config.on_purged == "resnapshot"
+    assert config.statement_changes == "stop"  # the default: a statement-logged change stops the run
 
 
 @pytest.mark.parametrize(
@@ -39,6 +40,10 @@ def test_a_file_named_by_the_environment_overrides_the_defaults(
         (
             {"tables": ["a.b"], "lake_root": "/l", "schema_changes": "ignore"},
             "pipeline configuration: schema_changes must be one of evolve, stop, not 'ignore'",
+        ),
+        (
+            {"tables": ["a.b"], "lake_root": "/l", "statement_changes": "skip"},
+            "pipeline configuration: statement_changes must be one of stop, resnapshot, not 'skip'",
         ),
         ([1, 2], "must hold a JSON object"),
     ],

@@ -1,0 +1,125 @@
+"""A statement-logged UPDATE of a tracked table (a session with binlog_format=STATEMENT), through the
+shipped DAG with writers running: ``statement_changes: resnapshot`` re-snapshots that table within
+the run and the run ends exact; ``stop`` fails the task with the application's own error line as
+the failure reason, and re-snapshotting the table (the runbook) gets the pipeline past it.
+
+Every green run is compared with a replica frozen at the run's published end set.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from airflow_mysql_cdc.engine.snapshot.runner import snapshot_table
+from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
+from airflow_mysql_cdc.engine.values.gtid import GtidSet
+from tests.support.airflow import task_states, xcom_value
+from tests.support.frozen_replica import FrozenReplica
+from tests.support.mysql import execute
+from tests.support.pipeline import (
+    ALL_TASKS,
+    Pipeline,
+    assert_exact_at,
+    checkpoint,
+    now,
+    seed,
+    writers_running,
+)
+
+pytestmark = [pytest.mark.mysql, pytest.mark.usefixtures("airflow_db"), pytest.mark.slow]
+
+STATEMENT = "UPDATE orders SET status = 'shipped', amount = amount + 1 WHERE id <= 40"
+
+
+def _statement_logged(endpoint: MySqlEndpoint) -> str:
+    """The statement in an admin's console with binlog_format=STATEMENT; its transaction's GTID
+    (the session's own: writers commit in between)."""
+    [(gtid,)] = execute(
+        endpoint,
+        "SET SESSION binlog_format = 'STATEMENT'",
+        "BEGIN",
+        STATEMENT,
+        "COMMIT",
+        "SELECT GTID FROM performance_schema.events_transactions_current"
+        " WHERE THREAD_ID = PS_CURRENT_THREAD_ID()",
+    )
+    assert GtidSet.parse(gtid).count() == 1
+    return str(gtid)
+
+
+def _green(pipeline: Pipeline) -> Any:
+    dag_run = pipeline.run(now())
+    assert task_states(dag_run) == dict.fromkeys(ALL_TASKS, "success")
+    return dag_run
+
+
+def _pipeline(monkeypatch, tmp_path: Path, endpoint: MySqlEndpoint, **overrides: Any) -> Pipeline:
+    seed(endpoint, "orders", 150)
+    seed(endpoint, "payments", 80)
+    tables = [f"{endpoint.database}.orders", f"{endpoint.database}.payments"]
+    pipeline = Pipeline(monkeypatch, tmp_path, endpoint.with_database(None), tables, **overrides)
+    _green(pipeline)
+    return pipeline
+
+
+def test_with_resnapshot_the_table_is_snapshotted_again_within_the_run_and_the_run_ends_exact(
+    mysql_database: MySqlEndpoint,
+    frozen_replica: FrozenReplica,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capfd: pytest.CaptureFixture,
+) -> None:
+    database = mysql_database.database
+    pipeline = _pipeline(monkeypatch, tmp_path, mysql_database, statement_changes="resnapshot")
+    with writers_running(mysql_database, 71, "orders", "payments", pause_s=0.01):
+        gtid = _statement_logged(mysql_database)
+        passed = _green(pipeline)
+        assert_exact_at(frozen_replica, checkpoint(passed), pipeline.lake, database, "orders", "payments")
+        changes = xcom_value(passed, "replicate", "applied")["schema_changes"]
+        assert [(c["table"], c["action"], c["gtid"]) for c in changes] == [
+            (f"{database}.orders", "resnapshot", gtid)
+        ]
+        log = capfd.readouterr()
+        assert "changed by a statement-logged UPDATE" in log.out + log.err  # the task log says why
+
+        later = _green(pipeline)  # both tables stream again
+        assert_exact_at(frozen_replica, checkpoint(later), pipeline.lake, database, "orders", "payments")
+        assert xcom_value(later, "replicate", "applied")["schema_changes"] == []
+
+
+def test_with_stop_the_failure_reason_names_it_and_a_re_snapshot_gets_the_pipeline_past_it(
+    mysql_database: MySqlEndpoint,
+    frozen_replica: FrozenReplica,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capfd: pytest.CaptureFixture,
+) -> None:
+    database = mysql_database.database
+    orders = f"{database}.orders"
+    pipeline = _pipeline(monkeypatch, tmp_path, mysql_database)  # statement_changes: stop, the default
+    with writers_running(mysql_database, 73, "orders", "payments", pause_s=0.01):
+        before = pipeline.lake_position()
+        gtid = _statement_logged(mysql_database)
+        capfd.readouterr()
+        stopped = pipeline.run(now())
+        assert task_states(stopped)["replicate"] == "failed"
+        log = capfd.readouterr()
+        text = log.out + log.err
+        # The task's exception, as the UI shows it: the application's own line first.
+        reason = (
+            "AirflowFailException: airflow-mysql-cdc ERROR binlog: StatementBasedChangeError: "
+            f"statement-logged change of tracked table(s) {orders} in transaction {gtid}: {STATEMENT!r}"
+        )
+        assert reason in text
+        assert "statement_changes: resnapshot" in text and "enforce binlog_format=ROW" in text
+        position = pipeline.lake_position()
+        assert before.issubset(position) and not GtidSet.parse(gtid).issubset(position)
+
+        # The runbook: re-snapshot the table, then clear or rerun. The table's new snapshot holds the
+        # statement, so the stream passes it.
+        snapshot_table(mysql_database.with_database(None), pipeline.lake, orders, chunk_size=60, restart=True)
+        passed = _green(pipeline)
+        assert_exact_at(frozen_replica, checkpoint(passed), pipeline.lake, database, "orders", "payments")
