@@ -45,6 +45,7 @@ def get_provider_info() -> dict[str, Any]:
             "replicate",
             "spark_application",
             "maintenance",
+            "verify",
         ),
         "sensors": _modules("sensors", "gtid_sensors"),
         "triggers": _modules("triggers", "gtid_state"),
