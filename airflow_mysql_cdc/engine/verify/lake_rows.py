@@ -6,11 +6,13 @@ is among chunk ``i``'s lake rows, and no other row is. Rows outside every chunk 
 dropped, so a lake row is compared with exactly the source range that could hold its key, and a
 key the source lacks shows as extra in its own chunk.
 
-Reading: when the key's leading column is an integer or a DECIMAL, Delta's order of it is MySQL's,
-so the read is narrowed to the run's leading-key bounds (files skipped by their statistics;
-maintenance sorts targets by that column). Other keys (strings under a collation, temporal, ENUM)
-are read whole once per table and kept for the table's runs: the driver holds the table's keys
-and rows, the known limit of this driver-only version (docs/operations.md).
+Reading: the target is read whole once per verification and kept for the table's runs of chunks
+(the driver holds the table's rows, the known limit of this driver-only version,
+docs/operations.md), and soft-deleted rows are dropped in memory. Never through a filter on
+delta-rs's pyarrow dataset: delta-rs 1.6.6 turns a file's missing min/max statistics into
+``column >= null`` guarantees, and a snapshot's data files carry none for ``_cdc_deleted``, so
+``_cdc_deleted == false`` selected no row of them (every row then looked missing: found by
+``test_a_corrupted_lake_is_found_repaired_and_then_clean_while_writers_run``).
 """
 
 from __future__ import annotations
@@ -21,7 +23,6 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
 from deltalake import DeltaTable
 
 from airflow_mysql_cdc.engine.errors import LakeMismatchError
@@ -31,8 +32,6 @@ from airflow_mysql_cdc.engine.mysql.types import ColumnType
 from airflow_mysql_cdc.engine.snapshot.chunks import Chunk
 from airflow_mysql_cdc.engine.snapshot.key_order import KeyOrder
 from airflow_mysql_cdc.engine.verify.comparable import key_tuples
-
-_NARROWED_TYPES = frozenset({"tinyint", "smallint", "mediumint", "int", "bigint", "decimal"})
 
 
 class LakeSchemaDifferenceError(LakeMismatchError, ValueError):
@@ -82,37 +81,18 @@ class LakeRows:
         }
 
     def _rows_for(self, chunks: Sequence[Chunk]) -> tuple[pa.Table, list[tuple[Any, ...]]]:
-        leading = self.key_columns[0]
-        if leading.data_type in _NARROWED_TYPES:
-            rows = self._read(_leading_bounds(leading.name, chunks))
-            return rows, self.order.sort_keys(key_tuples(rows, self.key))
         if self._whole is None:
-            rows = self._read(None)
+            rows = self._read()
             self._whole = (rows, self.order.sort_keys(key_tuples(rows, self.key)))
         return self._whole
 
-    def _read(self, narrowed: pc.Expression | None) -> pa.Table:
-        dataset = self.table.to_pyarrow_dataset()
-        live = (
-            pc.field(DELETED_COLUMN).is_null() | (pc.field(DELETED_COLUMN) == pa.scalar(False))
-            if DELETED_COLUMN in dataset.schema.names
-            else None
-        )
-        condition = live if narrowed is None else (narrowed if live is None else narrowed & live)
-        rows = dataset.to_table(columns=list(self.schema.names), filter=condition)
-        return rows.cast(self.schema)
-
-
-def _leading_bounds(name: str, chunks: Sequence[Chunk]) -> pc.Expression | None:
-    lower, upper = chunks[0].lower, chunks[-1].upper
-    bounds = []
-    if lower is not None:
-        bounds.append(ds.field(name) >= lower[0])
-    if upper is not None:
-        bounds.append(ds.field(name) <= upper[0])
-    if not bounds:
-        return None
-    return bounds[0] if len(bounds) == 1 else bounds[0] & bounds[1]
+    def _read(self) -> pa.Table:
+        names = set(self.table.to_pyarrow_dataset().schema.names)
+        wanted = [*self.schema.names, *([DELETED_COLUMN] if DELETED_COLUMN in names else [])]
+        rows = self.table.to_pyarrow_dataset().to_table(columns=wanted)
+        if DELETED_COLUMN in names:
+            rows = rows.filter(pc.invert(pc.fill_null(rows.column(DELETED_COLUMN), False)))
+        return rows.select(list(self.schema.names)).cast(self.schema)
 
 
 def check_schema(table: DeltaTable, wanted: pa.Schema) -> None:

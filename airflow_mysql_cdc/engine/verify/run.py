@@ -268,6 +268,7 @@ def _verify_table(
         return
     diffs = [finding.diff for finding in findings if finding.diff]
     repaired = _repair(table, diffs, soft_deletes, position, lake)
+    check.lake_rows = table.lake_rows  # the target as the repair left it
     again = [finding.chunk for finding in findings if finding.diff]
     try:
         recheck = check.compare(again)
