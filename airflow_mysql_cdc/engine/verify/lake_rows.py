@@ -1,7 +1,7 @@
 """The lake's live rows of a run of chunks, each row placed in the chunk MySQL would place its key in.
 
 Invariant: a live target row (not soft-deleted) whose key ``k`` satisfies ``lower < k <= upper`` of
-chunk ``i``, in MySQL's order of the key (collations, ENUM numbers: :mod:`...snapshot.key_order`),
+chunk ``i``, in MySQL's order of the key (collations, ENUM numbers: :mod:`..snapshot.key_order`),
 is among chunk ``i``'s lake rows, and no other row is. Rows outside every chunk of the run are
 dropped, so a lake row is compared with exactly the source range that could hold its key, and a
 key the source lacks shows as extra in its own chunk.

@@ -9,7 +9,7 @@ deleted) the rows the source lacks; no other row is touched. The target then equ
 from ``E`` as if the damage never happened.
 
 How the next run sees this commit: it carries no app transaction, so the table's own applied set
-(:mod:`...lake.state.table_positions`) stays the state's, and it is made under the pipeline's lease,
+(:mod:`..lake.state.table_positions`) stays the state's, and it is made under the pipeline's lease,
 between runs: a run loads each table's version when it opens, so a repair is never "another
 writer" to it. A run that outlived its lease and still writes *is* fenced by it, as it must be.
 The repair does not write the changelog: the changelog records the source's changes, and a repair

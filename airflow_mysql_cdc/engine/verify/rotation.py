@@ -4,7 +4,7 @@ Invariant: consecutive sampled runs check consecutive key ranges, so every key o
 checked range within a bounded number of runs, whatever the table's keys do meanwhile. A run checks
 the chunks right after its cursor, an exclusive lower bound (None: the table's first key); the next
 run's cursor is the last checked chunk's upper bound, or None (start over) when that chunk reached
-the end of the key space. Chunks never overlap and leave no gap (:mod:`...snapshot.chunks`), so a
+the end of the key space. Chunks never overlap and leave no gap (:mod:`..snapshot.chunks`), so a
 pass from None back to None covers the whole key space: ``ceil(rows / (sample_chunks * chunk_size))``
 runs for a table of ``rows`` rows. Guarded by
 ``test_sampled_rotation_goes_on_where_the_last_run_stopped_and_wraps`` and

@@ -4,7 +4,7 @@ Invariant: the rows returned are the chunk's rows in one InnoDB read view that s
 transaction of ``low_watermark`` (``gtid_executed`` read before the ``SELECT``: MySQL adds a GTID
 there only after the engine commit) and possibly some later ones; which later ones is settled by
 the binlog (:mod:`.run`). The read is the snapshot window's read without its reconciliation
-(:mod:`...snapshot.window`, point 1): the same select list, session and Arrow conversion, so a row
+(:mod:`..snapshot.window`, point 1): the same select list, session and Arrow conversion, so a row
 read here is the row a snapshot would write. Nothing is written; rereading is always safe.
 """
 

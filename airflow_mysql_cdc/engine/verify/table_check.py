@@ -11,7 +11,7 @@ key's row at ``E``. Why:
    beyond ``E`` is in ``close - E``: it was either in ``gtid_executed`` when ``close`` was read, or
    had committed in InnoDB without its GTID in ``gtid_executed`` yet, which MySQL closes within the
    commit of its group (engine commit, then ``update_commit_group``), well inside ``settle_s``: the
-   same margin :class:`~...binlog.stop_rules.UntilCommitTimestamp` relies on.
+   same margin :class:`~..binlog.stop_rules.UntilCommitTimestamp` relies on.
 2. A key no transaction of ``close - E`` touched therefore has, in the view, exactly the value the
    transactions of ``E`` gave it: its value at ``E``. The lake's target holds the source at ``E``
    (the pipeline's state says so), so the two must be equal; a difference is the lake's.
