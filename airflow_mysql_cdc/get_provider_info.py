@@ -45,6 +45,7 @@ def get_provider_info() -> dict[str, Any]:
             "replicate",
             "spark_application",
             "maintenance",
+            "engine_process",
             "verify",
         ),
         "sensors": _modules("sensors", "gtid_sensors"),
