@@ -45,6 +45,8 @@ def get_provider_info() -> dict[str, Any]:
             "replicate",
             "spark_application",
             "maintenance",
+            "engine_process",
+            "verify",
         ),
         "sensors": _modules("sensors", "gtid_sensors"),
         "triggers": _modules("triggers", "gtid_state"),

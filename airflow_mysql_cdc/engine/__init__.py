@@ -6,7 +6,7 @@ the entry points and the lake.
 
 The layers, each importing only those before it (a folder's ``__init__`` is its own map)::
 
-    errors ← values, runtime ← mysql ← binlog ← lake ← snapshot ← apply ← entrypoints
+    errors ← values, runtime ← mysql ← binlog ← lake ← snapshot ← apply, verify ← entrypoints
 
 - ``errors``: one root, :class:`~.errors.CdcError`. The error's class sets the process's exit code
   (:class:`~.errors.ExitCode`: 2 configuration, 3 fenced by another run, 4 lake/start mismatch,
@@ -31,5 +31,10 @@ The lake (``lake/``): the ``Sink`` contract, the Delta layout, change tables and
 state (``lake/state/``: nothing in commit history alone), maintenance, the checkpoint log, the
 comparison with the source.
 
-Entry points (``entrypoints/``): ``snapshot_to_delta`` and ``binlog_to_delta``, run by spark-submit.
+The verification (``verify/``): the lake compared with the source at the pipeline's position while
+writes go on, leaving out keys changed after it (``verify/table_check``), with repair of exactly
+the differing keys (``verify/repair``); its map is ``verify/__init__``.
+
+Entry points (``entrypoints/``): ``snapshot_to_delta`` and ``binlog_to_delta``, run by spark-submit;
+``maintain_lake`` and ``verify_lake``, run as plain processes.
 """

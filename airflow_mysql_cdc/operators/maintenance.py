@@ -13,32 +13,20 @@ process. The result (XCom) says per table what was done: files and bytes before 
 
 from __future__ import annotations
 
-import contextlib
-import json
-import os
-import signal
-import subprocess
-import sys
-import tempfile
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
-from airflow.sdk import BaseOperator
-from airflow.sdk.exceptions import AirflowException, AirflowFailException
-
-from airflow_mysql_cdc.engine.errors import ExitCode
 from airflow_mysql_cdc.engine.lake.maintenance.policy import MaintenancePolicy
 from airflow_mysql_cdc.engine.lake.storage import check_storage_options, secret_storage_options_to_environment
 from airflow_mysql_cdc.hooks.lake_storage import LakeStorageHook
+from airflow_mysql_cdc.operators.engine_process import EngineProcessOperator
 from airflow_mysql_cdc.operators.prerequisites import parse_table_list
 from airflow_mysql_cdc.runs import lake
 
 APPLICATION_MODULE = "airflow_mysql_cdc.engine.entrypoints.maintain_lake"
-_INHERITED_PREFIXES_REFUSED = ("AIRFLOW_CONN_", "AIRFLOW_VAR_")
 
 
-class MySqlCdcLakeMaintenanceOperator(BaseOperator):
+class MySqlCdcLakeMaintenanceOperator(EngineProcessOperator):
     """Maintains the lake of pipeline ``pipeline_id`` when due; returns what it did (the XCom).
 
     :param pipeline_id: the pipeline whose lease the maintenance takes (templated).
@@ -77,7 +65,6 @@ class MySqlCdcLakeMaintenanceOperator(BaseOperator):
         self.policy = MaintenancePolicy.from_dict(dict(maintenance or {}))
         self.force = force
         self.lease_s = lease_s
-        self._process: subprocess.Popen[str] | None = None
 
     def execute(self, context: Any) -> dict[str, Any]:
         public, secret = LakeStorageHook(self.lake_conn_id).get_storage_options(self.storage_options)
@@ -109,52 +96,4 @@ class MySqlCdcLakeMaintenanceOperator(BaseOperator):
         return result
 
     def _run(self, config: dict[str, Any], secret_environment: dict[str, str]) -> dict[str, Any]:
-        with tempfile.TemporaryDirectory(prefix="mysql-cdc-maintenance-") as workdir:
-            config_file, result_file = Path(workdir) / "config.json", Path(workdir) / "result.json"
-            config_file.write_text(json.dumps(config, indent=2))
-            argv = [
-                sys.executable,
-                "-m",
-                APPLICATION_MODULE,
-                "--config",
-                str(config_file),
-                "--result-file",
-                str(result_file),
-            ]
-            environment = {
-                key: value
-                for key, value in os.environ.items()
-                if not key.startswith(_INHERITED_PREFIXES_REFUSED)
-            }
-            environment |= {"PYTHONUNBUFFERED": "1", **secret_environment}
-            self._process = subprocess.Popen(
-                argv, env=environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                start_new_session=True,
-            )  # fmt: skip
-            try:
-                assert self._process.stdout is not None
-                for line in self._process.stdout:
-                    self.log.info("%s", line.rstrip())
-                code = self._process.wait()
-            finally:
-                self._kill()
-            if code != 0:
-                raise self._failure(code)
-            return json.loads(result_file.read_text())
-
-    def _failure(self, code: int) -> Exception:
-        known = code in ExitCode.__members__.values()
-        if known and not ExitCode(code).retryable:
-            return AirflowFailException(f"{self.task_id} failed: {ExitCode(code).meaning} (exit code {code})")
-        meaning = ExitCode(code).meaning if known else "killed or crashed"
-        return AirflowException(f"{self.task_id} failed: {meaning} (exit code {code}); a retry may help")
-
-    def _kill(self) -> None:
-        process = self._process
-        if process is not None and process.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-
-    def on_kill(self) -> None:
-        self._kill()
+        return self.run_engine_process(APPLICATION_MODULE, config, secret_environment)

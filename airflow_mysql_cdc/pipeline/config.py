@@ -27,6 +27,7 @@ from airflow_mysql_cdc.engine.apply.config import (
 from airflow_mysql_cdc.engine.lake.layout import lake_uri
 from airflow_mysql_cdc.engine.lake.maintenance.policy import MaintenancePolicy, MaintenancePolicyError
 from airflow_mysql_cdc.engine.lake.storage import StorageOptionsError, check_storage_options
+from airflow_mysql_cdc.engine.verify.settings import VerifySettings, VerifySettingsError
 from airflow_mysql_cdc.hooks.gtid_conditions import OnPurged
 from airflow_mysql_cdc.pipeline.spark_settings import SparkSettings, SparkSettingsError
 
@@ -107,6 +108,16 @@ class PipelineConfig:
     maintenance: dict[str, Any] = field(default_factory=dict)
     """The lake's upkeep after each run (on by default): cadence, thresholds, file size, vacuum
     retention (docs/operations.md, "Lake maintenance"); ``{"enabled": false}`` turns it off."""
+    verify: str = "off"
+    """``off``, ``sample`` or ``full``: a ``verify_lake`` task after each run compares the lake with
+    the source at the run's position (docs/operations.md, "Verifying the lake")."""
+    verify_sample_chunks: int = 4
+    """Chunks (of ``chunk_size`` rows) per table a ``sample`` verification checks; the next run goes on."""
+    verify_max_examples: int = 10
+    verify_mask_values: bool = False
+    """Differences name keys by a hash and columns by name, never their values."""
+    verify_repair: bool = False
+    """Set exactly the differing keys to their values at the run's position, then verify them again."""
 
     def __post_init__(self) -> None:
         if self.on_purged not in ("fail", "resnapshot"):
@@ -147,6 +158,20 @@ class PipelineConfig:
             MaintenancePolicy.from_dict(self.maintenance)
         except MaintenancePolicyError as error:
             raise PipelineConfigError(str(error)) from error
+        try:
+            self.verify_settings()
+        except VerifySettingsError as error:
+            raise PipelineConfigError(str(error)) from error
+
+    def verify_settings(self) -> VerifySettings:
+        return VerifySettings(
+            mode=self.verify,  # type: ignore[arg-type]
+            sample_chunks=self.verify_sample_chunks,
+            chunk_size=self.chunk_size,
+            max_examples=self.verify_max_examples,
+            mask_values=self.verify_mask_values,
+            repair=self.verify_repair,
+        )
 
     def spark_settings(self) -> SparkSettings:
         return SparkSettings.from_dict(self.spark)

@@ -1,6 +1,6 @@
 """The pipeline DAG: prerequisites, where the run stands, resumability, the chain step, upkeep.
 
-    check_prerequisites >> load_checkpoint >> resumability >> replicate >> maintain_lake
+    check_prerequisites >> load_checkpoint >> resumability >> replicate >> maintain_lake [>> verify_lake]
 
 One run applies one *segment*: every transaction committed before its data interval end that the
 chain's latest record does not hold (and, for a run that snapshots or admits tables, at least up to
@@ -15,6 +15,11 @@ are safe (docs/pipeline-dag.md).
 ``maintain_lake`` keeps the lake's tables bounded in files (compaction sorted by key, checkpoints,
 expired-log clean-up, vacuum) when the configuration's ``maintenance.interval_hours`` has passed
 since the last time; it takes the pipeline's lease, so it never runs beside an application.
+
+``verify_lake`` (only with ``verify`` set to ``sample`` or ``full``) compares each table in the lake
+with the source at the run's position, under the pipeline's lease, while writes go on; it fails on a
+proven difference and names the repair (docs/operations.md, "Verifying the lake"). It runs after
+maintenance, which it never runs beside (both take the lease), and reads the compacted files.
 
 ``dags/mysql_cdc_daily.py`` builds this DAG from the configuration file; a custom DAG can use
 the same operators and :mod:`airflow_mysql_cdc.runs.checkpoint_chain` (docs/custom-dags.md).
@@ -31,6 +36,7 @@ from airflow_mysql_cdc.hooks.lake_storage import LakeStorageHook
 from airflow_mysql_cdc.operators.maintenance import MySqlCdcLakeMaintenanceOperator
 from airflow_mysql_cdc.operators.prerequisites import MySqlCdcPrerequisitesOperator
 from airflow_mysql_cdc.operators.replicate import MySqlCdcReplicateOperator
+from airflow_mysql_cdc.operators.verify import MySqlCdcVerifyOperator
 from airflow_mysql_cdc.pipeline.config import PipelineConfig
 from airflow_mysql_cdc.runs import checkpoint_chain
 from airflow_mysql_cdc.sensors.gtid_sensors import MySqlCdcResumabilitySensor
@@ -58,6 +64,8 @@ def build_pipeline_dag(config: PipelineConfig) -> DAG:
         replicate = _replicate(config)
         maintain = _maintain_lake(config)
         prerequisites >> loaded >> resumability >> replicate >> maintain
+        if config.verify_settings().enabled:
+            maintain >> _verify_lake(config)
     return dag
 
 
@@ -153,4 +161,24 @@ def _maintain_lake(config: PipelineConfig) -> MySqlCdcLakeMaintenanceOperator:
         storage_options=config.storage_options,
         lake_conn_id=config.lake_conn_id,
         maintenance=config.maintenance,
+    )
+
+
+def _verify_lake(config: PipelineConfig) -> MySqlCdcVerifyOperator:
+    settings = config.verify_settings()
+    return MySqlCdcVerifyOperator(
+        task_id="verify_lake",
+        pipeline_id=config.pipeline_id,
+        tables=list(config.tables),
+        lake_root=config.lake_root,
+        mode=settings.mode,
+        sample_chunks=settings.sample_chunks,
+        chunk_size=settings.chunk_size,
+        max_examples=settings.max_examples,
+        mask_values=settings.mask_values,
+        repair=settings.repair,
+        soft_deletes=config.soft_deletes,
+        storage_options=config.storage_options,
+        lake_conn_id=config.lake_conn_id,
+        mysql_cdc_conn_id=config.mysql_cdc_conn_id,
     )

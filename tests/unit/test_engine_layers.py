@@ -18,6 +18,7 @@ LAYER_RANK = {
     "lake": 4,
     "snapshot": 5,
     "apply": 6,
+    "verify": 6,
     "entrypoints": 7,
 }
 ROOT = Path(engine.__file__).parent

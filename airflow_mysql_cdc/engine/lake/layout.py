@@ -61,6 +61,11 @@ class LakeLayout:
         """What each maintenance run did (and when: the next one waits out the policy's interval)."""
         return self._join("_cdc", "maintenance")
 
+    @property
+    def verify_log(self) -> str:
+        """Each table's latest verification and where its sampled verification goes on (one row each)."""
+        return self._join("_cdc", "verify")
+
     def snapshot_log(self, schema: str, table: str) -> str:
         """The records of one table's snapshots: plans, finished chunks, watermarks, definitions."""
         return self._join("_cdc", "snapshots", _segment(schema), _segment(table))

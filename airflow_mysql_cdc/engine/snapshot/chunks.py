@@ -83,9 +83,19 @@ def require_row_key(metadata: TableMetadata | None, ref: TableRef) -> TableMetad
 
 
 def plan_chunks(
-    connection: pymysql.connections.Connection, metadata: TableMetadata, chunk_size: int
+    connection: pymysql.connections.Connection,
+    metadata: TableMetadata,
+    chunk_size: int,
+    *,
+    after: tuple[Any, ...] | None = None,
+    max_chunks: int | None = None,
 ) -> list[Chunk]:
-    """Boundaries every ``chunk_size`` keys, read with keyset queries (no OFFSET over the whole table)."""
+    """Boundaries every ``chunk_size`` keys, read with keyset queries (no OFFSET over the whole table).
+
+    ``after`` plans only the keys above it (the first chunk's exclusive lower bound), and
+    ``max_chunks`` stops after that many chunks, the last of which then has an upper bound unless
+    the table's keys ran out: a verification's sample (:mod:`airflow_mysql_cdc.engine.verify`).
+    """
     if chunk_size < 1:
         raise ValueError("chunk_size must be positive")
     key = metadata.key_columns
@@ -102,10 +112,11 @@ def plan_chunks(
     )
     boundaries: list[tuple[Any, ...]] = []
     with connection.cursor() as cursor:
-        while True:
+        while max_chunks is None or len(boundaries) < max_chunks:
             where, params = "TRUE", list[Any]()
-            if boundaries:
-                where, params = range_predicate(key_columns, Chunk(0, boundaries[-1], None))
+            lower = boundaries[-1] if boundaries else after
+            if lower is not None:
+                where, params = range_predicate(key_columns, Chunk(0, lower, None))
             cursor.execute(
                 f"SELECT {selected} FROM {table} WHERE {where} ORDER BY {order_by} LIMIT 1 OFFSET %s",
                 [*params, chunk_size - 1],
@@ -115,9 +126,10 @@ def plan_chunks(
                 break
             boundaries.append(tuple(row))
     chunks = []
-    lower: tuple[Any, ...] | None = None
+    lower = after
     for index, upper in enumerate(boundaries):
         chunks.append(Chunk(index, lower, upper))
         lower = upper
-    chunks.append(Chunk(len(boundaries), lower, None))
+    if max_chunks is None or len(chunks) < max_chunks:
+        chunks.append(Chunk(len(boundaries), lower, None))
     return chunks

@@ -192,6 +192,7 @@ def _tables(lake: LakeState, tables: Sequence[str]) -> Iterator[MaintainedTable]
     yield MaintainedTable(layout.state, "own", "_cdc/state")
     yield MaintainedTable(layout.checkpoints, "own", "_cdc/checkpoints")
     yield MaintainedTable(layout.maintenance_log, "own", "_cdc/maintenance")
+    yield MaintainedTable(layout.verify_log, "own", "_cdc/verify")
     for ref in refs:
         yield MaintainedTable(layout.snapshot_log(ref.schema, ref.table), "own", f"_cdc/snapshots/{ref}")
 

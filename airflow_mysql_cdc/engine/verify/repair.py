@@ -1,0 +1,116 @@
+"""Repair: exactly the differing keys of a target set to their values at the verified position.
+
+Invariant: a key is repaired only when the verification found it differing in a chunk whose read
+saw no transaction after the position ``E`` touch that key (:mod:`.run`, point 1), so the row read
+from the source *is* the key's row at ``E`` (absent: the key did not exist at ``E``). One MERGE on
+the key upserts the rows the lake lacks or holds wrongly and deletes (with ``soft_deletes``: flags
+deleted) the rows the source lacks; no other row is touched. The target then equals the source at
+``E`` for those keys, which is what the pipeline's state says it holds, so the next run continues
+from ``E`` as if the damage never happened.
+
+How the next run sees this commit: it carries no app transaction, so the table's own applied set
+(:mod:`..lake.state.table_positions`) stays the state's, and it is made under the pipeline's lease,
+between runs: a run loads each table's version when it opens, so a repair is never "another
+writer" to it. A run that outlived its lease and still writes *is* fenced by it, as it must be.
+The repair does not write the changelog: the changelog records the source's changes, and a repair
+is none (like a snapshot's rows, which are not in it either); it is recorded in the commit's
+metadata (``airflow_mysql_cdc.repair``), the task's result and the ``_cdc/verify`` log.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+from deltalake import CommitProperties, DeltaTable
+
+from airflow_mysql_cdc.engine.lake.delta_layout import (
+    COMMIT_TS_COLUMN,
+    DELETED_AT_COLUMN,
+    DELETED_COLUMN,
+    GTID_COLUMN,
+    METADATA_PREFIX,
+)
+from airflow_mysql_cdc.engine.lake.foreign_commits import check_writable
+from airflow_mysql_cdc.engine.lake.merge_plan import merge_plan, quote
+from airflow_mysql_cdc.engine.values.gtid import GtidSet
+from airflow_mysql_cdc.engine.verify.comparable import Key
+
+REPAIR_COMMIT_METADATA = "airflow_mysql_cdc.repair"
+_ACTION = "_repair_action"
+_AT = "_repair_at"
+
+
+@dataclass(frozen=True)
+class Repair:
+    """What one table's repair wrote."""
+
+    upserted: int
+    deleted: int
+    version: int
+    """The target's version after the repair's commit."""
+
+
+def repair_target(
+    table: DeltaTable,
+    role: str,
+    upserts: pa.Table,
+    deletes: Sequence[Key],
+    key: Sequence[str],
+    *,
+    soft_deletes: bool,
+    position: GtidSet,
+    repaired_at_us: int,
+) -> Repair:
+    """One MERGE: ``upserts`` (source columns, Delta types) in, the rows keyed ``deletes`` out."""
+    check_writable(table, role, updates_rows=True)
+    source = _merge_source(upserts, deletes, key, repaired_at_us)
+    names = upserts.column_names
+    lake_names = [
+        name for name in pa.schema(table.schema().to_arrow()).names if not name.startswith(METADATA_PREFIX)
+    ]
+    upsert = {name: f"s.{quote(name)}" for name in names}
+    upsert |= {name: "null" for name in lake_names if name not in set(names)}
+    upsert |= {
+        GTID_COLUMN: "null",
+        COMMIT_TS_COLUMN: "null",
+        DELETED_COLUMN: "false",
+        DELETED_AT_COLUMN: "null",
+    }
+    metadata = {"position": str(position), "upserted": upserts.num_rows, "deleted": len(deletes)}
+    merger = table.merge(
+        source,
+        merge_plan(source, key).predicate,
+        source_alias="s",
+        target_alias="t",
+        commit_properties=CommitProperties(
+            custom_metadata={REPAIR_COMMIT_METADATA: json.dumps(metadata)}, max_commit_retries=0
+        ),
+    ).when_matched_update(upsert, predicate=f"s.{_ACTION} = 'upsert'")
+    if soft_deletes:
+        merger = merger.when_matched_update(
+            {DELETED_COLUMN: "true", DELETED_AT_COLUMN: f"s.{_AT}"}, predicate=f"s.{_ACTION} = 'delete'"
+        )
+    else:
+        merger = merger.when_matched_delete(predicate=f"s.{_ACTION} = 'delete'")
+    merger.when_not_matched_insert(upsert, predicate=f"s.{_ACTION} = 'upsert'").execute()
+    table.update_incremental()
+    return Repair(upserts.num_rows, len(deletes), table.version())
+
+
+def _merge_source(upserts: pa.Table, deletes: Sequence[Key], key: Sequence[str], at_us: int) -> pa.Table:
+    count = len(deletes)
+    columns: dict[str, Any] = {}
+    for field in upserts.schema:
+        if field.name in key:
+            position = list(key).index(field.name)
+            removed = pa.array([row_key[position] for row_key in deletes], field.type)
+        else:
+            removed = pa.nulls(count, field.type)
+        columns[field.name] = pa.concat_arrays([upserts.column(field.name).combine_chunks(), removed])
+    columns[_ACTION] = pa.array(["upsert"] * upserts.num_rows + ["delete"] * count, pa.string())
+    columns[_AT] = pa.array([at_us] * (upserts.num_rows + count), pa.timestamp("us", tz="UTC"))
+    return pa.table(columns)

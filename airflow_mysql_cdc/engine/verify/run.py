@@ -1,0 +1,351 @@
+"""One verification of a pipeline's lake against its source, under the pipeline's lease.
+
+Invariant: the lake does not move while it is verified, and the position it is compared at is the
+one it holds. The verification claims the pipeline's lease first (an application running is
+refused it: ``PipelineBusyError``, a retryable failure, as for maintenance), reads the position
+``E`` from the state it claimed, renews the lease as it goes and releases it at the end. So no
+batch lands during the comparison, and every target the state names as streamed holds the source
+at ``E`` unless something broke it: what :mod:`.table_check` proves or rules out, chunk by chunk.
+
+A table is not compared (``inconclusive``, with the reason, never a failure) when the lake cannot
+be expected to hold it at ``E``: no target yet, not a member of the stream yet (it joins at a later
+run), its snapshot unfinished, ahead of the state after an interrupted run, or left the pipeline;
+or when a DDL after ``E`` may have changed it. A table without a row key cannot be in the pipeline
+(the snapshot refuses it), so none reaches here.
+
+With ``repair``, the differing keys of a table are set to their values at ``E`` (:mod:`.repair`)
+and their chunks compared again; the table is ``repaired`` only if they are then equal.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+import pymysql
+
+from airflow_mysql_cdc.engine.binlog.stream import random_server_id
+from airflow_mysql_cdc.engine.lake.state.pipeline_state import (
+    PipelineState,
+    PipelineStateStore,
+    default_owner,
+)
+from airflow_mysql_cdc.engine.lake.state.store import LakeState
+from airflow_mysql_cdc.engine.lake.state.table_positions import pipeline_app_id
+from airflow_mysql_cdc.engine.mysql.definition import TableDefinition
+from airflow_mysql_cdc.engine.mysql.schema import TableMetadata, TableRef, read_table_metadata
+from airflow_mysql_cdc.engine.mysql.types import ColumnType
+from airflow_mysql_cdc.engine.snapshot.chunks import Chunk, plan_chunks
+from airflow_mysql_cdc.engine.snapshot.key_order import KeyOrder
+from airflow_mysql_cdc.engine.snapshot.lake_commits import progress_from_records
+from airflow_mysql_cdc.engine.snapshot.window import open_window_connection
+from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
+from airflow_mysql_cdc.engine.values.gtid import GtidSet
+from airflow_mysql_cdc.engine.verify.changed_keys import BinlogFollower
+from airflow_mysql_cdc.engine.verify.comparable import RowDiff, example
+from airflow_mysql_cdc.engine.verify.lake_rows import LakeRows, LakeSchemaDifferenceError
+from airflow_mysql_cdc.engine.verify.repair import repair_target
+from airflow_mysql_cdc.engine.verify.report import TableReport, VerifyReport
+from airflow_mysql_cdc.engine.verify.rotation import SampleCursor
+from airflow_mysql_cdc.engine.verify.settings import VerifySettings
+from airflow_mysql_cdc.engine.verify.source_chunks import gtid_executed
+from airflow_mysql_cdc.engine.verify.table_check import ChunkFinding, SchemaChangedAfterPosition, TableCheck
+from airflow_mysql_cdc.engine.verify.verify_log import VerifyLog, VerifyRecord
+
+log = logging.getLogger("airflow_mysql_cdc.verify")
+
+
+class Lease:
+    """The pipeline's lease while a verification holds it: renewed at most every third of ``lease_s``."""
+
+    def __init__(self, store: PipelineStateStore, state: PipelineState, lease_s: float) -> None:
+        self.store, self.state, self.lease_s = store, state, lease_s
+        self._renewed = time.monotonic()
+
+    def heartbeat(self) -> None:
+        if time.monotonic() - self._renewed >= self.lease_s / 3:
+            self.state = self.store.commit(self.state, self.state.applied_gtids, self.state.batch_seq)
+            self._renewed = time.monotonic()
+
+    def release(self) -> None:
+        self.store.commit(self.state, self.state.applied_gtids, self.state.batch_seq, release=True)
+
+
+@dataclass
+class _Planned:
+    ref: TableRef
+    metadata: TableMetadata
+    columns: tuple[ColumnType, ...]
+    lake_rows: LakeRows
+    chunks: list[Chunk]
+    cursor: SampleCursor
+    report: TableReport = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.report = TableReport(str(self.ref), chunks_planned=len(self.chunks))
+
+
+def verify_lake(
+    lake: LakeState,
+    endpoint: MySqlEndpoint,
+    tables: Sequence[str],
+    settings: VerifySettings,
+    *,
+    soft_deletes: bool = False,
+    lease_s: float = 60.0,
+    owner: str | None = None,
+) -> VerifyReport:
+    """Verify ``tables`` (module docstring); the report says per table what was found and done."""
+    started = time.monotonic()
+    report = VerifyReport(lake.pipeline_id, settings.mode)
+    store = lake.pipeline_store()
+    current = store.read()
+    if not settings.enabled or current is None:
+        report.skipped = (
+            "verify is off" if not settings.enabled else "the pipeline has not written this lake yet"
+        )
+        return report
+    lease = Lease(
+        store, store.claim(owner or default_owner(), current.applied_gtids, lease_s=lease_s), lease_s
+    )
+    try:
+        position = lease.state.applied_gtids
+        report.position = str(position)
+        verify_log = VerifyLog(lake.layout.verify_log, lake.pipeline_id, lake.storage_options)
+        previous = verify_log.records()
+        records: dict[str, VerifyRecord] = {}
+        with open_window_connection(endpoint) as connection, endpoint.connect() as planning:
+            planned = []
+            for name in tables:
+                cursor = previous[name].cursor if name in previous else SampleCursor()
+                outcome = _plan(lake, lease.state, planning, TableRef.parse(name), settings, cursor)
+                if isinstance(outcome, TableReport):
+                    log.warning("verify: %s", outcome.describe())
+                    report.tables.append(outcome)
+                else:
+                    planned.append(outcome)
+            follower = BinlogFollower(endpoint, position, _key_types(planned), server_id=random_server_id())
+            _settle_schema_differences(report.tables, follower, connection)
+            for table in planned:
+                _verify_table(table, connection, follower, position, settings, lease, soft_deletes, lake)
+                report.tables.append(table.report)
+                log.info("verify: %s", table.report.describe())
+                records[str(table.ref)] = _record(table, settings, position)
+        if records:
+            verify_log.write(records)
+    finally:
+        lease.release()
+    report.seconds = round(time.monotonic() - started, 3)
+    log.info("%s", report.summary())
+    return report
+
+
+def _key_types(planned: Sequence[_Planned]) -> dict[str, tuple[ColumnType, ...]]:
+    return {
+        str(table.ref): tuple(
+            column for name in table.metadata.key_columns for column in table.columns if column.name == name
+        )
+        for table in planned
+    }
+
+
+def _plan(
+    lake: LakeState,
+    state: PipelineState,
+    connection: pymysql.connections.Connection,
+    ref: TableRef,
+    settings: VerifySettings,
+    cursor: SampleCursor,
+) -> _Planned | TableReport:
+    """The table's chunks to compare, or why it is not compared."""
+    name = str(ref)
+
+    def not_compared(reason: str, status: str = "inconclusive") -> TableReport:
+        return TableReport(name, status=status, reason=reason)  # type: ignore[arg-type]
+
+    target = lake.target(ref)
+    if target is None:
+        return not_compared("the lake has no target table for it yet (its first run has not finished)")
+    if lake.departure(ref) is not None:
+        return not_compared(
+            "it left the pipeline (dropped, renamed, or waiting for its re-snapshot)", "skipped"
+        )
+    if state.members is not None and name not in state.members:
+        return not_compared("the pipeline does not stream it yet: it joins at its next run")
+    progress = progress_from_records(lake.snapshot_records(ref, target))
+    if progress is not None and not progress.complete:
+        return not_compared("its snapshot is unfinished; the next run finishes it")
+    if target.transaction_version(pipeline_app_id(lake.pipeline_id)) in (state.intents or {}):
+        return not_compared(
+            "it holds changes beyond the position after an interrupted run; the next run settles it"
+        )
+    with connection.cursor() as meta_cursor:
+        metadata = read_table_metadata(meta_cursor, ref)
+    if metadata is None or not metadata.has_row_key:
+        return not_compared("the source table is gone or has no row key now (a DDL after the position?)")
+    columns = TableDefinition.of(metadata).column_types
+    try:
+        lake_rows = LakeRows(
+            target,
+            columns,
+            metadata.key_columns,
+            metadata.row_key_columns,
+            KeyOrder(connection, metadata.row_key_columns),
+        )
+    except LakeSchemaDifferenceError as error:
+        report = TableReport(
+            name, status="mismatch", reason=f"the lake's columns differ from the source's: {error}"
+        )
+        return report
+    after = cursor.after if settings.mode == "sample" else None
+    if after is not None and len(after) != len(metadata.key_columns):
+        cursor = SampleCursor(None, cursor.passes)  # the key changed: start the rotation again
+        after = None
+    chunks = plan_chunks(
+        connection, metadata, settings.chunk_size, after=after,
+        max_chunks=settings.sample_chunks if settings.mode == "sample" else None,
+    )  # fmt: skip
+    return _Planned(ref, metadata, columns, lake_rows, chunks, cursor)
+
+
+def _settle_schema_differences(
+    reports: Sequence[TableReport], follower: BinlogFollower, connection: pymysql.connections.Connection
+) -> None:
+    """A table whose lake columns differ is inconclusive if a DDL after the position may explain it."""
+    differing = [report for report in reports if report.status == "mismatch"]
+    if not differing:
+        return
+    now = gtid_executed(connection)
+    follower.advance_to(now)
+    for report in differing:
+        ddl = follower.changed.schema_changes(report.table, now)
+        if ddl:
+            report.status, report.reason = "inconclusive", _ddl_reason(ddl)
+
+
+def _ddl_reason(gtids: Sequence[object]) -> str:
+    return (
+        f"a DDL after the position may have changed it ({', '.join(map(str, gtids))}); the run that applies "
+        "it evolves or re-snapshots the table, and a later verification compares it"
+    )
+
+
+def _verify_table(
+    table: _Planned,
+    connection: pymysql.connections.Connection,
+    follower: BinlogFollower,
+    position: GtidSet,
+    settings: VerifySettings,
+    lease: Lease,
+    soft_deletes: bool,
+    lake: LakeState,
+) -> None:
+    check = TableCheck(
+        connection, table.metadata, table.columns, table.lake_rows, follower, position,
+        settle_s=settings.settle_s, heartbeat=lease.heartbeat,
+    )  # fmt: skip
+    report = table.report
+    total = len(table.chunks)
+
+    def progress(done: int) -> None:
+        log.info("verify of %s: %d/%d chunks done", table.ref, done, total)
+
+    try:
+        findings = check.compare(table.chunks, progress)
+    except SchemaChangedAfterPosition as change:
+        report.status, report.reason = "inconclusive", _ddl_reason(str(change).split(", "))
+        return
+    _tally(report, findings, table.metadata.key_columns, settings)
+    if settings.mode == "sample":
+        report.cursor = table.cursor.advanced(table.chunks).to_json()
+    if not report.differences:
+        return
+    report.status = "mismatch"
+    if not settings.repair:
+        return
+    diffs = [finding.diff for finding in findings if finding.diff]
+    repaired = _repair(table, diffs, soft_deletes, position, lake)
+    check.lake_rows = table.lake_rows  # the target as the repair left it
+    again = [finding.chunk for finding in findings if finding.diff]
+    try:
+        recheck = check.compare(again)
+    except SchemaChangedAfterPosition as change:
+        repaired["outcome"] = "not verified again: " + _ddl_reason(str(change).split(", "))
+        report.repair = repaired
+        return
+    left = sum(1 for finding in recheck if finding.diff)
+    repaired["outcome"] = "equal to the source" if not left else f"{left} chunk(s) still differ"
+    report.repair = repaired
+    if not left:
+        report.status = "repaired"
+
+
+def _tally(
+    report: TableReport, findings: Sequence[ChunkFinding], key: Sequence[str], settings: VerifySettings
+) -> None:
+    for finding in findings:
+        report.chunks.append(finding.report)
+        report.chunks_checked += 1
+        report.rows_compared += finding.rows_compared
+        report.excluded += finding.report.excluded
+        diff = finding.diff
+        if not diff:
+            continue
+        report.missing += len(diff.missing)
+        report.extra += len(diff.extra)
+        report.differing += len(diff.differing)
+        for kind, keys in (
+            ("missing", diff.missing),
+            ("extra", diff.extra),
+            ("differing", list(diff.differing)),
+        ):
+            for row_key in keys:
+                if len(report.examples) < settings.max_examples:
+                    report.examples.append(
+                        example(kind, row_key, key, diff, mask_values=settings.mask_values)
+                    )
+
+
+def _repair(
+    table: _Planned, diffs: Sequence[RowDiff], soft_deletes: bool, position: GtidSet, lake: LakeState
+) -> dict[str, object]:
+    schema = table.lake_rows.schema
+    upserted = [diff.source_rows[row_key] for diff in diffs for row_key in [*diff.missing, *diff.differing]]
+    deleted = [row_key for diff in diffs for row_key in diff.extra]
+    target = lake.target(table.ref)
+    assert target is not None
+    done = repair_target(
+        target, f"target of {table.ref}", pa.Table.from_pylist(upserted, schema=schema), deleted,
+        table.metadata.key_columns, soft_deletes=soft_deletes, position=position,
+        repaired_at_us=time.time_ns() // 1000,
+    )  # fmt: skip
+    log.warning(
+        "verify: repaired %s at %s: %d row(s) upserted, %d deleted (target version %d)",
+        table.ref, position, done.upserted, done.deleted, done.version,
+    )  # fmt: skip
+    table.lake_rows = LakeRows(
+        target,
+        table.columns,
+        table.metadata.key_columns,
+        table.metadata.row_key_columns,
+        table.lake_rows.order,
+    )
+    return {"upserted": done.upserted, "deleted": done.deleted, "version": done.version}
+
+
+def _record(table: _Planned, settings: VerifySettings, position: GtidSet) -> VerifyRecord:
+    report = table.report
+    cursor = SampleCursor.from_json(report.cursor) if report.cursor else table.cursor
+    if settings.mode == "full" and report.status in ("clean", "repaired", "mismatch"):
+        cursor = SampleCursor(None, table.cursor.passes + 1)
+    summary = {
+        key: getattr(report, key)
+        for key in ("chunks_checked", "rows_compared", "excluded", "missing", "extra", "differing")
+    }
+    return VerifyRecord(
+        table=report.table, cursor=cursor, position=str(position), verified_at_us=time.time_ns() // 1000,
+        mode=settings.mode, status=report.status, summary=summary,
+    )  # fmt: skip

@@ -1,0 +1,86 @@
+"""Shared machinery of the operators that run an engine application as a plain Python process.
+
+The application (maintenance, verification: no Spark) runs in a process of its own, in its own
+process group: its output becomes task log lines, a killed or timed-out task kills it whole, and
+its exit code, the engine's :class:`~airflow_mysql_cdc.engine.errors.ExitCode`, decides whether the
+task fails at once or Airflow retries it. Secrets reach it in its environment only; Airflow's own
+connection and variable secrets in the worker's environment are not passed on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from airflow.sdk import BaseOperator
+from airflow.sdk.exceptions import AirflowException, AirflowFailException
+
+from airflow_mysql_cdc.engine.errors import ExitCode
+
+_INHERITED_PREFIXES_REFUSED = ("AIRFLOW_CONN_", "AIRFLOW_VAR_")
+
+
+class EngineProcessOperator(BaseOperator):
+    """Runs ``python -m <module> --config C --result-file R`` and returns the result file."""
+
+    _process: subprocess.Popen[str] | None = None
+
+    def run_engine_process(
+        self, module: str, config: dict[str, Any], secret_environment: dict[str, str]
+    ) -> dict[str, Any]:
+        with tempfile.TemporaryDirectory(prefix="mysql-cdc-") as workdir:
+            config_file, result_file = Path(workdir) / "config.json", Path(workdir) / "result.json"
+            config_file.write_text(json.dumps(config, indent=2))
+            argv = [
+                sys.executable,
+                "-m",
+                module,
+                "--config",
+                str(config_file),
+                "--result-file",
+                str(result_file),
+            ]
+            environment = {
+                key: value
+                for key, value in os.environ.items()
+                if not key.startswith(_INHERITED_PREFIXES_REFUSED)
+            }
+            environment |= {"PYTHONUNBUFFERED": "1", **secret_environment}
+            self._process = subprocess.Popen(
+                argv, env=environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                start_new_session=True,
+            )  # fmt: skip
+            try:
+                assert self._process.stdout is not None
+                for line in self._process.stdout:
+                    self.log.info("%s", line.rstrip())
+                code = self._process.wait()
+            finally:
+                self._kill()
+            if code != 0:
+                raise self._failure(code)
+            return json.loads(result_file.read_text())
+
+    def _failure(self, code: int) -> Exception:
+        known = code in ExitCode.__members__.values()
+        if known and not ExitCode(code).retryable:
+            return AirflowFailException(f"{self.task_id} failed: {ExitCode(code).meaning} (exit code {code})")
+        meaning = ExitCode(code).meaning if known else "killed or crashed"
+        return AirflowException(f"{self.task_id} failed: {meaning} (exit code {code}); a retry may help")
+
+    def _kill(self) -> None:
+        process = self._process
+        if process is not None and process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+    def on_kill(self) -> None:
+        self._kill()

@@ -1,0 +1,143 @@
+"""Operator: verify a pipeline's lake against its MySQL source at the pipeline's position.
+
+The work runs in a process of its own (``engine/entrypoints/verify_lake.py``, no Spark), under the
+pipeline's lease, so it never runs beside the binlog application: while one holds the lease it
+fails retryably (exit 3) and Airflow retries. It reads the source in key chunks without locks
+while writes go on, leaves out every key a transaction after the position changed, and compares
+the rest with the lake (docs/operations.md, "Verifying the lake").
+
+The result (XCom) says per table: rows compared, left out, missing, extra, differing, examples,
+each chunk's checksums, and what a repair wrote. A proven difference fails the task
+(``AirflowFailException``: a retry would find it again) with a message naming, per table, what
+differs and the repair; an inconclusive table (a DDL after the position, a table not streamed yet)
+is logged and does not fail it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from airflow.sdk.exceptions import AirflowFailException
+
+from airflow_mysql_cdc.engine.lake.storage import check_storage_options
+from airflow_mysql_cdc.engine.verify.settings import VerifySettings
+from airflow_mysql_cdc.hooks.lake_storage import LakeStorageHook
+from airflow_mysql_cdc.hooks.mysql_cdc import MySqlCdcHook
+from airflow_mysql_cdc.operators.engine_process import EngineProcessOperator
+from airflow_mysql_cdc.operators.prerequisites import parse_table_list
+from airflow_mysql_cdc.operators.spark_application import ApplicationSecrets
+
+APPLICATION_MODULE = "airflow_mysql_cdc.engine.entrypoints.verify_lake"
+
+
+class MySqlCdcVerifyOperator(EngineProcessOperator):
+    """Verifies the lake of pipeline ``pipeline_id``; returns what it found (the XCom).
+
+    :param pipeline_id: the pipeline whose lease and position the verification takes (templated).
+    :param tables: ``schema.table`` names to verify.
+    :param lake_root: a local path or a URI (templated).
+    :param mode: ``sample`` (``sample_chunks`` chunks per table, the next run going on where this
+        one stopped) or ``full`` (every chunk); ``off`` does nothing.
+    :param sample_chunks: chunks per table and run in ``sample`` mode.
+    :param chunk_size: rows per chunk.
+    :param max_examples: differing keys named per table.
+    :param mask_values: name differing keys by a hash and columns by name, never their values.
+    :param repair: set exactly the differing keys to their values at the position, then verify them again.
+    :param soft_deletes: the pipeline's ``soft_deletes``: a repaired extra row is flagged, not deleted.
+    :param storage_options: public delta-rs storage options; a credential here is refused.
+    :param lake_conn_id: an ``aws`` connection with the lake's credentials.
+    :param lease_s: how long a silent verification keeps the pipeline's lease.
+    """
+
+    template_fields: Sequence[str] = ("pipeline_id", "lake_root", "mysql_cdc_conn_id")
+    ui_color = "#efe6f7"
+
+    def __init__(
+        self,
+        *,
+        pipeline_id: str,
+        tables: Sequence[str],
+        lake_root: str,
+        mode: str = "sample",
+        sample_chunks: int = 4,
+        chunk_size: int = 50_000,
+        max_examples: int = 10,
+        mask_values: bool = False,
+        repair: bool = False,
+        soft_deletes: bool = False,
+        storage_options: dict[str, str] | None = None,
+        lake_conn_id: str | None = None,
+        mysql_cdc_conn_id: str = MySqlCdcHook.default_conn_name,
+        lease_s: float = 60.0,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.pipeline_id = pipeline_id
+        self.tables = tuple(str(ref) for ref in parse_table_list(tables))
+        self.lake_root = lake_root
+        # Refused when the DAG is parsed, naming the key, before anything runs.
+        self.settings = VerifySettings(
+            mode=mode,  # type: ignore[arg-type]
+            sample_chunks=sample_chunks,
+            chunk_size=chunk_size,
+            max_examples=max_examples,
+            mask_values=mask_values,
+            repair=repair,
+        )
+        self.soft_deletes = soft_deletes
+        self.storage_options = check_storage_options(storage_options, where="the operator's storage_options")
+        self.lake_conn_id = lake_conn_id
+        self.mysql_cdc_conn_id = mysql_cdc_conn_id
+        self.lease_s = lease_s
+
+    def execute(self, context: Any) -> dict[str, Any]:
+        if not self.settings.enabled:
+            self.log.info("Summary: verify skipped: verify is off")
+            return {
+                "pipeline_id": self.pipeline_id,
+                "skipped": "verify is off",
+                "tables": [],
+                "mismatched": [],
+            }
+        endpoint = MySqlCdcHook(self.mysql_cdc_conn_id).get_endpoint()
+        public, secret = LakeStorageHook(self.lake_conn_id).get_storage_options(self.storage_options)
+        config = {
+            "pipeline_id": self.pipeline_id,
+            "lake_root": self.lake_root,
+            "tables": list(self.tables),
+            "settings": self.settings.to_dict(),
+            "soft_deletes": self.soft_deletes,
+            "storage_options": public,
+            "lease_s": self.lease_s,
+        }
+        secrets = ApplicationSecrets.of(endpoint, secret)
+        self.log.info(
+            "Verifying %s (%s) of pipeline %s against %s", ", ".join(self.tables), self.settings.mode,
+            self.pipeline_id, endpoint,
+        )  # fmt: skip
+        result = self.run_engine_process(APPLICATION_MODULE, config, secrets.environment)
+        self._log_result(result)
+        if result["mismatched"]:
+            from airflow_mysql_cdc.engine.verify.report import failure_message  # pyarrow: not at DAG parse
+
+            raise AirflowFailException(failure_message(result, self.task_id))
+        return result
+
+    def _log_result(self, result: Mapping[str, Any]) -> None:
+        for table in result["tables"]:
+            if table.get("repair"):
+                self.log.warning("%s: repaired: %s", table["table"], table["repair"])
+            if table["status"] in ("inconclusive", "skipped"):
+                self.log.warning("%s: %s: %s", table["table"], table["status"], table["reason"])
+        if result.get("skipped"):
+            self.log.info("Summary: verify skipped: %s", result["skipped"])
+            return
+        statuses = ", ".join(f"{table['table']} {table['status']}" for table in result["tables"])
+        self.log.info(
+            "Summary: verify (%s) at %s: %s; %d rows compared, %d left out (changed after the position) "
+            "in %.1fs",
+            result["mode"], result["position"] or "(empty)", statuses,
+            sum(table["rows_compared"] for table in result["tables"]),
+            sum(table["excluded"] for table in result["tables"]), result["seconds"],
+        )  # fmt: skip

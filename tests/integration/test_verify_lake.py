@@ -1,0 +1,190 @@
+"""Verifying the lake at the pipeline's position against the live source: real MySQL, real Delta.
+
+Each test builds an exact lake the way the pipeline does (a snapshot, then the binlog application
+up to a position ``E``), keeps writers running on the source, and verifies; what the verification
+may and may not say is in ``engine/verify/table_check.py``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+from deltalake import DeltaTable, write_deltalake
+
+from airflow_mysql_cdc.engine.apply.config import ApplyConfig
+from airflow_mysql_cdc.engine.apply.single_reader import run_apply
+from airflow_mysql_cdc.engine.lake.layout import LakeLayout
+from airflow_mysql_cdc.engine.lake.state.store import LakeState
+from airflow_mysql_cdc.engine.snapshot.runner import snapshot_table
+from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
+from airflow_mysql_cdc.engine.values.gtid import GtidSet
+from airflow_mysql_cdc.engine.verify.report import VerifyReport, failure_message
+from airflow_mysql_cdc.engine.verify.run import verify_lake
+from airflow_mysql_cdc.engine.verify.settings import VerifySettings
+from airflow_mysql_cdc.engine.verify.table_check import SourceBehindError
+from tests.support.lake import assert_lake_equals_source
+from tests.support.mysql import execute
+from tests.support.pipeline import seed, writers_running
+
+pytestmark = pytest.mark.mysql
+PIPELINE = "verified"
+
+
+def _stream(endpoint: MySqlEndpoint, lake: Path, tables: tuple[str, ...], start: GtidSet) -> GtidSet:
+    return run_apply(
+        ApplyConfig(
+            pipeline_id=PIPELINE, lake_root=str(lake), tables=tables, start_gtids=start,
+            mode="until_caught_up", batch_max_rows=200, batch_max_seconds=0.2, heartbeat_s=0.5,
+        ),
+        endpoint,
+    ).end_gtids  # fmt: skip
+
+
+def _exact_lake(
+    endpoint: MySqlEndpoint, lake: Path, rows: int = 300, *, quiet: bool = False
+) -> tuple[str, GtidSet]:
+    """``orders`` seeded with ``rows`` rows, snapshotted and streamed: the lake exact at the position.
+
+    ``quiet`` adds keys 1001-1060, which the tests' writers never touch (theirs are 1-600).
+    """
+    seed(endpoint, "orders", rows)
+    if quiet:
+        values = ", ".join(f"({i}, 'c{i}', {i}.5, 'new', NULL, NOW(6))" for i in range(1001, 1061))
+        execute(endpoint, f"INSERT INTO orders VALUES {values}")
+    table = f"{endpoint.database}.orders"
+    snapshot = snapshot_table(endpoint, lake, table, chunk_size=40)
+    return table, _stream(endpoint, lake, (table,), GtidSet.parse(snapshot.stream_start))
+
+
+def _verify(endpoint: MySqlEndpoint, lake: Path, table: str, **settings) -> VerifyReport:
+    chosen = {"mode": "full", "chunk_size": 50} | settings
+    return verify_lake(LakeState(lake, PIPELINE), endpoint, [table], VerifySettings(**chosen))
+
+
+def _target(lake: Path, database: str) -> DeltaTable:
+    return DeltaTable(LakeLayout(lake).target(database, "orders"))
+
+
+def _corrupt(lake: Path, database: str) -> None:
+    """What another job might do to a target: change a value, delete a row, add a row."""
+    target = _target(lake, database)
+    target.update(predicate="id = 1007", updates={"amount": "cast(999.99 as decimal(10,2))"})
+    target.delete("id = 1011")
+    rows = target.to_pyarrow_table()
+    extra = rows.filter(pc.equal(rows.column("id"), 1013))
+    extra = extra.set_column(extra.schema.get_field_index("id"), "id", pa.array([100_013], pa.int32()))
+    write_deltalake(target, extra, mode="append")
+
+
+def test_verify_with_writers_running_never_reports_a_difference(
+    mysql_database: MySqlEndpoint, tmp_path: Path
+) -> None:
+    table, position = _exact_lake(mysql_database, tmp_path)
+    left_out = compared = 0
+    with writers_running(mysql_database, 71, "orders", pause_s=0.01):
+        for _ in range(12):
+            position = _stream(mysql_database, tmp_path, (table,), position)
+            report = _verify(mysql_database, tmp_path, table)  # the writers go on during it
+            (result,) = report.tables
+            assert result.status == "clean", result.describe()
+            assert report.position == str(position)
+            left_out, compared = left_out + result.excluded, compared + result.rows_compared
+    assert compared > 12 * 50
+    assert left_out > 0  # keys changed after the position were there to be left out, and were
+
+
+def test_a_corrupted_lake_is_found_repaired_and_then_clean_while_writers_run(
+    mysql_database: MySqlEndpoint, tmp_path: Path
+) -> None:
+    database = mysql_database.database
+    table, position = _exact_lake(mysql_database, tmp_path, quiet=True)
+    _corrupt(tmp_path, database)
+    with writers_running(mysql_database, 72, "orders", pause_s=0.01):
+        found = _verify(mysql_database, tmp_path, table)
+        (result,) = found.tables
+        assert (result.status, result.missing, result.extra, result.differing) == ("mismatch", 1, 1, 1)
+        by_kind = {shown["kind"]: shown for shown in result.examples}
+        assert by_kind["differing"]["key"] == {"id": 1007} and by_kind["differing"]["columns"] == ["amount"]
+        assert by_kind["differing"]["lake"] == {"amount": "999.99"}
+        assert by_kind["missing"]["key"] == {"id": 1011} and by_kind["extra"]["key"] == {"id": 100013}
+        message = failure_message(found.to_dict())
+        assert (
+            f"the lake differs from the source at the pipeline's position {position} in 1 table(s)" in message
+        )
+        assert f"- {table}: 1 missing, 1 extra, 1 differing of" in message
+        shown = (
+            "id=1011: missing from the lake",
+            "id=100013: extra in the lake",
+            "id=1007: differs in amount",
+        )
+        assert all(part in message for part in shown)
+        assert '"verify_repair": true' in message
+
+        repaired = _verify(mysql_database, tmp_path, table, repair=True)
+        (result,) = repaired.tables
+        assert result.status == "repaired" and result.repair is not None, (result.repair, result.examples)
+        assert (result.repair["upserted"], result.repair["deleted"]) == (2, 1)
+        assert result.repair["outcome"] == "equal to the source"
+        assert _verify(mysql_database, tmp_path, table).tables[0].status == "clean"
+        # The next run is not fenced by the repair's commit: it is the pipeline's own, under its lease.
+        position = _stream(mysql_database, tmp_path, (table,), position)
+    _stream(mysql_database, tmp_path, (table,), position)
+    assert_lake_equals_source(mysql_database, tmp_path, database, "orders")
+
+
+def test_masked_examples_name_keys_by_hash_and_columns_by_name_only(
+    mysql_database: MySqlEndpoint, tmp_path: Path
+) -> None:
+    table, _ = _exact_lake(mysql_database, tmp_path, rows=120)
+    _target(tmp_path, mysql_database.database).update(predicate="id = 7", updates={"customer": "'leaked'"})
+    (result,) = _verify(mysql_database, tmp_path, table, mask_values=True).tables
+    (shown,) = result.examples
+    assert shown == {"kind": "differing", "key_hash": shown["key_hash"], "columns": ["customer"]}
+    message = failure_message(_verify(mysql_database, tmp_path, table, mask_values=True).to_dict())
+    assert "leaked" not in message and "c7" not in message and f"key hash={shown['key_hash']}" in message
+
+
+def test_sampled_verify_runs_cover_the_key_space_in_rotation(
+    mysql_database: MySqlEndpoint, tmp_path: Path
+) -> None:
+    table, _ = _exact_lake(mysql_database, tmp_path)
+    _target(tmp_path, mysql_database.database).update(predicate="id = 230", updates={"status": "'shipped'"})
+    ranges, statuses = [], []
+    for _ in range(5):
+        (result,) = _verify(mysql_database, tmp_path, table, mode="sample", sample_chunks=2).tables
+        ranges.append([(chunk.lower, chunk.upper) for chunk in result.chunks])
+        statuses.append(result.status)
+    # 300 keys in chunks of 50: (-,50], (50,100] | (100,150], (150,200] | (200,250], (250,300] | (300,-)
+    assert [[bounds for bounds in run] for run in ranges[:4]] == [
+        [(None, [50]), ([50], [100])],
+        [([100], [150]), ([150], [200])],
+        [([200], [250]), ([250], [300])],
+        [([300], None)],
+    ]
+    assert ranges[4] == ranges[0]  # the next pass starts again at the first key
+    assert statuses == ["clean", "clean", "mismatch", "clean", "clean"]  # id 230 is in the third range
+    log = DeltaTable(LakeLayout(tmp_path).verify_log)
+    assert len(log.file_uris()) == 1  # one row per table, overwritten: bounded however many runs
+    (row,) = log.to_pyarrow_table().to_pylist()
+    assert row["table"] == table and '"passes": 1' in row["cursor"]
+
+
+def test_a_source_that_lacks_the_position_is_refused_naming_what_it_lacks(
+    mysql_database: MySqlEndpoint, tmp_path: Path
+) -> None:
+    table, position = _exact_lake(mysql_database, tmp_path, rows=40)
+    elsewhere = GtidSet.parse("3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5")
+    store = LakeState(tmp_path, PIPELINE).pipeline_store()
+    state = store.claim("test", position)
+    store.commit(state, position | elsewhere, state.batch_seq, release=True)
+    with pytest.raises(SourceBehindError) as raised:
+        _verify(mysql_database, tmp_path, table)
+    assert str(raised.value).startswith(
+        "the source has not executed the pipeline's position: it lacks "
+        "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5."
+    )
+    assert "verify against the server the pipeline reads" in str(raised.value)
+    assert LakeState(tmp_path, PIPELINE).pipeline().owner == ""  # the lease was released
