@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pymysql
 
-from airflow_mysql_cdc.engine.errors import LakeMismatchError
+from airflow_mysql_cdc.engine.errors import CdcError, LakeMismatchError
 from airflow_mysql_cdc.engine.mysql.schema import TableMetadata
 from airflow_mysql_cdc.engine.mysql.types import ColumnType
 from airflow_mysql_cdc.engine.snapshot.chunks import Chunk
@@ -64,8 +64,9 @@ class SourceBehindError(LakeMismatchError, RuntimeError):
     """The source has not executed the pipeline's position: another server, or a replica behind."""
 
 
-class SchemaChangedAfterPosition(Exception):
-    """A DDL after the position may have changed the table: the table is inconclusive."""
+class SchemaChangedAfterPosition(CdcError):
+    """A DDL after the position may have changed the table: the table is inconclusive (caught by
+    :mod:`.run`, never an exit code of its own)."""
 
     def __init__(self, gtids: Sequence[object]) -> None:
         super().__init__(", ".join(str(gtid) for gtid in gtids))
