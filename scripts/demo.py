@@ -183,10 +183,11 @@ with create_session() as session:
                                                   dag_ids={DAG_ID!r})).scalars().all() if run else []
         value = XComModel.deserialize_value(rows[0]) if rows else None
         out[key] = json.loads(value) if isinstance(value, str) else value
-    rows = session.execute(XComModel.get_many(run_id=run.run_id, key="return_value", task_ids="resumability",
-                                              dag_ids={DAG_ID!r})).scalars().all() if run else []
-    value = XComModel.deserialize_value(rows[0]) if rows else None
-    out["resumability"] = json.loads(value) if isinstance(value, str) else value
+    for task_id in ("resumability", "verify_lake"):
+        rows = session.execute(XComModel.get_many(run_id=run.run_id, key="return_value", task_ids=task_id,
+                                                  dag_ids={DAG_ID!r})).scalars().all() if run else []
+        value = XComModel.deserialize_value(rows[0]) if rows else None
+        out[task_id] = json.loads(value) if isinstance(value, str) else value
 print(json.dumps(out))
 """
     completed = subprocess.run(
@@ -200,7 +201,7 @@ def write_config(config_file: Path, lake: Path, first_end: datetime.datetime, in
         "dag_id": DAG_ID, "pipeline_id": "demo", "tables": list(TABLES), "lake_root": str(lake),
         "schedule": f"every {interval_s}s", "start_date": first_end.isoformat(), "catchup": False,
         "chunk_size": 400, "retries": 0, "sensor_mode": "poke", "sensor_poke_interval_s": 2,
-        "batch_max_seconds": 0.5,
+        "batch_max_seconds": 0.5, "verify": "sample", "verify_sample_chunks": 4,
     }  # fmt: skip
     config_file.write_text(json.dumps(config, indent=2))
 
@@ -233,7 +234,8 @@ def run_interval(
         + (f", snapshot of {snapshotted} rows" if snapshot["tables"] else "")
         + (f"\n   {summary_line(ApplyResult.from_dict(applied))}" if applied else "")
         + f"\n   checkpoint {record['start_gtids']} -> {record['end_gtids']}"
-        + f"\n   {headroom_line(results.get('resumability'))}",
+        + f"\n   {headroom_line(results.get('resumability'))}"
+        + f"\n   {verify_line(results.get('verify_lake'))}",
         flush=True,
     )
     return record
@@ -245,6 +247,20 @@ def headroom_line(resumability: Any) -> str:
     if "headroom" not in looked_ahead:
         return "binlog headroom: nothing to resume from yet (the first run snapshots)"
     return looked_ahead["headroom"]["message"]
+
+
+def verify_line(verified: Any) -> str:
+    """What the run's verify task found: the lake against live MySQL at the run's position (sampled)."""
+    if not isinstance(verified, dict):
+        return "verify: no result"
+    if verified.get("skipped"):
+        return f"verify: skipped ({verified['skipped']})"
+    tables = ", ".join(
+        f"{table['table'].split('.')[-1]} {table['status']} ({table['rows_compared']} rows, "
+        f"{table['excluded']} changed since left out)"
+        for table in verified["tables"]
+    )
+    return f"verify ({verified['mode']}) against live MySQL at the run's end set: {tables}"
 
 
 def print_comparison(comparisons: list[TableComparison], indent: str = "") -> bool:

@@ -27,14 +27,21 @@ from airflow_mysql_cdc.engine.errors import ExitCode
 _INHERITED_PREFIXES_REFUSED = ("AIRFLOW_CONN_", "AIRFLOW_VAR_")
 
 
-class EngineProcessOperator(BaseOperator):
-    """Runs ``python -m <module> --config C --result-file R`` and returns the result file."""
+class EngineProcess:
+    """One engine application run as a process of its own, its output in ``log`` (a task's logger).
 
-    _process: subprocess.Popen[str] | None = None
+    Used by :class:`EngineProcessOperator` and by operators that run such an application as one
+    step of their work (the replicate task's re-load of some rows, :mod:`.verify`).
+    """
 
-    def run_engine_process(
-        self, module: str, config: dict[str, Any], secret_environment: dict[str, str]
-    ) -> dict[str, Any]:
+    def __init__(self, log: Any, task_id: str) -> None:
+        self.log = log
+        self.task_id = task_id
+        self._process: subprocess.Popen[str] | None = None
+
+    def run(self, module: str, config: dict[str, Any], secret_environment: dict[str, str]) -> dict[str, Any]:
+        """``python -m <module> --config C --result-file R``; returns the result file, or raises the
+        failure its exit code means."""
         with tempfile.TemporaryDirectory(prefix="mysql-cdc-") as workdir:
             config_file, result_file = Path(workdir) / "config.json", Path(workdir) / "result.json"
             config_file.write_text(json.dumps(config, indent=2))
@@ -63,24 +70,37 @@ class EngineProcessOperator(BaseOperator):
                     self.log.info("%s", line.rstrip())
                 code = self._process.wait()
             finally:
-                self._kill()
+                self.kill()
             if code != 0:
-                raise self._failure(code)
+                raise self.failure(code)
             return json.loads(result_file.read_text())
 
-    def _failure(self, code: int) -> Exception:
+    def failure(self, code: int) -> Exception:
         known = code in ExitCode.__members__.values()
         if known and not ExitCode(code).retryable:
             return AirflowFailException(f"{self.task_id} failed: {ExitCode(code).meaning} (exit code {code})")
         meaning = ExitCode(code).meaning if known else "killed or crashed"
         return AirflowException(f"{self.task_id} failed: {meaning} (exit code {code}); a retry may help")
 
-    def _kill(self) -> None:
+    def kill(self) -> None:
         process = self._process
         if process is not None and process.poll() is None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(process.pid, signal.SIGKILL)
             process.wait()
 
+
+class EngineProcessOperator(BaseOperator):
+    """Runs ``python -m <module> --config C --result-file R`` and returns the result file."""
+
+    _engine: EngineProcess | None = None
+
+    def run_engine_process(
+        self, module: str, config: dict[str, Any], secret_environment: dict[str, str]
+    ) -> dict[str, Any]:
+        self._engine = EngineProcess(self.log, self.task_id)
+        return self._engine.run(module, config, secret_environment)
+
     def on_kill(self) -> None:
-        self._kill()
+        if self._engine is not None:
+            self._engine.kill()

@@ -39,6 +39,7 @@ from airflow_mysql_cdc.engine.apply.config import (
     check_statement_change_mode,
 )
 from airflow_mysql_cdc.engine.lake.storage import check_storage_options
+from airflow_mysql_cdc.engine.verify.settings import VerifySettings
 from airflow_mysql_cdc.hooks.lake_storage import LakeStorageHook
 from airflow_mysql_cdc.hooks.mysql_cdc import MySqlCdcHook
 from airflow_mysql_cdc.operators.binlog_apply import (
@@ -46,11 +47,14 @@ from airflow_mysql_cdc.operators.binlog_apply import (
     apply_binlog,
     human_duration,
 )
+from airflow_mysql_cdc.operators.engine_process import EngineProcess
 from airflow_mysql_cdc.operators.prerequisites import parse_table_list
 from airflow_mysql_cdc.operators.snapshot import snapshot_tables
-from airflow_mysql_cdc.operators.spark_application import SparkApplicationOperator
+from airflow_mysql_cdc.operators.spark_application import ApplicationSecrets, SparkApplicationOperator
+from airflow_mysql_cdc.operators.verify import APPLICATION_MODULE as VERIFY_APPLICATION
+from airflow_mysql_cdc.operators.verify import verify_config
 from airflow_mysql_cdc.runs import checkpoint_chain
-from airflow_mysql_cdc.runs.actions import RunActionError
+from airflow_mysql_cdc.runs.actions import ResnapshotRequest, RunActionError
 from airflow_mysql_cdc.runs.segment import plan_segment, segment_start
 
 
@@ -126,6 +130,7 @@ class MySqlCdcReplicateOperator(SparkApplicationOperator):
             statement_changes, where=f"task {self.task_id!r}"
         )
         self.max_resnapshot_rounds = max_resnapshot_rounds
+        self._engine: EngineProcess | None = None
 
     def execute(self, context: Any) -> dict[str, Any]:
         lake_options = LakeStorageHook(self.lake_conn_id).get_delta_storage_options(self.storage_options)
@@ -152,10 +157,7 @@ class MySqlCdcReplicateOperator(SparkApplicationOperator):
                 self.log.info("action asked by the run's conf: %s", entry)
             ti.xcom_push(key="actions", value=actions.to_record())
         if actions.row_ranges:
-            raise RunActionError(
-                "resnapshot of some rows only (where, key_from/key_to) is not available in this version: "
-                're-snapshot the whole table ("resnapshot": ["schema.table"]). Nothing was done.'
-            )
+            ti.xcom_push(key="reloads", value=self._reload_rows(actions.row_ranges))
         resumable = ti.xcom_pull(task_ids=self.resumability_task_id) if self.resumability_task_id else None
         plan = plan_segment(
             position.to_xcom(),
@@ -214,6 +216,56 @@ class MySqlCdcReplicateOperator(SparkApplicationOperator):
             actions=actions,
             **asdict(chain),
         )
+
+    def _reload_rows(self, requests: Sequence[ResnapshotRequest]) -> list[dict[str, Any]]:
+        """Re-load the key ranges ``requests`` name at the lake's position, before the segment is applied.
+
+        A verification of just that range with repair (:mod:`airflow_mysql_cdc.engine.verify`), under
+        the pipeline's lease: every key of the range that no transaction after the position changed
+        is set to its value at the position (a differing row rewritten, a missing one added, one the
+        source lacks deleted); a key changed since then is left to the stream, whose row images set
+        it whole. So the range is exact at the run's end set, as a snapshot of it would be.
+        """
+        endpoint = MySqlCdcHook(self.mysql_cdc_conn_id).get_endpoint()
+        public, secret = LakeStorageHook(self.lake_conn_id).get_storage_options(self.storage_options)
+        secrets = ApplicationSecrets.of(endpoint, secret)
+        reloads = []
+        for request in requests:
+            if request.where is not None:
+                raise RunActionError(
+                    f"resnapshot of {request.table} where {request.where!r}: re-loading rows by a predicate "
+                    "is not available (rows the source deleted cannot be found in the lake by a MySQL "
+                    'predicate). Give the key range instead ("key_from"/"key_to"), or re-snapshot '
+                    "the whole table. Nothing was done."
+                )
+            settings = VerifySettings(
+                mode="full", chunk_size=self.chunk_size, repair=True,
+                key_from=request.key_from, key_to=request.key_to,
+            )  # fmt: skip
+            self.log.info(
+                "Re-loading %s keys %s to %s (inclusive) at the lake's position",
+                request.table, list(request.key_from or ["(first)"]), list(request.key_to or ["(last)"]),
+            )  # fmt: skip
+            config = verify_config(
+                pipeline_id=self.pipeline_id, lake_root=self.lake_root, tables=[request.table],
+                settings=settings, soft_deletes=self.soft_deletes, storage_options=public, lease_s=60.0,
+            )  # fmt: skip
+            self._engine = EngineProcess(self.log, self.task_id)
+            report = self._engine.run(VERIFY_APPLICATION, config, secrets.environment)["tables"][0]
+            if report["status"] not in ("clean", "repaired"):
+                raise RunActionError(
+                    f"the re-load of {request.table} ended {report['status']}: "
+                    f"{report.get('reason') or report}. "
+                    f'Re-snapshot the whole table instead ({{"resnapshot": ["{request.table}"]}}).'
+                )
+            reloads.append({**request.to_json(), "status": report["status"], "repair": report.get("repair")})
+            self.log.info("%s: the key range is %s", request.table, report["status"])
+        return reloads
+
+    def on_kill(self) -> None:
+        super().on_kill()
+        if self._engine is not None:
+            self._engine.kill()
 
     def _absent_tables(self) -> frozenset[str]:
         """Configured tables the server does not have (dropped or renamed after they joined)."""

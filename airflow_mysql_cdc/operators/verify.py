@@ -102,15 +102,15 @@ class MySqlCdcVerifyOperator(EngineProcessOperator):
             }
         endpoint = MySqlCdcHook(self.mysql_cdc_conn_id).get_endpoint()
         public, secret = LakeStorageHook(self.lake_conn_id).get_storage_options(self.storage_options)
-        config = {
-            "pipeline_id": self.pipeline_id,
-            "lake_root": self.lake_root,
-            "tables": list(self.tables),
-            "settings": self.settings.to_dict(),
-            "soft_deletes": self.soft_deletes,
-            "storage_options": public,
-            "lease_s": self.lease_s,
-        }
+        config = verify_config(
+            pipeline_id=self.pipeline_id,
+            lake_root=self.lake_root,
+            tables=self.tables,
+            settings=self.settings,
+            soft_deletes=self.soft_deletes,
+            storage_options=public,
+            lease_s=self.lease_s,
+        )
         secrets = ApplicationSecrets.of(endpoint, secret)
         self.log.info(
             "Verifying %s (%s) of pipeline %s against %s", ", ".join(self.tables), self.settings.mode,
@@ -141,3 +141,25 @@ class MySqlCdcVerifyOperator(EngineProcessOperator):
             sum(table["rows_compared"] for table in result["tables"]),
             sum(table["excluded"] for table in result["tables"]), result["seconds"],
         )  # fmt: skip
+
+
+def verify_config(
+    *,
+    pipeline_id: str,
+    lake_root: str,
+    tables: Sequence[str],
+    settings: VerifySettings,
+    soft_deletes: bool,
+    storage_options: Mapping[str, str],
+    lease_s: float,
+) -> dict[str, Any]:
+    """The verify application's configuration (nothing secret: ``storage_options`` are the public ones)."""
+    return {
+        "pipeline_id": pipeline_id,
+        "lake_root": lake_root,
+        "tables": list(tables),
+        "settings": settings.to_dict(),
+        "soft_deletes": soft_deletes,
+        "storage_options": dict(storage_options),
+        "lease_s": lease_s,
+    }

@@ -11,8 +11,12 @@ import datetime
 import time
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
+from deltalake import DeltaTable, write_deltalake
 
+from airflow_mysql_cdc.engine.lake.layout import LakeLayout
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from tests.support.airflow import task_states, xcom_value
@@ -98,6 +102,26 @@ def test_pause_resume_and_resnapshot_from_a_runs_conf_keep_every_table_exact(
     ]
     assert e5["tables"][orders]["snapshot_id"] != e4["tables"][orders]["snapshot_id"]
     assert_exact_at(frozen_replica, e5, pipeline.lake, database, "orders", "payments")
+
+    # Someone wrote to the payments target (a row changed, one deleted, one added): re-loading a key
+    # range of it sets every key there to its value at the lake's position before the run streams on.
+    target = DeltaTable(str(LakeLayout(pipeline.lake).target(database, "payments")))
+    target.update(predicate="id = 12", updates={"customer": "'tampered'"})
+    target.delete("id = 15")
+    rows = target.to_pyarrow_table()
+    extra = rows.filter(pc.equal(rows.column("id"), 20))
+    write_deltalake(
+        target,
+        extra.set_column(extra.schema.get_field_index("id"), "id", pa.array([100_035], pa.int32())),
+        mode="append",
+    )
+    reload = {"table": payments, "key_from": [10], "key_to": [100_040]}
+    reloaded = _run_with_writers(pipeline, mysql_database, 9, {"resnapshot": [reload]})
+    e6 = checkpoint(reloaded)
+    assert _actions(e6) == [{"action": "resnapshot", **reload}]
+    (outcome,) = xcom_value(reloaded, "replicate", "reloads")
+    assert outcome["status"] == "repaired", outcome
+    assert_exact_at(frozen_replica, e6, pipeline.lake, database, "orders", "payments")
 
     # A conf with a typo, or naming a table the pipeline does not replicate, fails the run before
     # any Spark application or lake write, saying what to fix.

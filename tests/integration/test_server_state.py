@@ -46,6 +46,10 @@ def test_demo_replicates_the_sample_shop_and_the_checksums_match(
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     assert "The lake equalled MySQL as of every run's published end GTID set." in result.stdout
     assert result.stdout.count("(the replica stopped there)") == 2
+    assert result.stdout.count("binlog headroom") == 2  # the first run has nothing to resume from
+    # Each run's verify task compared a sample of every table with live MySQL at its end set.
+    assert result.stdout.count("verify (sample) against live MySQL at the run's end set:") == 2
+    assert " mismatch " not in result.stdout and "clean (" in result.stdout
     end = GtidSet.parse(scalar(mysql_server, "SELECT @@gtid_executed"))
     assert f"end GTID set             {end}" in result.stdout
     if mysql_server.password:

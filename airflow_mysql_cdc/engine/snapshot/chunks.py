@@ -89,12 +89,15 @@ def plan_chunks(
     *,
     after: tuple[Any, ...] | None = None,
     max_chunks: int | None = None,
+    until: tuple[Any, ...] | None = None,
 ) -> list[Chunk]:
     """Boundaries every ``chunk_size`` keys, read with keyset queries (no OFFSET over the whole table).
 
     ``after`` plans only the keys above it (the first chunk's exclusive lower bound), and
     ``max_chunks`` stops after that many chunks, the last of which then has an upper bound unless
     the table's keys ran out: a verification's sample (:mod:`airflow_mysql_cdc.engine.verify`).
+    ``until`` plans only the keys up to it (inclusive): the last chunk's upper bound is ``until``
+    (a re-load of a key range).
     """
     if chunk_size < 1:
         raise ValueError("chunk_size must be positive")
@@ -115,8 +118,8 @@ def plan_chunks(
         while max_chunks is None or len(boundaries) < max_chunks:
             where, params = "TRUE", list[Any]()
             lower = boundaries[-1] if boundaries else after
-            if lower is not None:
-                where, params = range_predicate(key_columns, Chunk(0, lower, None))
+            if lower is not None or until is not None:
+                where, params = range_predicate(key_columns, Chunk(0, lower, until))
             cursor.execute(
                 f"SELECT {selected} FROM {table} WHERE {where} ORDER BY {order_by} LIMIT 1 OFFSET %s",
                 [*params, chunk_size - 1],
@@ -131,5 +134,5 @@ def plan_chunks(
         chunks.append(Chunk(index, lower, upper))
         lower = upper
     if max_chunks is None or len(chunks) < max_chunks:
-        chunks.append(Chunk(len(boundaries), lower, None))
+        chunks.append(Chunk(len(boundaries), lower, until))  # may be empty when a boundary is ``until``
     return chunks

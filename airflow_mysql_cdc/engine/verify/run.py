@@ -23,6 +23,7 @@ import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import pyarrow as pa
 import pymysql
@@ -36,7 +37,12 @@ from airflow_mysql_cdc.engine.lake.state.pipeline_state import (
 from airflow_mysql_cdc.engine.lake.state.store import LakeState
 from airflow_mysql_cdc.engine.lake.state.table_positions import pipeline_app_id
 from airflow_mysql_cdc.engine.mysql.definition import TableDefinition
-from airflow_mysql_cdc.engine.mysql.schema import TableMetadata, TableRef, read_table_metadata
+from airflow_mysql_cdc.engine.mysql.schema import (
+    TableMetadata,
+    TableRef,
+    quote_identifier,
+    read_table_metadata,
+)
 from airflow_mysql_cdc.engine.mysql.types import ColumnType
 from airflow_mysql_cdc.engine.snapshot.chunks import Chunk, plan_chunks
 from airflow_mysql_cdc.engine.snapshot.key_order import KeyOrder
@@ -50,7 +56,7 @@ from airflow_mysql_cdc.engine.verify.lake_rows import LakeRows, LakeSchemaDiffer
 from airflow_mysql_cdc.engine.verify.repair import repair_target
 from airflow_mysql_cdc.engine.verify.report import TableReport, VerifyReport
 from airflow_mysql_cdc.engine.verify.rotation import SampleCursor
-from airflow_mysql_cdc.engine.verify.settings import VerifySettings
+from airflow_mysql_cdc.engine.verify.settings import VerifySettings, VerifySettingsError
 from airflow_mysql_cdc.engine.verify.source_chunks import gtid_executed
 from airflow_mysql_cdc.engine.verify.table_check import ChunkFinding, SchemaChangedAfterPosition, TableCheck
 from airflow_mysql_cdc.engine.verify.verify_log import VerifyLog, VerifyRecord
@@ -133,7 +139,8 @@ def verify_lake(
                 _verify_table(table, connection, follower, position, settings, lease, soft_deletes, lake)
                 report.tables.append(table.report)
                 log.info("verify: %s", table.report.describe())
-                records[str(table.ref)] = _record(table, settings, position)
+                if not settings.key_range:  # a re-load of a key range leaves the sample's rotation alone
+                    records[str(table.ref)] = _record(table, settings, position)
         if records:
             verify_log.write(records)
     finally:
@@ -174,6 +181,11 @@ def _plan(
             "it left the pipeline (dropped, renamed, or waiting for its re-snapshot)", "skipped"
         )
     if state.members is not None and name not in state.members:
+        mark = lake.pause(ref)
+        if mark is not None:
+            return not_compared(
+                f"{mark.describe()}: its rows are frozen there, not at the position", "skipped"
+            )
         return not_compared("the pipeline does not stream it yet: it joins at its next run")
     progress = progress_from_records(lake.snapshot_records(ref, target))
     if progress is not None and not progress.complete:
@@ -204,11 +216,45 @@ def _plan(
     if after is not None and len(after) != len(metadata.key_columns):
         cursor = SampleCursor(None, cursor.passes)  # the key changed: start the rotation again
         after = None
+    if settings.key_range:
+        after = _key_before(connection, metadata, settings.key_from) if settings.key_from else None
+        if after is not None and len(after) != len(metadata.key_columns):
+            raise VerifySettingsError(f"key_from must hold one value per key column of {ref}")
     chunks = plan_chunks(
         connection, metadata, settings.chunk_size, after=after,
-        max_chunks=settings.sample_chunks if settings.mode == "sample" else None,
+        max_chunks=settings.sample_chunks if settings.mode == "sample" else None, until=settings.key_to,
     )  # fmt: skip
     return _Planned(ref, metadata, columns, lake_rows, chunks, cursor)
+
+
+def _key_before(
+    connection: pymysql.connections.Connection, metadata: TableMetadata, key_from: tuple[Any, ...]
+) -> tuple[Any, ...] | None:
+    """The greatest key below ``key_from`` in MySQL's order (None: none): the exclusive lower bound of
+    a re-load from ``key_from`` on. A lake key between it and ``key_from`` is then compared too: the
+    source lacks it, so it is extra either way."""
+    if len(key_from) != len(metadata.key_columns):
+        raise VerifySettingsError(
+            f"key_from {list(key_from)} must hold one value per key column of {metadata.ref} "
+            f"({', '.join(metadata.key_columns)})"
+        )
+    table = metadata.ref.quoted
+    key = ", ".join(f"{table}.{quote_identifier(name)}" for name in metadata.key_columns)
+    columns = metadata.row_key_columns
+    compared = ", ".join(
+        f"({quote_identifier(c.name)} + 0)" if c.ordered_by_number else quote_identifier(c.name)
+        for c in columns
+    )
+    values = [c.number_of(v) if c.ordered_by_number else v for c, v in zip(columns, key_from, strict=True)]
+    order = ", ".join(f"{table}.{quote_identifier(name)} DESC" for name in metadata.key_columns)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT {key} FROM {table} WHERE ({compared}) < ({', '.join(['%s'] * len(values))}) "
+            f"ORDER BY {order} LIMIT 1",
+            values,
+        )
+        row = cursor.fetchone()
+    return tuple(row) if row is not None else None
 
 
 def _settle_schema_differences(

@@ -38,6 +38,15 @@ class VerifySettings:
     """Upsert or delete exactly the differing keys in the target, then verify them again."""
     settle_s: float = 1.0
     """How long after a chunk's read the closing watermark is read (module ``run``, point 2)."""
+    key_from: tuple[Any, ...] | None = None
+    """Only keys from this one on (inclusive; one value per key column): a re-load of a key range
+    (a run's ``{"resnapshot": [{"table": ..., "key_from": [...], "key_to": [...]}]}``); ``full`` only."""
+    key_to: tuple[Any, ...] | None = None
+    """Only keys up to this one (inclusive)."""
+
+    @property
+    def key_range(self) -> bool:
+        return self.key_from is not None or self.key_to is not None
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -51,6 +60,12 @@ class VerifySettings:
         for name in ("mask_values", "repair"):
             if not isinstance(getattr(self, name), bool):
                 raise VerifySettingsError(f"verify_{name} must be true or false, not {getattr(self, name)!r}")
+        if self.key_range and self.mode != "full":
+            raise VerifySettingsError("a key range (key_from/key_to) is verified in full mode only")
+        for name in ("key_from", "key_to"):
+            bound = getattr(self, name)
+            if bound is not None and (not isinstance(bound, tuple) or not bound):
+                raise VerifySettingsError(f"{name} must hold one value per key column, not {bound!r}")
         if not 0 <= self.settle_s <= 60:
             raise VerifySettingsError(f"settle_s must be between 0 and 60 seconds, not {self.settle_s!r}")
 
@@ -69,4 +84,8 @@ class VerifySettings:
             raise VerifySettingsError(
                 f"unknown verify settings: {', '.join(unknown)} (known: {', '.join(sorted(known))})"
             )
-        return cls(**data)
+        values = dict(data)
+        for name in ("key_from", "key_to"):
+            if isinstance(values.get(name), list):
+                values[name] = tuple(values[name])
+        return cls(**values)
