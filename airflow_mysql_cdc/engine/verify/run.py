@@ -212,19 +212,28 @@ def _plan(
             name, status="mismatch", reason=f"the lake's columns differ from the source's: {error}"
         )
         return report
+    chunks, cursor = _chunks(connection, metadata, settings, cursor)
+    return _Planned(ref, metadata, columns, lake_rows, chunks, cursor)
+
+
+def _chunks(
+    connection: pymysql.connections.Connection,
+    metadata: TableMetadata,
+    settings: VerifySettings,
+    cursor: SampleCursor,
+) -> tuple[list[Chunk], SampleCursor]:
+    """This run's chunks of the table: the sample's next ones, every one, or those of a key range."""
     after = cursor.after if settings.mode == "sample" else None
     if after is not None and len(after) != len(metadata.key_columns):
         cursor = SampleCursor(None, cursor.passes)  # the key changed: start the rotation again
         after = None
     if settings.key_range:
         after = _key_before(connection, metadata, settings.key_from) if settings.key_from else None
-        if after is not None and len(after) != len(metadata.key_columns):
-            raise VerifySettingsError(f"key_from must hold one value per key column of {ref}")
     chunks = plan_chunks(
         connection, metadata, settings.chunk_size, after=after,
         max_chunks=settings.sample_chunks if settings.mode == "sample" else None, until=settings.key_to,
     )  # fmt: skip
-    return _Planned(ref, metadata, columns, lake_rows, chunks, cursor)
+    return chunks, cursor
 
 
 def _key_before(
