@@ -47,12 +47,14 @@ def _running(
     tmp_path: Path,
     endpoint: MySqlEndpoint,
     rows: dict[str, int],
+    also: list[str] | None = None,
     **overrides: Any,
 ) -> Pipeline:
-    """A pipeline of these seeded tables (name: rows) after its first run (their snapshots)."""
+    """A pipeline of these seeded tables (name: rows) and the tables ``also`` already created, after
+    its first run (their snapshots)."""
     for name, count in rows.items():
         seed(endpoint, name, count)
-    tables = [f"{endpoint.database}.{name}" for name in rows]
+    tables = [f"{endpoint.database}.{name}" for name in (*rows, *(also or ()))]
     pipeline = Pipeline(monkeypatch, tmp_path, endpoint.with_database(None), tables, **overrides)
     _run(pipeline)
     return pipeline
@@ -77,9 +79,18 @@ def test_added_and_dropped_columns_indexes_and_truncate_evolve_the_lake_in_place
     monkeypatch: pytest.MonkeyPatch,
     capfd: pytest.CaptureFixture,
 ) -> None:
+    """``items`` is a table of the user's own shape (a composite key, no seed columns): the values its
+    existing rows got from each added column's default, of every type, reach the lake as a snapshot
+    would store them."""
     database = mysql_database.database
     seed(mysql_database, "audit", 10)  # not tracked
-    pipeline = _running(monkeypatch, tmp_path, mysql_database, {"orders": 200})
+    execute(
+        mysql_database,
+        "CREATE TABLE items (shop INT NOT NULL, sku VARCHAR(12) NOT NULL, qty INT, PRIMARY KEY (shop, sku))",
+        "INSERT INTO items VALUES " + ", ".join(f"({i % 3}, 'sku{i}', {i})" for i in range(40)),
+    )
+    pipeline = _running(monkeypatch, tmp_path, mysql_database, {"orders": 200}, also=["items"])
+    tables = ("orders", "items")
     with writers_running(mysql_database, 41, "orders", "audit", pause_s=0.01):
         # ADD with NULL, with a literal default (existing rows get it), FIRST and AFTER; an index;
         # DDL on an untracked table. (MySQL's implicit defaults: tests/unit/mysql/test_ddl.py.)
@@ -91,9 +102,25 @@ def test_added_and_dropped_columns_indexes_and_truncate_evolve_the_lake_in_place
             "ALTER TABLE orders ADD INDEX by_customer (customer)",
             "ALTER TABLE audit ADD COLUMN z INT",
         )
+        execute(
+            mysql_database,
+            "INSERT INTO items VALUES (7, 'before', 1)",
+            "ALTER TABLE items ADD COLUMN kind ENUM('a', 'b''c') NOT NULL DEFAULT 'b''c' FIRST, "
+            "ADD COLUMN tags SET('x', 'y') DEFAULT 'y,x', ADD COLUMN day DATE DEFAULT '2024-02-29', "
+            "ADD COLUMN at DATETIME(3) DEFAULT '2024-01-01 10:11:12.345' AFTER sku, "
+            "ADD COLUMN ratio FLOAT DEFAULT 0.1, ADD COLUMN price DECIMAL(10,4) DEFAULT -3.25, "
+            "ADD COLUMN bits BIT(4) DEFAULT b'1010', ADD COLUMN doc JSON, ADD COLUMN raw BLOB, "
+            "ADD COLUMN code VARBINARY(4) DEFAULT x'00ff', "
+            "ADD COLUMN big BIGINT UNSIGNED NOT NULL DEFAULT 18446744073709551615, "
+            "ADD COLUMN yr YEAR DEFAULT 1999, ADD COLUMN body TEXT NOT NULL, ADD COLUMN n SMALLINT NOT NULL",
+            "INSERT INTO items (shop, sku, kind, body, n, doc, raw)"
+            " VALUES (7, 'after', 'a', 'b', 3, '{\"k\": [1, 2.5]}', x'00')",
+            "UPDATE items SET ratio = 2.5, tags = 'x' WHERE shop = 1 AND sku = 'sku1'",
+            "DELETE FROM items WHERE shop = 2 AND sku = 'sku2'",
+        )
         added = _run(pipeline)
-        assert_exact_at(frozen_replica, checkpoint(added), pipeline.lake, database, "orders")
-        assert _actions(added) == {"orders": ["evolve", "evolve", "unchanged"]}
+        assert_exact_at(frozen_replica, checkpoint(added), pipeline.lake, database, *tables)
+        assert _actions(added) == {"orders": ["evolve", "evolve", "unchanged"], "items": ["evolve"]}
         log = capfd.readouterr()
         assert f"{database}.orders evolved in place: added memo" in log.out + log.err  # the task log
         lake_columns = set(_target(pipeline, database, "orders").schema().to_arrow().names)
@@ -102,7 +129,7 @@ def test_added_and_dropped_columns_indexes_and_truncate_evolve_the_lake_in_place
         # DROP: the lake keeps the column (NULL from here on) and records the drop.
         execute(mysql_database, "ALTER TABLE orders DROP COLUMN memo, DROP COLUMN price")
         dropped = _run(pipeline)
-        assert_exact_at(frozen_replica, checkpoint(dropped), pipeline.lake, database, "orders")
+        assert_exact_at(frozen_replica, checkpoint(dropped), pipeline.lake, database, *tables)
         assert _actions(dropped) == {"orders": ["evolve"]}
         properties = _target(pipeline, database, "orders").metadata().configuration
         assert sorted(json.loads(properties[DROPPED_COLUMNS_PROPERTY])) == ["memo", "price"]
@@ -110,45 +137,8 @@ def test_added_and_dropped_columns_indexes_and_truncate_evolve_the_lake_in_place
         # TRUNCATE: the lake table is emptied at its position; rows written after it arrive.
         execute(mysql_database, "TRUNCATE TABLE orders")
         truncated = _run(pipeline)
-        assert_exact_at(frozen_replica, checkpoint(truncated), pipeline.lake, database, "orders")
+        assert_exact_at(frozen_replica, checkpoint(truncated), pipeline.lake, database, *tables)
         assert _actions(truncated) == {"orders": ["truncate"]}
-
-
-def test_columns_of_every_type_added_with_literal_defaults_give_existing_rows_mysqls_values(
-    mysql_database: MySqlEndpoint,
-    frozen_replica: FrozenReplica,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """A table of the user's own shape (a composite key, no seed columns): the values existing rows
-    got from each added column's default reach the lake as a snapshot would store them."""
-    database = mysql_database.database
-    execute(
-        mysql_database,
-        "CREATE TABLE items (shop INT NOT NULL, sku VARCHAR(12) NOT NULL, qty INT, PRIMARY KEY (shop, sku))",
-        "INSERT INTO items VALUES " + ", ".join(f"({i % 3}, 'sku{i}', {i})" for i in range(40)),
-    )
-    pipeline = Pipeline(monkeypatch, tmp_path, mysql_database.with_database(None), [f"{database}.items"])
-    _run(pipeline)
-    execute(
-        mysql_database,
-        "INSERT INTO items VALUES (7, 'before', 1)",
-        "ALTER TABLE items ADD COLUMN kind ENUM('a', 'b''c') NOT NULL DEFAULT 'b''c' FIRST, "
-        "ADD COLUMN tags SET('x', 'y') DEFAULT 'y,x', ADD COLUMN day DATE DEFAULT '2024-02-29', "
-        "ADD COLUMN at DATETIME(3) DEFAULT '2024-01-01 10:11:12.345' AFTER sku, "
-        "ADD COLUMN ratio FLOAT DEFAULT 0.1, ADD COLUMN price DECIMAL(10,4) DEFAULT -3.25, "
-        "ADD COLUMN bits BIT(4) DEFAULT b'1010', ADD COLUMN doc JSON, ADD COLUMN raw BLOB, "
-        "ADD COLUMN code VARBINARY(4) DEFAULT x'00ff', "
-        "ADD COLUMN big BIGINT UNSIGNED NOT NULL DEFAULT 18446744073709551615, "
-        "ADD COLUMN yr YEAR DEFAULT 1999, ADD COLUMN body TEXT NOT NULL, ADD COLUMN n SMALLINT NOT NULL",
-        "INSERT INTO items (shop, sku, kind, body, n, doc, raw)"
-        " VALUES (7, 'after', 'a', 'b', 3, '{\"k\": [1, 2.5]}', x'00')",
-        "UPDATE items SET ratio = 2.5, tags = 'x' WHERE shop = 1 AND sku = 'sku1'",
-        "DELETE FROM items WHERE shop = 2 AND sku = 'sku2'",
-    )
-    added = _run(pipeline)
-    assert _actions(added) == {"items": ["evolve"]}
-    assert_exact_at(frozen_replica, checkpoint(added), pipeline.lake, database, "items")
 
 
 def test_changes_whose_effect_is_not_in_the_binlog_resnapshot_only_that_table_within_the_run(
@@ -158,9 +148,14 @@ def test_changes_whose_effect_is_not_in_the_binlog_resnapshot_only_that_table_wi
     monkeypatch: pytest.MonkeyPatch,
     capfd: pytest.CaptureFixture,
 ) -> None:
+    """In the same run a dropped and a renamed table leave the pipeline: their lake tables are kept
+    and marked with why, and later runs, whose configuration still names them, go on."""
     database = mysql_database.database
     names = ("orders", "payments", "refunds", "invoices", "credits", "ledger")
-    pipeline = _running(monkeypatch, tmp_path, mysql_database, dict.fromkeys(names, 120), chunk_size=200)
+    leaving = {"dropped": 100, "moved": 50}
+    pipeline = _running(
+        monkeypatch, tmp_path, mysql_database, dict.fromkeys(names, 120) | leaving, chunk_size=200
+    )
     execute(mysql_database, "ALTER TABLE refunds ADD COLUMN extra INT DEFAULT 1")
     with writers_running(mysql_database, 43, "orders", "payments", "ledger", pause_s=0.01):
         # One kind per table, all in one run: MODIFY to another Delta type (a decimal's scale),
@@ -176,13 +171,21 @@ def test_changes_whose_effect_is_not_in_the_binlog_resnapshot_only_that_table_wi
             "ALTER TABLE refunds RENAME COLUMN extra TO extra2",
             "ALTER TABLE invoices DROP PRIMARY KEY, ADD PRIMARY KEY (id, customer)",
             "ALTER TABLE credits ADD COLUMN created DATETIME(6) DEFAULT CURRENT_TIMESTAMP(6)",
+            "DROP TABLE dropped",
+            "RENAME TABLE moved TO moved_2025",
         )
         changed = _run(pipeline)
         assert_exact_at(frozen_replica, checkpoint(changed), pipeline.lake, database, *names)
         assert _actions(changed) == {
             "orders": ["resnapshot"], "payments": ["resnapshot"], "refunds": ["evolve", "resnapshot"],
-            "invoices": ["resnapshot"], "credits": ["resnapshot"],
+            "invoices": ["resnapshot"], "credits": ["resnapshot"], "dropped": ["leave"], "moved": ["leave"],
         }  # fmt: skip
+        assert (
+            "renamed to" in _target(pipeline, database, "moved").metadata().configuration[DEPARTURE_PROPERTY]
+        )
+        gone = _target(pipeline, database, "dropped")
+        assert gone.to_pyarrow_table().num_rows == 100
+        assert "dropped" in gone.metadata().configuration[DEPARTURE_PROPERTY]
         assert xcom_value(changed, "replicate", "plan")["tables"] == []  # re-snapshotted after the DDL
         log = capfd.readouterr()
         assert f"{database}.refunds left the pipeline to be snapshotted again: a column was renamed" in (
@@ -197,33 +200,6 @@ def test_changes_whose_effect_is_not_in_the_binlog_resnapshot_only_that_table_wi
         assert _actions(later) == {}
         changelog = DeltaTable(str(LakeLayout(pipeline.lake).changelog(database, "orders")))
         assert "amount__decimal128_12_3" in changelog.schema().to_arrow().names  # history keeps its types
-
-
-def test_a_dropped_table_leaves_the_pipeline_and_its_lake_table_is_kept_and_marked(
-    mysql_database: MySqlEndpoint,
-    frozen_replica: FrozenReplica,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    database = mysql_database.database
-    pipeline = _running(
-        monkeypatch, tmp_path, mysql_database, {"orders": 100, "payments": 100, "refunds": 50}
-    )
-    with writers_running(mysql_database, 47, "orders"):
-        execute(mysql_database, "DROP TABLE payments", "RENAME TABLE refunds TO refunds_2025")
-        dropped = _run(pipeline)
-        assert_exact_at(frozen_replica, checkpoint(dropped), pipeline.lake, database, "orders")
-        assert _actions(dropped) == {"payments": ["leave"], "refunds": ["leave"]}
-        assert (
-            "renamed to"
-            in _target(pipeline, database, "refunds").metadata().configuration[DEPARTURE_PROPERTY]
-        )
-        payments = _target(pipeline, database, "payments")
-        assert payments.to_pyarrow_table().num_rows == 100
-        assert "dropped" in payments.metadata().configuration[DEPARTURE_PROPERTY]
-        # The next run still names payments in its configuration: it succeeds and streams orders.
-        later = _run(pipeline)
-        assert_exact_at(frozen_replica, checkpoint(later), pipeline.lake, database, "orders")
 
 
 def _swap_in_a_copy(endpoint: MySqlEndpoint, table: str, copy: str, old: str, alter: str | None) -> None:

@@ -18,7 +18,7 @@ Reading order:
 
 Invariant of the folder: a table is reported different only when the difference is proven at the
 position the lake says it holds; everything undecidable is ``inconclusive``, never a failure.
-Guarding tests: tests/integration/test_verify_lake.py, test_verify_in_the_dag.py;
+Guarding tests: tests/integration/test_verify_lake.py, test_pipeline_dag.py (the daily test);
 tests/unit/verify/test_verify_logic.py.
 Imports: values, runtime, mysql, binlog, lake, snapshot (never apply, entrypoints or Airflow).
 """
