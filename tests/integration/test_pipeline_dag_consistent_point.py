@@ -58,7 +58,7 @@ def test_a_first_run_and_a_joining_table_with_intervals_already_past_end_where_e
     seed(mysql_database, "payments", 400)
     pipeline = Pipeline(monkeypatch, tmp_path, mysql_database.with_database(None), [f"{database}.orders"],
                         chunk_size=40)  # fmt: skip
-    with writers_running(mysql_database, 31, "orders", "payments", pause_s=0.01):
+    with writers_running(mysql_database, 31, "orders", "payments", pause_s=0.005):
         # The first run: its interval ended before the snapshot started (its segment alone is empty).
         interval_end = now()
         first_run = pipeline.run(interval_end)
