@@ -1,8 +1,9 @@
 """Schema changes never stop the pipeline: each kind of DDL, with writers running, through the shipped DAG.
 
-Every run below ends green, and the lake equals the source at the run's published end set, for
-every source column (a replica stopped at exactly that set is the witness). The run's result and
-task log say what happened to each table (``applied.schema_changes``).
+Every run below ends green (but the last, under ``schema_changes: stop``), and the lake equals the
+source at the run's published end set, for every source column (a replica stopped at exactly that
+set is the witness). The run's result and task log say what happened to each table
+(``applied.schema_changes``). A DDL during a first run's snapshot: test_pipeline_dag_consistent_point.
 """
 
 from __future__ import annotations
@@ -20,9 +21,10 @@ from airflow_mysql_cdc.engine.lake.departures import DEPARTURE_PROPERTY
 from airflow_mysql_cdc.engine.lake.layout import LakeLayout
 from airflow_mysql_cdc.engine.lake.schema_evolution import DROPPED_COLUMNS_PROPERTY
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
+from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from tests.support.airflow import task_states, xcom_value
 from tests.support.frozen_replica import FrozenReplica
-from tests.support.mysql import execute
+from tests.support.mysql import execute, scalar
 from tests.support.pipeline import (
     ALL_TASKS,
     Pipeline,
@@ -72,7 +74,7 @@ def _target(pipeline: Pipeline, database: str, table: str) -> DeltaTable:
     return DeltaTable(str(LakeLayout(pipeline.lake).target(database, table)))
 
 
-def test_added_and_dropped_columns_indexes_and_truncate_evolve_the_lake_in_place_while_writers_run(
+def test_added_and_dropped_columns_indexes_and_truncate_evolve_the_lake_in_place_and_stop_halts_at_a_ddl(
     mysql_database: MySqlEndpoint,
     frozen_replica: FrozenReplica,
     tmp_path: Path,
@@ -139,6 +141,21 @@ def test_added_and_dropped_columns_indexes_and_truncate_evolve_the_lake_in_place
         truncated = _run(pipeline)
         assert_exact_at(frozen_replica, checkpoint(truncated), pipeline.lake, database, *tables)
         assert _actions(truncated) == {"orders": ["truncate"]}
+
+    # With schema_changes "stop" the run fails before the next DDL, naming it and the setting to
+    # change, having applied every transaction before it.
+    pipeline.configure(schema_changes="stop")
+    execute(mysql_database, "INSERT INTO orders (id, customer, amount, status) VALUES (900, 'c', 1, 'new')")
+    before_the_ddl = GtidSet.parse(scalar(mysql_database, "SELECT @@gtid_executed"))
+    execute(mysql_database, "ALTER TABLE orders ADD COLUMN score INT")
+    capfd.readouterr()
+    stopped = pipeline.run(now())
+    assert task_states(stopped)["replicate"] == "failed"
+    assert pipeline.lake_position() == before_the_ddl  # the insert and all before it, not the DDL
+    log = capfd.readouterr()
+    text = log.out + log.err
+    assert "ADD COLUMN score" in text and "schema_changes setting is 'stop'" in text
+    assert "Set schema_changes: evolve" in text
 
 
 def test_changes_whose_effect_is_not_in_the_binlog_resnapshot_only_that_table_within_the_run(
@@ -269,71 +286,3 @@ def test_migration_tool_swaps_continue_with_the_same_columns_and_resnapshot_with
         rounded = _run(pipeline)
         assert_exact_at(frozen_replica, checkpoint(rounded), pipeline.lake, database, "orders")
         assert _actions(rounded) == {"orders": ["resnapshot"]}
-
-
-def _when_the_snapshot_committed_a_chunk(
-    pipeline: Pipeline, database: str, table: str, statement: str, endpoint
-):
-    """Run ``statement`` once the table's snapshot has committed its first chunk (it is mid-snapshot)."""
-
-    def watch() -> None:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            try:
-                history = _target(pipeline, database, table).history()
-            except Exception:  # noqa: BLE001 - the table does not exist yet
-                history = []
-            if any(
-                '"phase": "chunk"' in str(commit.get("airflow_mysql_cdc.snapshot_commit", ""))
-                for commit in history
-            ):
-                execute(endpoint, statement)
-                return
-            time.sleep(0.05)
-
-    watcher = threading.Thread(target=watch, daemon=True)
-    watcher.start()
-    return watcher
-
-
-def test_a_ddl_during_the_first_runs_snapshot_restarts_it_and_the_run_ends_exact(
-    mysql_database: MySqlEndpoint,
-    frozen_replica: FrozenReplica,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    database = mysql_database.database
-    seed(mysql_database, "orders", 300)
-    pipeline = Pipeline(
-        monkeypatch, tmp_path, mysql_database.with_database(None), [f"{database}.orders"], chunk_size=20
-    )
-    with writers_running(mysql_database, 59, "orders", pause_s=0.01):
-        watcher = _when_the_snapshot_committed_a_chunk(
-            pipeline, database, "orders", "ALTER TABLE orders ADD COLUMN score INT DEFAULT 3", mysql_database
-        )
-        first = _run(pipeline)
-        watcher.join(timeout=5)
-        assert_exact_at(frozen_replica, checkpoint(first), pipeline.lake, database, "orders")
-        snapshot = xcom_value(first, "replicate", "snapshot")
-        assert [table["restarts"] for table in snapshot["tables"]] == [1]
-        assert "score" in _target(pipeline, database, "orders").schema().to_arrow().names
-
-
-def test_with_schema_changes_stop_the_run_fails_before_the_ddl_naming_it(
-    mysql_database: MySqlEndpoint,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    capfd: pytest.CaptureFixture,
-) -> None:
-    pipeline = _running(monkeypatch, tmp_path, mysql_database, {"orders": 50}, schema_changes="stop")
-    before = pipeline.lake_position()
-    execute(mysql_database, "INSERT INTO orders (id, customer, amount, status) VALUES (900, 'c', 1, 'new')")
-    execute(mysql_database, "ALTER TABLE orders ADD COLUMN score INT")
-    stopped = pipeline.run(now())
-    assert task_states(stopped)["replicate"] == "failed"
-    position = pipeline.lake_position()
-    assert before.issubset(position) and (position - before).count() == 1  # the insert, not the DDL
-    log = capfd.readouterr()
-    text = log.out + log.err
-    assert "ADD COLUMN score" in text and "schema_changes setting is 'stop'" in text
-    assert "Set schema_changes: evolve" in text
