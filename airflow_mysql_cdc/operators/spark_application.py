@@ -36,12 +36,18 @@ def driver_environment() -> dict[str, str]:
 
 
 def driver_conf(spark_conf: Mapping[str, Any] | None) -> dict[str, Any]:
-    """``spark_conf`` with the driver's Python pinned to this interpreter unless it names one.
+    """``spark_conf`` over the defaults every application of the package runs with.
 
-    ``spark.pyspark.python`` (the executors' Python) would otherwise also choose the driver's, and
-    win over ``PYSPARK_DRIVER_PYTHON``: a driver without the package fails at once.
+    - The driver's Python is this interpreter unless ``spark_conf`` names one:
+      ``spark.pyspark.python`` (the executors' Python) would otherwise also choose the driver's, and
+      win over ``PYSPARK_DRIVER_PYTHON``: a driver without the package fails at once.
+    - Spark's web UI is off (``spark.ui.enabled=false``) unless ``spark_conf`` turns it on: it would
+      listen on every interface of the Airflow worker (0.0.0.0:4040 and up), without
+      authentication, for every run. The applications log their own progress; a user who wants
+      the UI sets ``"spark.ui.enabled": "true"`` in the pipeline JSON's ``spark.conf``
+      (docs/configuration.md says how to keep it private).
     """
-    return {"spark.pyspark.driver.python": sys.executable, **(spark_conf or {})}
+    return {"spark.pyspark.driver.python": sys.executable, "spark.ui.enabled": "false", **(spark_conf or {})}
 
 
 @dataclass(frozen=True)

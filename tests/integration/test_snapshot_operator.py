@@ -16,8 +16,12 @@ pytestmark = [pytest.mark.mysql, pytest.mark.usefixtures("airflow_db"), pytest.m
 
 
 def test_snapshot_on_spark_then_stream_gives_exact_tables(
-    mysql_database: MySqlEndpoint, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    mysql_database: MySqlEndpoint,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capfd: pytest.CaptureFixture,
 ) -> None:
+    """Spark's web UI stays off: it would listen on every interface of the worker, unauthenticated."""
     database = mysql_database.database
     for table in ("orders", "refunds"):
         execute(mysql_database, ConcurrentWriter.DDL.replace("orders", table))
@@ -41,6 +45,10 @@ def test_snapshot_on_spark_then_stream_gives_exact_tables(
     # 300 rows in chunks of 60, less what the writer deleted before the plan was made (its keys stay
     # in 1-300 or move to 301-600): several chunks, so windows run as parallel Spark tasks.
     assert all(t["chunks_total"] >= 4 for t in snapshot["tables"])
+    shown = capfd.readouterr()
+    output = shown.out + shown.err
+    assert "--conf spark.ui.enabled=false" in output  # in the Spark-Submit cmd line of the task log
+    assert "SparkContext: Running Spark version" in output and "SparkUI" not in output
     # The writer may have outlived the stream: catch up once more, then compare.
     dag_run = run_dag(
         "snapshot_then_stream.py",

@@ -53,11 +53,18 @@ def test_the_driver_python_is_the_workers_interpreter_unless_set() -> None:
     """spark.pyspark.python alone would choose the driver's Python too, which lacks the package."""
     assert driver_conf({"spark.pyspark.python": "/opt/cdc-venv/bin/python"}) == {
         "spark.pyspark.driver.python": sys.executable,
+        "spark.ui.enabled": "false",
         "spark.pyspark.python": "/opt/cdc-venv/bin/python",
     }
-    assert driver_conf({"spark.pyspark.driver.python": "/usr/bin/python3"}) == {
-        "spark.pyspark.driver.python": "/usr/bin/python3"
-    }
+    assert driver_conf({"spark.pyspark.driver.python": "/usr/bin/python3"})[
+        "spark.pyspark.driver.python"
+    ] == ("/usr/bin/python3")
+
+
+def test_the_spark_ui_is_off_unless_the_pipeline_json_turns_it_on() -> None:
+    """Spark's UI would listen on every interface of the Airflow worker, unauthenticated."""
+    assert driver_conf(None)["spark.ui.enabled"] == "false"
+    assert driver_conf({"spark.ui.enabled": "true"})["spark.ui.enabled"] == "true"
 
 
 @pytest.mark.parametrize(
