@@ -51,12 +51,17 @@ def recorder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> SparkSubmitReco
     return recorder
 
 
+# One configuration folder for the module's tests, removed with the process (one per call was left
+# behind in the system temp dir).
+_SPARK_CONF_DIR = tempfile.TemporaryDirectory(prefix="spark-conf-")
+
+
 def _use_spark_connection(monkeypatch: pytest.MonkeyPatch, master: str, **extra: str) -> None:
     """The master as a connection, with what spark-submit needs to start on it: YARN's client
     configuration, and a Kubernetes executor image from the distribution's spark-defaults.conf."""
     connection = {"conn_type": "spark", **MASTERS[master], "extra": extra}
     monkeypatch.setenv("AIRFLOW_CONN_SPARK_UNDER_TEST", json.dumps(connection))
-    conf_dir = Path(tempfile.mkdtemp(prefix="spark-conf-"))
+    conf_dir = Path(_SPARK_CONF_DIR.name)
     (conf_dir / "spark-defaults.conf").write_text(
         "spark.kubernetes.container.image  example/spark-py:4.2.0\n"
     )
