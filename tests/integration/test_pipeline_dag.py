@@ -55,9 +55,9 @@ def test_daily_runs_keep_the_lake_exact_through_maintenance_by_another_writer_an
     a replica frozen at the published end set, and no table is snapshotted again.
 
     Every run's resumability task reports the binlog headroom of its checkpoint, warning below the
-    configured number of runs. Then ``verify_lake`` is turned on: clean with writers running, failing
-    on a row tampered with in the lake with the message a user reads, and repairing it when the
-    pipeline JSON asks."""
+    configured number of runs. Then ``verify_lake`` is turned on, with writers running: it fails on a
+    row tampered with in the lake, naming only it, with the message a user reads; asked to repair it,
+    the next run does and finds the other tables clean."""
     database = mysql_database.database
     seed(mysql_database, "orders", 200)
     values = ", ".join(f"({i}, 'c{i}', {i}.5, 'new', NULL, NOW(6))" for i in range(1001, 1031))
