@@ -38,6 +38,7 @@ __all__ = [
     "Placement",
     "RunBeforeFirstIntervalError",
     "checkpoint_log",
+    "delta_figures",
     "departure",
     "maintenance_due",
     "pause",
@@ -100,3 +101,15 @@ def maintenance_due(
     from airflow_mysql_cdc.engine.lake.maintenance.run import maintenance_due as due  # Delta, Arrow: lazily
 
     return due(_lake(lake_root, pipeline_id, storage_options), policy)
+
+
+def delta_figures(table_uri: str, storage_options: StorageOptions) -> tuple[int, int] | None:
+    """A Delta table's current version and number of data files (None: no Delta table there)."""
+    from deltalake import DeltaTable  # Delta: lazily (module doc)
+    from deltalake.exceptions import TableNotFoundError
+
+    try:
+        table = DeltaTable(table_uri, storage_options=storage_options)
+    except TableNotFoundError:
+        return None
+    return table.version(), len(table.file_uris())
