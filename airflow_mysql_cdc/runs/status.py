@@ -189,10 +189,9 @@ def format_status(status: PipelineStatus) -> str:
         ]
     lines.append(f"Chain: {status.record_count} record(s), the last {len(status.records)}:")
     for record in status.records:
-        lines.append(
-            f"  {record.get('segment_start') or '(start)'} -> {record.get('segment_end')}  run {record['run_id']}"
-            + ("  (already applied)" if record.get("already_applied") else "")
-        )
+        segment = f"{record.get('segment_start') or '(start)'} -> {record.get('segment_end')}"
+        again = "  (already applied)" if record.get("already_applied") else ""
+        lines.append(f"  {segment}  run {record['run_id']}{again}")
         lines.append(f"    end set: {record['end_gtids'] or '(empty)'}")
         for table, figures in sorted((record.get("tables") or {}).items()):
             lines.append(f"    {table}: {_pairs(figures)}")
@@ -212,7 +211,8 @@ def format_status(status: PipelineStatus) -> str:
 
 def _standing(table: TableStatus) -> str:
     if table.departed is not None:
-        return f"left the pipeline at {table.departed['gtid']} ({table.departed['action']}: {table.departed['reason']})"
+        departed = table.departed
+        return f"left the pipeline at {departed['gtid']} ({departed['action']}: {departed['reason']})"
     if table.paused is not None:
         return f"paused at {table.paused['paused_at']} by run {table.paused['run_id']}"
     if table.member:
