@@ -50,6 +50,7 @@ def get_provider_info() -> dict[str, Any]:
         ),
         "sensors": _modules("sensors", "gtid_sensors"),
         "triggers": _modules("triggers", "gtid_state"),
+        "extra-links": ["airflow_mysql_cdc.operators.run_record_link.MySqlCdcRunRecordLink"],
         "connection-types": [
             {
                 "connection-type": CONNECTION_TYPE,

@@ -49,6 +49,7 @@ from airflow_mysql_cdc.operators.binlog_apply import (
 )
 from airflow_mysql_cdc.operators.engine_process import EngineProcess
 from airflow_mysql_cdc.operators.prerequisites import parse_table_list
+from airflow_mysql_cdc.operators.run_record_link import MySqlCdcRunRecordLink
 from airflow_mysql_cdc.operators.snapshot import snapshot_tables
 from airflow_mysql_cdc.operators.spark_application import ApplicationSecrets, SparkApplicationOperator
 from airflow_mysql_cdc.operators.verify import APPLICATION_MODULE as VERIFY_APPLICATION
@@ -91,6 +92,7 @@ class MySqlCdcReplicateOperator(SparkApplicationOperator):
 
     template_fields: Sequence[str] = ("pipeline_id", "lake_root", "mysql_cdc_conn_id", "spark_conn_id")
     ui_color = "#dde9f7"
+    operator_extra_links = (MySqlCdcRunRecordLink(),)
 
     def __init__(
         self,

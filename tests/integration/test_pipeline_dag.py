@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime
 import time
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 from deltalake import DeltaTable
@@ -19,6 +20,7 @@ from airflow_mysql_cdc.engine.lake.layout import LakeLayout
 from airflow_mysql_cdc.engine.lake.state.store import LakeState
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
+from airflow_mysql_cdc.runs.status import main as status_command
 from tests.support.airflow import load_dag, task_states, xcom_value
 from tests.support.frozen_replica import FrozenReplica
 from tests.support.maintenance import history_starts_after_version_zero, maintain_like_another_writer
@@ -95,6 +97,10 @@ def test_daily_runs_keep_the_lake_exact_through_maintenance_by_another_writer_an
         return dag_run
 
     first = run(("orders", "payments"))
+    # The "Run record" extra link the task instance pushed opens its XCom tab, where the record is.
+    assert xcom_value(first, "replicate", "_link_MySqlCdcRunRecordLink").endswith(
+        f"/dags/{first.dag_id}/runs/{quote(first.run_id, safe='')}/tasks/replicate/xcom"
+    )
     snapshotted = xcom_value(first, "replicate", "snapshot")["tables"]
     assert {table["table"] for table in snapshotted} == {f"{database}.orders", f"{database}.payments"}
     assert xcom_value(first, "maintain_lake")["files_after"] > 0  # the built-in maintenance ran
@@ -173,6 +179,22 @@ def test_daily_runs_keep_the_lake_exact_through_maintenance_by_another_writer_an
     final_members = LakeState(pipeline.lake, "e2e").pipeline().members
     assert {name: final_members[name] for name in members} == members  # no table snapshotted again
     assert [record["run_id"] for record in chain_records(pipeline.lake)] == [r["run_id"] for r in records]
+
+    # `airflow-mysql-cdc status` shows this chain and every table's state from the lake alone.
+    capfd.readouterr()
+    assert (
+        status_command(["status", "--lake-root", pipeline.lake, "--pipeline-id", "e2e", "--last", "2"]) == 0
+    )
+    shown = capfd.readouterr().out
+    assert f"position (applied GTID set): {pipeline.lake_position()}" in shown
+    assert f"Chain: {len(records)} record(s), the last 2:" in shown
+    assert f"run {records[-1]['run_id']}" in shown and f"    end set: {records[-1]['end_gtids']}" in shown
+    for name in tables:
+        snapshot_id = final_members[f"{database}.{name}"]
+        assert f"  {database}.{name}: member (joined with snapshot {snapshot_id})" in shown
+        assert f"    snapshot: {snapshot_id}, " in shown
+    for kind in ("target", "changelog"):
+        assert shown.count(f"    {kind}: version ") == len(tables)
 
 
 def test_failed_retried_cleared_and_caught_up_runs_apply_everything_once(

@@ -64,3 +64,11 @@ def test_the_connection_types_hook_is_in_a_listed_hook_module() -> None:
     info = get_provider_info()
     hook_class = info["connection-types"][0]["hook-class-name"]
     assert hook_class.rsplit(".", 1)[0] in _listed_modules(info, "hooks")
+
+
+def test_every_listed_extra_link_imports_and_is_an_operator_link() -> None:
+    from airflow.sdk import BaseOperatorLink
+
+    for path in get_provider_info()["extra-links"]:
+        module, name = path.rsplit(".", 1)
+        assert issubclass(getattr(importlib.import_module(module), name), BaseOperatorLink), path
