@@ -9,6 +9,17 @@ from airflow_mysql_cdc import __version__
 CONNECTION_TYPE = "mysql_cdc"
 INTEGRATION = "MySQL CDC"
 _PACKAGE = "airflow_mysql_cdc"
+HOW_TO_GUIDES = (
+    "prerequisites",
+    "snapshot",
+    "binlog-apply",
+    "replicate",
+    "lake-maintenance",
+    "verify",
+    "gtid-sensors",
+    "real-scheduler",
+)
+"""The pages of docs/how-to/ (tests/unit/test_howto_examples.py checks each exists, and none is left out)."""
 
 
 def _modules(layer: str, *names: str) -> list[dict[str, Any]]:
@@ -33,6 +44,7 @@ def get_provider_info() -> dict[str, Any]:
             {
                 "integration-name": INTEGRATION,
                 "external-doc-url": "https://dev.mysql.com/doc/refman/8.4/en/replication-gtids.html",
+                "how-to-guide": [f"/docs/how-to/{page}.md" for page in HOW_TO_GUIDES],
                 "tags": ["software"],
             }
         ],

@@ -183,7 +183,8 @@ def test_daily_runs_keep_the_lake_exact_through_maintenance_by_another_writer_an
     # `airflow-mysql-cdc status` shows this chain and every table's state from the lake alone.
     capfd.readouterr()
     assert (
-        status_command(["status", "--lake-root", pipeline.lake, "--pipeline-id", "e2e", "--last", "2"]) == 0
+        status_command(["status", "--lake-root", str(pipeline.lake), "--pipeline-id", "e2e", "--last", "2"])
+        == 0
     )
     shown = capfd.readouterr().out
     assert f"position (applied GTID set): {pipeline.lake_position()}" in shown
