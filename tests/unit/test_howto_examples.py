@@ -42,7 +42,7 @@ EXPECTED = {
 
 @pytest.fixture(scope="module")
 def dagbag() -> DagBag:
-    return DagBag(dag_folder=str(EXAMPLES), include_examples=False)
+    return DagBag(dag_folder=str(EXAMPLES))
 
 
 def test_every_howto_example_parses_without_an_import_error(dagbag: DagBag) -> None:
