@@ -301,6 +301,17 @@ class AirflowRestClient:
         value = answer["value"]
         return json.loads(value) if isinstance(value, str) and value[:1] in '{["' else value
 
+    def extra_links(
+        self, dag_id: str, run_id: str, task_id: str, *, map_index: int = -1
+    ) -> dict[str, str | None]:
+        """The task instance's extra links as the UI gets them (name: URL, None when not pushed)."""
+        answer = self.request(
+            "GET",
+            f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{task_id}/links",
+            params={"map_index": map_index},
+        )
+        return answer["extra_links"]
+
     def describe_run(self, run: DagRun, *, log_tail_chars: int = 3000) -> str:
         """Task states of the run and the log tails of its failed tasks: what to read after a failure."""
         lines = [f"run {run.run_id} ({run.run_type}, logical date {run.logical_date}): {run.state}"]

@@ -23,6 +23,7 @@ import threading
 import time
 import uuid
 from pathlib import Path
+from urllib.parse import quote
 
 import psutil
 import pytest
@@ -158,6 +159,12 @@ def test_clears_marks_and_backfills_from_the_ui_keep_the_chain_and_the_lake_exac
         first = pipeline.wait(pipeline.scheduled_first_run())
         records = _check(pipeline, frozen_replica, database)
         assert [record["run_id"] for record in records] == [first.run_id]
+        # The UI's "Run record" button: the api-server serves the link the task pushed, to its XCom tab.
+        links = api.extra_links(pipeline.dag_id, first.run_id, "replicate")
+        assert links["Run record"] == (
+            f"{airflow_deployment.api_url}/dags/{pipeline.dag_id}/runs/{quote(first.run_id, safe='')}"
+            "/tasks/replicate/xcom"
+        )
 
         # A run dies mid-apply; the next run is not held back by it (no depends_on_past: no deadlock).
         killer = pipeline.kill_apply_once_it_runs()
