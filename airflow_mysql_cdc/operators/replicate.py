@@ -92,7 +92,7 @@ class MySqlCdcReplicateOperator(SparkApplicationOperator):
 
     template_fields: Sequence[str] = ("pipeline_id", "lake_root", "mysql_cdc_conn_id", "spark_conn_id")
     ui_color = "#dde9f7"
-    operator_extra_links = (MySqlCdcRunRecordLink(),)
+    operator_extra_links = (*SparkApplicationOperator.operator_extra_links, MySqlCdcRunRecordLink())
 
     def __init__(
         self,

@@ -35,7 +35,7 @@ def test_the_link_follows_the_configured_api_base_url(monkeypatch: pytest.Monkey
 
 
 def test_the_replicate_operator_carries_the_link() -> None:
-    assert [link.name for link in MySqlCdcReplicateOperator.operator_extra_links] == ["Run record"]
+    assert "Run record" in [link.name for link in MySqlCdcReplicateOperator.operator_extra_links]
 
 
 def test_the_api_server_finds_the_link_in_the_serialized_dag_without_importing_it() -> None:
@@ -49,4 +49,4 @@ def test_the_api_server_finds_the_link_in_the_serialized_dag_without_importing_i
         MySqlCdcReplicateOperator(task_id="replicate", pipeline_id="shop", tables=["db.t"], lake_root="/lake")
     served = DagSerialization.from_dict(DagSerialization.to_dict(dag)).get_task("replicate")
     links = {link.name: link.xcom_key for link in served.operator_extra_links}
-    assert links == {"Run record": "_link_MySqlCdcRunRecordLink"}
+    assert links["Run record"] == "_link_MySqlCdcRunRecordLink"
