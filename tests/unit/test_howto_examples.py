@@ -70,3 +70,19 @@ def test_the_provider_info_lists_every_guide_and_each_listed_page_exists() -> No
     assert {Path(page).name for page in listed} == {
         page.name for page in (ROOT / "docs" / "how-to").glob("*.md")
     }
+
+
+def test_every_relative_link_of_the_guides_points_at_a_file_that_exists() -> None:
+    import re
+
+    pages = [
+        *(ROOT / "docs" / "how-to").glob("*.md"),
+        ROOT / "docs" / "README.md",
+        ROOT / "docs" / "connection-form.md",
+    ]
+    broken = []
+    for page in pages:
+        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", page.read_text()):
+            if "://" not in target and not (page.parent / target).exists():
+                broken.append(f"{page.relative_to(ROOT)} -> {target}")
+    assert broken == []
