@@ -6,6 +6,7 @@
   :class:`~airflow_mysql_cdc.engine.errors.ExitCode`).
 - ``snapshot`` and ``binlog_apply``: the two applications as operators for custom DAGs.
 - ``replicate``: the example DAG's one chain step (place, plan, snapshot, apply, publish).
+- ``run_record_link``: the replicate task's "Run record" extra link, to its XCom tab (the record).
 
 Guarded by ``tests/unit/airflow/operators/`` (template rendering, exit codes) and the DAG tests.
 """

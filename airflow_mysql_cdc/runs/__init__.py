@@ -10,6 +10,8 @@ Reading order:
    it publishes (``publish_checkpoint``); a custom DAG calls these two (docs/custom-dags.md).
 3. ``segment``: which tables a run snapshots (``plan_segment``) and the GTID set its segment starts
    from (``segment_start``: the checkpoint, or the stream start of the snapshots the run took).
+4. ``status``: the read-only ``airflow-mysql-cdc status`` command: the chain and each table's state,
+   through ``lake`` (tests/unit/airflow/runs/test_status_command.py).
 
 Layers: these modules import hooks and the engine, never sensors, operators or the pipeline; the
 replicate operator and the pipeline's DAG import them (tests/unit/test_package_layers.py).
