@@ -14,13 +14,14 @@ provider's ``aws_access_key_id`` / ``aws_secret_access_key`` extras are read too
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from airflow.sdk import BaseHook
 from airflow.sdk.log import mask_secret
 
 from airflow_mysql_cdc.engine.lake.storage import check_storage_options, split_storage_options
+from airflow_mysql_cdc.hooks import lineage
 
 SUPPORTED_CONNECTION_TYPES = ("aws",)
 
@@ -55,6 +56,14 @@ class LakeStorageHook(BaseHook):
         """Every option delta-rs needs in this process (a worker reading the pipeline state)."""
         public, secret = self.get_storage_options(public_options)
         return {**public, **secret} or None
+
+    def report_tables_written(self, locations: Iterable[str]) -> None:
+        """Tell Airflow's hook lineage collector that the Delta tables at ``locations`` were written."""
+        lineage.report(self, outputs=[lineage.location_uri(location) for location in locations])
+
+    def report_tables_read(self, locations: Iterable[str]) -> None:
+        """Tell Airflow's hook lineage collector that the Delta tables at ``locations`` were read."""
+        lineage.report(self, inputs=[lineage.location_uri(location) for location in locations])
 
     def _connection_options(self) -> dict[str, str]:
         assert self.lake_conn_id is not None, "no lake connection to read"

@@ -10,7 +10,7 @@ paths must exist on every one of those machines, and a password must stay valid 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,7 @@ from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from airflow_mysql_cdc.engine.values.resumability import ResumabilityAssessment, assess_resumability
 from airflow_mysql_cdc.engine.values.tls import TlsOptions, parse_tls_mode
+from airflow_mysql_cdc.hooks import lineage
 
 SUPPORTED_CONNECTION_TYPES = ("mysql_cdc", "mysql")
 IAM_NOT_SUPPORTED = (
@@ -137,6 +138,11 @@ class MySqlCdcHook(BaseHook):
             )
             present = {f"{schema}.{table}".lower() for schema, table in cursor.fetchall()}
         return frozenset(name for name in tables if name.lower() not in present)
+
+    def report_tables_read(self, endpoint: MySqlEndpoint, tables: Iterable[str]) -> None:
+        """Tell Airflow's hook lineage collector that ``tables`` of ``endpoint`` (this connection's,
+        as :meth:`get_endpoint` gave it) were read."""
+        lineage.report(self, inputs=[lineage.mysql_table_uri(endpoint.host, endpoint.port, t) for t in tables])
 
     def check_prerequisites(self, config: PrerequisiteConfig) -> PrerequisiteReport:
         endpoint = self.get_endpoint()

@@ -45,6 +45,7 @@ __all__ = [
     "pipeline_state",
     "place_run",
     "snapshot_progress",
+    "table_columns",
     "target_table_exists",
 ]
 
@@ -92,6 +93,19 @@ def target_table_exists(lake_root: str, ref: TableRef, storage_options: StorageO
     from airflow_mysql_cdc.engine.lake.storage import lake_table_exists
 
     return lake_table_exists(str(LakeLayout(lake_root).target(ref.schema, ref.table)), storage_options)
+
+
+def table_columns(location: str, storage_options: StorageOptions) -> list[tuple[str, str]] | None:
+    """A Delta table's columns and their Delta types (``long``, ``decimal(10,2)``, ``array``), as its
+    log's latest version says; None when there is no table there or it cannot be read (lineage only:
+    never a reason to fail a task)."""
+    try:
+        from deltalake import DeltaTable  # Delta: lazily (module doc)
+
+        schema = DeltaTable(location, storage_options=storage_options).schema()
+    except Exception:
+        return None
+    return [(column.name, str(getattr(column.type, "type", column.type))) for column in schema.fields]
 
 
 def maintenance_due(

@@ -246,6 +246,9 @@ class ApplyResult:
     """Every table a DDL touched, with its action and reason, in binlog order."""
     driver_peak_rss_bytes: int | None = None
     """The application driver's peak resident memory (set by the entry point; the benchmarks read it)."""
+    binlog_bytes_read: int = 0
+    """Binlog event bytes the driver's reader received (the ``mysql_cdc.binlog.bytes_read`` metric);
+    a parallel catch-up's range readers, on executors, are not counted."""
 
     @property
     def to_resnapshot(self) -> list[str]:
@@ -277,6 +280,7 @@ class ApplyResult:
             transactions=sum(step.transactions for step in steps),
             rows_by_table=rows,
             batches=sum(step.batches for step in steps),
+            binlog_bytes_read=sum(step.binlog_bytes_read for step in steps),
             duration_s=round(sum(step.duration_s for step in steps), 3),
             last_commit_timestamp_us=stamps[-1] if stamps else None,
             caught_up=caught_up,

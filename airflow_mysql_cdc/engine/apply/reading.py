@@ -124,6 +124,7 @@ def read_into_sink(
         if applier.wave is not None:
             applier.wave.clear()
         applier.collector.__exit__(None, None, None)
+        result.binlog_bytes_read += reader.bytes_read
     return finish_result(result, applier.position, started, "applied")
 
 

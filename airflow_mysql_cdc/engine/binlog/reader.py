@@ -134,6 +134,8 @@ class BinlogReader:
         self._decoder = RowDecoder(self.tracked, compiled=compiled_decoding)
         self._tracker = PositionTracker(GtidSet())
         self.reconnects = 0
+        self.bytes_read = 0
+        """Binlog event bytes received (each decoded event's size without its header), over every read."""
         self.partial_transactions_discarded = 0
         self.idle_checks_failed = 0
 
@@ -206,6 +208,7 @@ class BinlogReader:
                     event = stream.fetchone()
                     if event is None:
                         raise StreamInterrupted(EOFError("the server ended the binlog stream"))
+                    self.bytes_read += event.event_size
                 except (StreamInterrupted, pymysql.err.OperationalError) as error:
                     cause = self._interruption_cause(error)
                     with suppress(Exception):

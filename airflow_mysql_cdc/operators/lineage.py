@@ -1,0 +1,203 @@
+"""OpenLineage for the operators: the MySQL tables a task reads, the Delta tables it writes.
+
+Invariant: the package imports and runs without the OpenLineage provider. Only the two methods the
+provider's listener calls (``get_openlineage_facets_on_start`` / ``_on_complete``) import it, inside
+their bodies, as first-party providers do; without it installed nothing calls them.
+
+What a task read and wrote is a :class:`TaskLineage`, plain values the operator sets while it runs
+(the tables, the source's host and port, rows per table from the application's result). The
+datasets follow the OpenLineage naming spec (spec/Naming.md):
+
+- a MySQL table: namespace ``mysql://{host}:{port}``, name ``{database}.{table}``;
+- a Delta table on an object store: namespace ``{scheme}://{bucket}`` (``s3://lake``, ``gs://``,
+  ``abfss://container@account.dfs.core.windows.net``), name the path in it without a leading ``/``;
+- a Delta table on a local file system: namespace ``file``, name its absolute path.
+
+Each output carries a schema facet (the Delta table's columns and types, read from the table's log
+when the event is built) and, on completion, an output statistics facet with the rows the run
+wrote to it (:func:`rows_written`: the one place that decides which count that is). Nothing secret
+goes into an event: no password, no storage option, no key value (only names, types and counts).
+
+Guarded by tests/unit/airflow/operators/test_lineage.py and, with the provider's file transport, by
+tests/integration/test_binlog_apply_operator.py.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from airflow_mysql_cdc.engine.lake.layout import LakeLayout
+from airflow_mysql_cdc.engine.mysql.schema import TableRef
+
+if TYPE_CHECKING:
+    from airflow.providers.openlineage.extractors import OperatorLineage
+
+log = logging.getLogger(__name__)
+
+StorageOptions = dict[str, str] | None
+
+
+@dataclass(frozen=True)
+class DatasetName:
+    """An OpenLineage dataset identifier: a namespace (the data source) and a name in it."""
+
+    namespace: str
+    name: str
+
+
+def mysql_dataset(host: str, port: int, table: str) -> DatasetName:
+    """``schema.table`` of the server at ``host:port`` (the spec's ``mysql://{host}:{port}``)."""
+    ref = TableRef.parse(table)
+    return DatasetName(f"mysql://{host}:{port}", f"{ref.schema}.{ref.table}")
+
+
+def location_dataset(location: str) -> DatasetName:
+    """A Delta table's location (a URI or a local path) as the spec names a file or object store path."""
+    parts = urlsplit(location)
+    if len(parts.scheme) <= 1 or parts.scheme == "file":  # a local path (or C:\\ on Windows), or file://
+        path = parts.path if parts.scheme == "file" else location
+        return DatasetName("file", path.rstrip("/") or "/")
+    return DatasetName(f"{parts.scheme}://{parts.netloc}", parts.path.strip("/"))
+
+
+@dataclass(frozen=True)
+class LakeTable:
+    """One Delta table a task writes or reads: the source table it mirrors and its role."""
+
+    source_table: str
+    role: str  # "target" or "changelog"
+    location: str
+
+
+def lake_tables(lake_root: str, tables: Iterable[str], *, changelog: bool = True) -> list[LakeTable]:
+    """The target (and changelog) Delta table of each source table, where the lake layout puts them."""
+    layout = LakeLayout(lake_root)
+    found = []
+    for table in tables:
+        ref = TableRef.parse(table)
+        found.append(LakeTable(str(ref), "target", layout.target(ref.schema, ref.table)))
+        if changelog:
+            found.append(LakeTable(str(ref), "changelog", layout.changelog(ref.schema, ref.table)))
+    return found
+
+
+def rows_written(tables_record: Mapping[str, Mapping[str, Any]], table: str) -> int | None:
+    """The rows a run wrote to ``table``'s lake tables, from a checkpoint record's ``tables``.
+
+    Today the record's ``rows_applied`` (row changes applied from the binlog, which is also the
+    rows appended to the changelog). One function so the count can follow the record when it
+    carries rows per operation.
+    """
+    entry = tables_record.get(table)
+    if entry is None or entry.get("rows_applied") is None:
+        return None
+    return int(entry["rows_applied"])
+
+
+@dataclass
+class TaskLineage:
+    """What one task read and wrote; the operator fills it as it learns (host at start, rows at the end).
+
+    ``row_counts`` are per source table; None (or a table missing) means unknown, and the outputs
+    then carry no statistics facet.
+    """
+
+    lake_root: str
+    source: tuple[str, int] | None = None
+    """The MySQL server's host and port; None: the task reads no MySQL table."""
+    mysql_tables: tuple[str, ...] = ()
+    lake_inputs: tuple[str, ...] = ()
+    """Source tables whose lake tables the task reads (verify, maintenance)."""
+    lake_outputs: tuple[str, ...] = ()
+    changelog: bool = True
+    """Whether the outputs include the changelog tables (the snapshot writes targets only)."""
+    row_counts: dict[str, int] | None = None
+    storage_options: StorageOptions = field(default=None, repr=False)
+    """Every option delta-rs needs to read the tables' schemas (credentials included); stays in the
+    worker's memory, never in an event."""
+
+    def inputs(self) -> list[DatasetName]:
+        datasets = []
+        if self.source is not None:
+            host, port = self.source
+            datasets += [mysql_dataset(host, port, table) for table in self.mysql_tables]
+        datasets += [location_dataset(t.location) for t in lake_tables(self.lake_root, self.lake_inputs)]
+        return datasets
+
+
+def operator_lineage(lineage: TaskLineage, *, complete: bool) -> OperatorLineage:
+    """The OpenLineage datasets of ``lineage`` (the provider's types: call only from the facet methods).
+
+    ``complete``: the task has finished, so the outputs carry its row counts.
+    """
+    from airflow.providers.common.compat.openlineage.facet import (
+        Dataset,
+        OutputDataset,
+        OutputStatisticsOutputDatasetFacet,
+        SchemaDatasetFacet,
+        SchemaDatasetFacetFields,
+    )
+    from airflow.providers.openlineage.extractors import OperatorLineage
+
+    from airflow_mysql_cdc.runs import lake
+
+    def facets(table: LakeTable, output: bool) -> tuple[dict[str, Any], dict[str, Any]]:
+        dataset_facets: dict[str, Any] = {}
+        columns = lake.table_columns(table.location, lineage.storage_options)
+        if columns:
+            dataset_facets["schema"] = SchemaDatasetFacet(
+                fields=[SchemaDatasetFacetFields(name=name, type=type_) for name, type_ in columns]
+            )
+        output_facets: dict[str, Any] = {}
+        counts = lineage.row_counts
+        if output and complete and counts is not None and table.source_table in counts:
+            output_facets["outputStatistics"] = OutputStatisticsOutputDatasetFacet(
+                rowCount=counts[table.source_table]
+            )
+        return dataset_facets, output_facets
+
+    inputs = []
+    if lineage.source is not None:
+        host, port = lineage.source
+        for table in lineage.mysql_tables:
+            name = mysql_dataset(host, port, table)
+            inputs.append(Dataset(namespace=name.namespace, name=name.name))
+    for table in lake_tables(lineage.lake_root, lineage.lake_inputs):
+        name = location_dataset(table.location)
+        inputs.append(Dataset(namespace=name.namespace, name=name.name, facets=facets(table, False)[0]))
+    outputs = []
+    for table in lake_tables(lineage.lake_root, lineage.lake_outputs, changelog=lineage.changelog):
+        name = location_dataset(table.location)
+        dataset_facets, output_facets = facets(table, True)
+        outputs.append(
+            OutputDataset(
+                namespace=name.namespace, name=name.name, facets=dataset_facets, outputFacets=output_facets
+            )
+        )
+    return OperatorLineage(inputs=inputs, outputs=outputs)
+
+
+class OpenLineageMixin:
+    """The OpenLineage facet methods of an operator that sets ``self.lineage`` while it runs.
+
+    ``planned_lineage`` says what the task will read and write before it runs (for the START
+    event); ``execute`` replaces ``self.lineage`` with what it did, row counts included.
+    """
+
+    lineage: TaskLineage | None = None
+
+    def planned_lineage(self) -> TaskLineage | None:
+        """What the task is to read and write, from its (rendered) arguments; None: nothing."""
+        return None
+
+    def get_openlineage_facets_on_start(self) -> OperatorLineage | None:
+        planned = self.lineage or self.planned_lineage()
+        return operator_lineage(planned, complete=False) if planned is not None else None
+
+    def get_openlineage_facets_on_complete(self, task_instance: Any) -> OperatorLineage | None:
+        done = self.lineage or self.planned_lineage()
+        return operator_lineage(done, complete=self.lineage is not None) if done is not None else None
