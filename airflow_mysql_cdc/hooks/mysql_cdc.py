@@ -142,7 +142,8 @@ class MySqlCdcHook(BaseHook):
     def report_tables_read(self, endpoint: MySqlEndpoint, tables: Iterable[str]) -> None:
         """Tell Airflow's hook lineage collector that ``tables`` of ``endpoint`` (this connection's,
         as :meth:`get_endpoint` gave it) were read."""
-        lineage.report(self, inputs=[lineage.mysql_table_uri(endpoint.host, endpoint.port, t) for t in tables])
+        uris = [lineage.mysql_table_uri(endpoint.host, endpoint.port, table) for table in tables]
+        lineage.report(self, inputs=uris)
 
     def check_prerequisites(self, config: PrerequisiteConfig) -> PrerequisiteReport:
         endpoint = self.get_endpoint()

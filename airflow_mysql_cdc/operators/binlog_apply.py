@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,8 @@ from airflow_mysql_cdc.engine.lake.storage import check_storage_options
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from airflow_mysql_cdc.hooks.lake_storage import LakeStorageHook
 from airflow_mysql_cdc.hooks.mysql_cdc import MySqlCdcHook
+from airflow_mysql_cdc.operators import metrics
+from airflow_mysql_cdc.operators.lineage import OpenLineageMixin, TaskLineage, lake_tables
 from airflow_mysql_cdc.operators.prerequisites import parse_table_list
 from airflow_mysql_cdc.operators.spark_application import ApplicationSecrets, SparkApplicationOperator
 
@@ -31,7 +34,7 @@ APPLICATION = str(Path(__file__).resolve().parents[1] / "engine" / "entrypoints"
 """The binlog application's entry point, found without importing it (it imports Spark and Delta)."""
 
 
-class MySqlCdcBinlogApplyOperator(SparkApplicationOperator):
+class MySqlCdcBinlogApplyOperator(OpenLineageMixin, SparkApplicationOperator):
     """Applies the binlog to the Delta lake for one segment (or another stop rule) via spark-submit.
 
     The application reads the binlog by GTID from ``start_gtids`` (or from the lake, when the lake
@@ -171,14 +174,30 @@ class MySqlCdcBinlogApplyOperator(SparkApplicationOperator):
 
     def execute(self, context: Any) -> dict[str, Any]:
         """The run's result as XCom (:meth:`ApplyResult.to_dict`)."""
-        return apply_binlog(
+        result = apply_binlog(
             self,
             lambda server_id, public_options: self.build_config(context, server_id, public_options),
             mysql_cdc_conn_id=self.mysql_cdc_conn_id,
             storage_options=self.storage_options,
             lake_conn_id=self.lake_conn_id,
             catchup_parallelism=self.catchup_parallelism,
-        ).to_dict()
+        )
+        self.lineage = replace(self.planned_lineage(), row_counts=dict(result.rows_by_table))
+        return result.to_dict()
+
+    def planned_lineage(self) -> TaskLineage:
+        """The MySQL tables read, their target and changelog tables written."""
+        tables = tuple(str(ref) for ref in parse_table_list(self.tables))
+        endpoint = MySqlCdcHook(self.mysql_cdc_conn_id).get_endpoint()
+        return TaskLineage(
+            lake_root=self.lake_root,
+            source=(endpoint.host, endpoint.port),
+            mysql_tables=tables,
+            lake_outputs=tables,
+            storage_options=LakeStorageHook(self.lake_conn_id).get_delta_storage_options(
+                self.storage_options
+            ),
+        )
 
 
 ConfigBuilder = Callable[[int | None, dict[str, str]], ApplyConfig]
@@ -195,8 +214,9 @@ def apply_binlog(
     catchup_parallelism: int = 1,
 ) -> ApplyResult:
     """Run the binlog application under ``runner`` (the operator whose task this is); its result."""
-    endpoint = MySqlCdcHook(mysql_cdc_conn_id).get_endpoint()
-    public_options, secret_options = LakeStorageHook(lake_conn_id).get_storage_options(storage_options)
+    mysql_hook, lake_hook = MySqlCdcHook(mysql_cdc_conn_id), LakeStorageHook(lake_conn_id)
+    endpoint = mysql_hook.get_endpoint()
+    public_options, secret_options = lake_hook.get_storage_options(storage_options)
     config = build_config(endpoint.replication_server_id, public_options)
     runner.log.info(
         "Applying binlog of %s to %s: mode %s, start %s",
@@ -236,6 +256,9 @@ def apply_binlog(
             "committed at or after the interval end (docs/pipeline-dag.md)",
             result.consistent_point or "(empty)",
         )
+    metrics.emit_apply(result)
+    mysql_hook.report_tables_read(endpoint, config.tables)
+    lake_hook.report_tables_written(table.location for table in lake_tables(config.lake_root, config.tables))
     runner.log.info("%s", summary_line(result))
     return result
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -98,6 +98,13 @@ def rows_written(tables_record: Mapping[str, Mapping[str, Any]], table: str) -> 
     return int(entry["rows_applied"])
 
 
+def lineage_of_record(planned: TaskLineage, record: Mapping[str, Any]) -> TaskLineage:
+    """``planned`` with the rows a published checkpoint record says the run wrote to each table."""
+    tables = record.get("tables") or {}
+    counts = {table: rows for table in tables if (rows := rows_written(tables, table)) is not None}
+    return replace(planned, row_counts=counts)
+
+
 @dataclass
 class TaskLineage:
     """What one task read and wrote; the operator fills it as it learns (host at start, rows at the end).
@@ -163,8 +170,8 @@ def operator_lineage(lineage: TaskLineage, *, complete: bool) -> OperatorLineage
     inputs = []
     if lineage.source is not None:
         host, port = lineage.source
-        for table in lineage.mysql_tables:
-            name = mysql_dataset(host, port, table)
+        for source_table in lineage.mysql_tables:
+            name = mysql_dataset(host, port, source_table)
             inputs.append(Dataset(namespace=name.namespace, name=name.name))
     for table in lake_tables(lineage.lake_root, lineage.lake_inputs):
         name = location_dataset(table.location)

@@ -19,14 +19,16 @@ from typing import Any
 from airflow_mysql_cdc.engine.lake.maintenance.policy import MaintenancePolicy
 from airflow_mysql_cdc.engine.lake.storage import check_storage_options, secret_storage_options_to_environment
 from airflow_mysql_cdc.hooks.lake_storage import LakeStorageHook
+from airflow_mysql_cdc.operators import metrics
 from airflow_mysql_cdc.operators.engine_process import EngineProcessOperator
+from airflow_mysql_cdc.operators.lineage import OpenLineageMixin, TaskLineage, lake_tables
 from airflow_mysql_cdc.operators.prerequisites import parse_table_list
 from airflow_mysql_cdc.runs import lake
 
 APPLICATION_MODULE = "airflow_mysql_cdc.engine.entrypoints.maintain_lake"
 
 
-class MySqlCdcLakeMaintenanceOperator(EngineProcessOperator):
+class MySqlCdcLakeMaintenanceOperator(OpenLineageMixin, EngineProcessOperator):
     """Maintains the lake of pipeline ``pipeline_id`` when due; returns what it did (the XCom).
 
     :param pipeline_id: the pipeline whose lease the maintenance takes (templated).
@@ -67,7 +69,8 @@ class MySqlCdcLakeMaintenanceOperator(EngineProcessOperator):
         self.lease_s = lease_s
 
     def execute(self, context: Any) -> dict[str, Any]:
-        public, secret = LakeStorageHook(self.lake_conn_id).get_storage_options(self.storage_options)
+        lake_hook = LakeStorageHook(self.lake_conn_id)
+        public, secret = lake_hook.get_storage_options(self.storage_options)
         options = {**public, **secret} or None
         why_not = None
         if not self.force:
@@ -85,6 +88,11 @@ class MySqlCdcLakeMaintenanceOperator(EngineProcessOperator):
             "force": True,
         }
         result = self._run(config, secret_storage_options_to_environment(secret))
+        metrics.emit_maintenance(result)
+        locations = [table.location for table in lake_tables(self.lake_root, self.tables)]
+        lake_hook.report_tables_read(locations)
+        lake_hook.report_tables_written(locations)
+        self.lineage = self.planned_lineage()
         self.log.info(
             "Summary: maintenance of %d table(s): %d -> %d files, %d old snapshot record(s) pruned, in %.1fs",
             len(result["tables"]),
@@ -94,6 +102,17 @@ class MySqlCdcLakeMaintenanceOperator(EngineProcessOperator):
             result["seconds"],
         )
         return result
+
+    def planned_lineage(self) -> TaskLineage:
+        """The target and changelog tables, read and rewritten (compaction, sorting, vacuum)."""
+        return TaskLineage(
+            lake_root=self.lake_root,
+            lake_inputs=self.tables,
+            lake_outputs=self.tables,
+            storage_options=LakeStorageHook(self.lake_conn_id).get_delta_storage_options(
+                self.storage_options
+            ),
+        )
 
     def _run(self, config: dict[str, Any], secret_environment: dict[str, str]) -> dict[str, Any]:
         return self.run_engine_process(APPLICATION_MODULE, config, secret_environment)

@@ -48,42 +48,106 @@ class Metric:
 METRICS = {
     metric.name: metric
     for metric in (
-        Metric("mysql_cdc.apply.transactions", "counter", ("pipeline",),
-               "Transactions of the tracked tables applied by a binlog application."),
-        Metric("mysql_cdc.apply.rows", "counter", ("pipeline", "table"),
-               "Row changes (inserts, updates, deletes) applied to a table's lake tables."),
-        Metric("mysql_cdc.apply.lag_seconds", "gauge", ("pipeline",),
-               "At the end of an application: seconds between the last applied transaction's commit "
-               "and the end of the application (not set when it applied nothing)."),
-        Metric("mysql_cdc.apply.duration", "timer", ("pipeline",),
-               "How long the binlog application ran (milliseconds)."),
-        Metric("mysql_cdc.binlog.bytes_read", "counter", ("pipeline",),
-               "Binlog event bytes the application's reader received from the server (a parallel "
-               "catch-up's range readers on the executors are not counted)."),
-        Metric("mysql_cdc.snapshot.rows", "counter", ("table",),
-               "Rows a snapshot application copied into the table's target table in this task."),
-        Metric("mysql_cdc.snapshot.rows_per_second", "gauge", ("table",),
-               "Rows per second of the table's snapshot in this task."),
-        Metric("mysql_cdc.snapshot.chunks_run", "gauge", ("table",),
-               "Chunks of the table's snapshot this task ran: fewer than ``chunks_total`` when it resumed "
-               "an unfinished snapshot, 0 when the snapshot had finished before."),
-        Metric("mysql_cdc.snapshot.chunks_total", "gauge", ("table",),
-               "Chunks the table's snapshot is planned in (all of them are done when the task succeeds)."),
-        Metric("mysql_cdc.maintenance.files_before", "gauge", ("pipeline", "table", "role"),
-               "Data files of a lake table before maintenance; ``table`` is the source table (or the "
-               "pipeline's own table, ``_cdc/state``...), ``role`` ``target``, ``changelog`` or ``own``."),
-        Metric("mysql_cdc.maintenance.files_after", "gauge", ("pipeline", "table", "role"),
-               "Data files of a lake table after maintenance."),
-        Metric("mysql_cdc.maintenance.bytes_after", "gauge", ("pipeline", "table", "role"),
-               "Bytes of a lake table's data files after maintenance."),
-        Metric("mysql_cdc.maintenance.vacuumed_files", "counter", ("pipeline", "table", "role"),
-               "Files vacuum removed from a lake table."),
-        Metric("mysql_cdc.maintenance.duration", "timer", ("pipeline",),
-               "How long a maintenance run took (milliseconds; skipped runs emit nothing)."),
-        Metric("mysql_cdc.verify.rows_compared", "counter", ("pipeline", "table"),
-               "Rows a verification compared between MySQL and the lake."),
-        Metric("mysql_cdc.verify.mismatched_rows", "counter", ("pipeline", "table"),
-               "Rows a verification found missing, extra or differing in the lake."),
+        Metric(
+            "mysql_cdc.apply.transactions",
+            "counter",
+            ("pipeline",),
+            "Transactions of the tracked tables applied by a binlog application.",
+        ),
+        Metric(
+            "mysql_cdc.apply.rows",
+            "counter",
+            ("pipeline", "table"),
+            "Row changes (inserts, updates, deletes) applied to a table's lake tables.",
+        ),
+        Metric(
+            "mysql_cdc.apply.lag_seconds",
+            "gauge",
+            ("pipeline",),
+            "At the end of an application: seconds between the last applied transaction's commit "
+            "and the end of the application (not set when it applied nothing).",
+        ),
+        Metric(
+            "mysql_cdc.apply.duration",
+            "timer",
+            ("pipeline",),
+            "How long the binlog application ran (milliseconds).",
+        ),
+        Metric(
+            "mysql_cdc.binlog.bytes_read",
+            "counter",
+            ("pipeline",),
+            "Binlog event bytes the application's reader received from the server (a parallel "
+            "catch-up's range readers on the executors are not counted).",
+        ),
+        Metric(
+            "mysql_cdc.snapshot.rows",
+            "counter",
+            ("table",),
+            "Rows a snapshot application copied into the table's target table in this task.",
+        ),
+        Metric(
+            "mysql_cdc.snapshot.rows_per_second",
+            "gauge",
+            ("table",),
+            "Rows per second of the table's snapshot in this task.",
+        ),
+        Metric(
+            "mysql_cdc.snapshot.chunks_run",
+            "gauge",
+            ("table",),
+            "Chunks of the table's snapshot this task ran: fewer than ``chunks_total`` when it resumed "
+            "an unfinished snapshot, 0 when the snapshot had finished before.",
+        ),
+        Metric(
+            "mysql_cdc.snapshot.chunks_total",
+            "gauge",
+            ("table",),
+            "Chunks the table's snapshot is planned in (all of them are done when the task succeeds).",
+        ),
+        Metric(
+            "mysql_cdc.maintenance.files_before",
+            "gauge",
+            ("pipeline", "table", "role"),
+            "Data files of a lake table before maintenance; ``table`` is the source table (or the "
+            "pipeline's own table, ``_cdc/state``...), ``role`` ``target``, ``changelog`` or ``own``.",
+        ),
+        Metric(
+            "mysql_cdc.maintenance.files_after",
+            "gauge",
+            ("pipeline", "table", "role"),
+            "Data files of a lake table after maintenance.",
+        ),
+        Metric(
+            "mysql_cdc.maintenance.bytes_after",
+            "gauge",
+            ("pipeline", "table", "role"),
+            "Bytes of a lake table's data files after maintenance.",
+        ),
+        Metric(
+            "mysql_cdc.maintenance.vacuumed_files",
+            "counter",
+            ("pipeline", "table", "role"),
+            "Files vacuum removed from a lake table.",
+        ),
+        Metric(
+            "mysql_cdc.maintenance.duration",
+            "timer",
+            ("pipeline",),
+            "How long a maintenance run took (milliseconds; skipped runs emit nothing).",
+        ),
+        Metric(
+            "mysql_cdc.verify.rows_compared",
+            "counter",
+            ("pipeline", "table"),
+            "Rows a verification compared between MySQL and the lake.",
+        ),
+        Metric(
+            "mysql_cdc.verify.mismatched_rows",
+            "counter",
+            ("pipeline", "table"),
+            "Rows a verification found missing, extra or differing in the lake.",
+        ),
     )  # fmt: skip
 }
 

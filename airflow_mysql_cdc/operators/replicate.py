@@ -48,6 +48,7 @@ from airflow_mysql_cdc.operators.binlog_apply import (
     human_duration,
 )
 from airflow_mysql_cdc.operators.engine_process import EngineProcess
+from airflow_mysql_cdc.operators.lineage import OpenLineageMixin, TaskLineage, lineage_of_record
 from airflow_mysql_cdc.operators.prerequisites import parse_table_list
 from airflow_mysql_cdc.operators.run_record_link import MySqlCdcRunRecordLink
 from airflow_mysql_cdc.operators.snapshot import snapshot_tables
@@ -63,7 +64,7 @@ class ResnapshotLoopError(AirflowException):
     """A table re-snapshotted after a schema change changed again during every re-snapshot."""
 
 
-class MySqlCdcReplicateOperator(SparkApplicationOperator):
+class MySqlCdcReplicateOperator(OpenLineageMixin, SparkApplicationOperator):
     """Replicates the run's segment into the lake and returns its checkpoint record (the XCom).
 
     Also pushes, when the run applies, its plan (XCom key ``plan``: tables to snapshot, restart,
@@ -210,13 +211,28 @@ class MySqlCdcReplicateOperator(SparkApplicationOperator):
 
         applied = self._apply(build_config).to_dict()
         ti.xcom_push(key="applied", value=applied)
-        return checkpoint_chain.publish_checkpoint(
+        published = checkpoint_chain.publish_checkpoint(
             context,
             tables=self.tables,
             applied=applied,
             segment_end=segment_end,
             actions=actions,
             **asdict(chain),
+        )
+        self.lineage = lineage_of_record(self.planned_lineage(), published)
+        return published
+
+    def planned_lineage(self) -> TaskLineage:
+        """The MySQL tables read, their target and changelog tables written."""
+        endpoint = MySqlCdcHook(self.mysql_cdc_conn_id).get_endpoint()
+        return TaskLineage(
+            lake_root=self.lake_root,
+            source=(endpoint.host, endpoint.port),
+            mysql_tables=self.tables,
+            lake_outputs=self.tables,
+            storage_options=LakeStorageHook(self.lake_conn_id).get_delta_storage_options(
+                self.storage_options
+            ),
         )
 
     def _reload_rows(self, requests: Sequence[ResnapshotRequest]) -> list[dict[str, Any]]:

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from airflow_mysql_cdc.engine.lake.storage import check_storage_options
 from airflow_mysql_cdc.hooks.lake_storage import LakeStorageHook
 from airflow_mysql_cdc.hooks.mysql_cdc import MySqlCdcHook
+from airflow_mysql_cdc.operators import metrics
+from airflow_mysql_cdc.operators.lineage import OpenLineageMixin, TaskLineage, lake_tables
 from airflow_mysql_cdc.operators.prerequisites import parse_table_list
 from airflow_mysql_cdc.operators.spark_application import ApplicationSecrets, SparkApplicationOperator
 
@@ -16,7 +19,7 @@ APPLICATION = str(Path(__file__).resolve().parents[1] / "engine" / "entrypoints"
 """The snapshot application's entry point, found without importing it (it imports Spark and Delta)."""
 
 
-class MySqlCdcSnapshotOperator(SparkApplicationOperator):
+class MySqlCdcSnapshotOperator(OpenLineageMixin, SparkApplicationOperator):
     """Snapshots ``tables`` into the lake; resumes an unfinished snapshot at its next chunk.
 
     The application plans key-range chunks, reads each in a window bracketed by GTID watermarks
@@ -68,7 +71,7 @@ class MySqlCdcSnapshotOperator(SparkApplicationOperator):
         self.mysql_cdc_conn_id = mysql_cdc_conn_id
 
     def execute(self, context: Any) -> dict[str, Any]:
-        return snapshot_tables(
+        result = snapshot_tables(
             self,
             tables=tuple(str(ref) for ref in parse_table_list(self.tables)) if self.tables else (),
             lake_root=self.lake_root,
@@ -78,6 +81,28 @@ class MySqlCdcSnapshotOperator(SparkApplicationOperator):
             restart=str(self.restart).strip().lower() in ("true", "1", "yes"),
             base_server_id=self.base_server_id,
             mysql_cdc_conn_id=self.mysql_cdc_conn_id,
+        )
+        planned = self.planned_lineage()
+        if planned is not None:
+            rows = {str(table["table"]): int(table["rows"]) for table in result["tables"]}
+            self.lineage = replace(planned, row_counts=rows)
+        return result
+
+    def planned_lineage(self) -> TaskLineage | None:
+        """The MySQL tables read, their target tables written (a snapshot writes no changelog)."""
+        tables = tuple(str(ref) for ref in parse_table_list(self.tables)) if self.tables else ()
+        if not tables:
+            return None
+        endpoint = MySqlCdcHook(self.mysql_cdc_conn_id).get_endpoint()
+        return TaskLineage(
+            lake_root=self.lake_root,
+            source=(endpoint.host, endpoint.port),
+            mysql_tables=tables,
+            lake_outputs=tables,
+            changelog=False,
+            storage_options=LakeStorageHook(self.lake_conn_id).get_delta_storage_options(
+                self.storage_options
+            ),
         )
 
 
@@ -99,11 +124,12 @@ def snapshot_tables(
     if not tables:
         runner.log.info("No table needs a snapshot in this run")
         return {"tables": [], "stream_start": "", "consistent_point": ""}
-    endpoint = MySqlCdcHook(mysql_cdc_conn_id).get_endpoint()
+    mysql_hook, lake_hook = MySqlCdcHook(mysql_cdc_conn_id), LakeStorageHook(lake_conn_id)
+    endpoint = mysql_hook.get_endpoint()
     base_id = base_server_id
     if base_id is None and endpoint.replication_server_id:
         base_id = endpoint.replication_server_id + 1000
-    public_options, secret_options = LakeStorageHook(lake_conn_id).get_storage_options(storage_options)
+    public_options, secret_options = lake_hook.get_storage_options(storage_options)
     config = SnapshotConfig(
         lake_root=lake_root,
         storage_options=public_options,
@@ -131,5 +157,10 @@ def snapshot_tables(
         "consistent point), even if the run's interval ends earlier",
         result["stream_start"] or "(empty)",
         result["consistent_point"] or "(empty)",
+    )
+    metrics.emit_snapshot(result)
+    mysql_hook.report_tables_read(endpoint, config.tables)
+    lake_hook.report_tables_written(
+        table.location for table in lake_tables(lake_root, config.tables, changelog=False)
     )
     return result

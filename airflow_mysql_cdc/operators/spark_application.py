@@ -12,13 +12,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from airflow.sdk import BaseOperator
+from airflow.sdk import BaseOperator, get_current_context
 from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_mysql_cdc.engine.errors import ExitCode
 from airflow_mysql_cdc.engine.lake.storage import secret_storage_options_to_environment
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.hooks.spark_submit import MySqlCdcSparkSubmitHook, SparkSubmitFailed
+from airflow_mysql_cdc.operators.spark_openlineage import SplitConf, inject_openlineage, injection_defaults
 
 
 def driver_environment() -> dict[str, str]:
@@ -78,6 +79,13 @@ class SparkApplicationOperator(BaseOperator):
     refuses a command line holding a secret; argv and the config file hold nothing secret.
     spark-submit runs in its own process group, which is killed as a whole on ``on_kill``, on a
     task timeout and on any failure.
+
+    :param openlineage_inject_parent_job_info: add the OpenLineage parent job (this task) to the
+        Spark properties, as the Spark provider's ``SparkSubmitOperator`` does; default
+        ``[openlineage] spark_inject_parent_job_info``.
+    :param openlineage_inject_transport_info: add this Airflow's OpenLineage transport to the Spark
+        properties; its API key and headers reach the driver in its environment, never argv
+        (:mod:`.spark_openlineage`). Default ``[openlineage] spark_inject_transport_info``.
     """
 
     def __init__(
@@ -88,9 +96,18 @@ class SparkApplicationOperator(BaseOperator):
         py_files: str | None = None,
         files: str | None = None,
         archives: str | None = None,
+        openlineage_inject_parent_job_info: bool | None = None,
+        openlineage_inject_transport_info: bool | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        parent_job_default, transport_default = injection_defaults()
+        if openlineage_inject_parent_job_info is None:
+            openlineage_inject_parent_job_info = parent_job_default
+        if openlineage_inject_transport_info is None:
+            openlineage_inject_transport_info = transport_default
+        self.openlineage_inject_parent_job_info = openlineage_inject_parent_job_info
+        self.openlineage_inject_transport_info = openlineage_inject_transport_info
         self.spark_conn_id = spark_conn_id
         self.spark_conf = spark_conf
         self.py_files = py_files
@@ -113,10 +130,11 @@ class SparkApplicationOperator(BaseOperator):
             config_file = Path(workdir) / "config.json"
             result_file = Path(workdir) / "result.json"
             config_file.write_text(config_json)
+            spark_conf = self._spark_conf()
             self._hook = MySqlCdcSparkSubmitHook(
                 conn_id=self.spark_conn_id,
                 name=safe_name,
-                conf=driver_conf(self.spark_conf),
+                conf=driver_conf(spark_conf.public),
                 py_files=self.py_files,
                 files=self.files,
                 archives=self.archives,
@@ -128,8 +146,8 @@ class SparkApplicationOperator(BaseOperator):
                     *extra_args,
                 ],
                 environment=driver_environment(),
-                secret_environment=secrets.environment,
-                secret_values=secrets.values,
+                secret_environment={**secrets.environment, **spark_conf.environment()},
+                secret_values=(*secrets.values, *spark_conf.secret.values()),
             )
             try:
                 self._hook.submit(application)
@@ -138,6 +156,17 @@ class SparkApplicationOperator(BaseOperator):
             finally:
                 self._hook.kill_process_group()
             return json.loads(result_file.read_text())
+
+    def _spark_conf(self) -> SplitConf:
+        """``spark_conf`` with the OpenLineage parent job and transport when asked for
+        (:mod:`.spark_openlineage`), its secret properties apart: they reach the driver's environment."""
+        inject = self.openlineage_inject_parent_job_info or self.openlineage_inject_transport_info
+        return inject_openlineage(
+            self.spark_conf or {},
+            get_current_context() if inject else None,
+            parent_job=self.openlineage_inject_parent_job_info,
+            transport=self.openlineage_inject_transport_info,
+        )
 
     def _failure(self, error: SparkSubmitFailed) -> Exception:
         """Fail at once when the application's exit code says no retry can help; else let Airflow retry.

@@ -24,14 +24,16 @@ from airflow_mysql_cdc.engine.lake.storage import check_storage_options
 from airflow_mysql_cdc.engine.verify.settings import VerifySettings
 from airflow_mysql_cdc.hooks.lake_storage import LakeStorageHook
 from airflow_mysql_cdc.hooks.mysql_cdc import MySqlCdcHook
+from airflow_mysql_cdc.operators import metrics
 from airflow_mysql_cdc.operators.engine_process import EngineProcessOperator
+from airflow_mysql_cdc.operators.lineage import OpenLineageMixin, TaskLineage, lake_tables
 from airflow_mysql_cdc.operators.prerequisites import parse_table_list
 from airflow_mysql_cdc.operators.spark_application import ApplicationSecrets
 
 APPLICATION_MODULE = "airflow_mysql_cdc.engine.entrypoints.verify_lake"
 
 
-class MySqlCdcVerifyOperator(EngineProcessOperator):
+class MySqlCdcVerifyOperator(OpenLineageMixin, EngineProcessOperator):
     """Verifies the lake of pipeline ``pipeline_id``; returns what it found (the XCom).
 
     :param pipeline_id: the pipeline whose lease and position the verification takes (templated).
@@ -100,8 +102,9 @@ class MySqlCdcVerifyOperator(EngineProcessOperator):
                 "tables": [],
                 "mismatched": [],
             }
-        endpoint = MySqlCdcHook(self.mysql_cdc_conn_id).get_endpoint()
-        public, secret = LakeStorageHook(self.lake_conn_id).get_storage_options(self.storage_options)
+        mysql_hook, lake_hook = MySqlCdcHook(self.mysql_cdc_conn_id), LakeStorageHook(self.lake_conn_id)
+        endpoint = mysql_hook.get_endpoint()
+        public, secret = lake_hook.get_storage_options(self.storage_options)
         config = verify_config(
             pipeline_id=self.pipeline_id,
             lake_root=self.lake_root,
@@ -117,12 +120,33 @@ class MySqlCdcVerifyOperator(EngineProcessOperator):
             self.pipeline_id, endpoint,
         )  # fmt: skip
         result = self.run_engine_process(APPLICATION_MODULE, config, secrets.environment)
+        metrics.emit_verify(result)
+        mysql_hook.report_tables_read(endpoint, self.tables)
+        lake_hook.report_tables_read(table.location for table in lake_tables(self.lake_root, self.tables))
+        self.lineage = self.planned_lineage()
         self._log_result(result)
         if result["mismatched"]:
             from airflow_mysql_cdc.engine.verify.report import failure_message  # pyarrow: not at DAG parse
 
             raise AirflowFailException(failure_message(result, self.task_id))
         return result
+
+    def planned_lineage(self) -> TaskLineage | None:
+        """The MySQL tables and their lake tables, read; with ``repair``, the target tables written."""
+        if not self.settings.enabled:
+            return None
+        endpoint = MySqlCdcHook(self.mysql_cdc_conn_id).get_endpoint()
+        return TaskLineage(
+            lake_root=self.lake_root,
+            source=(endpoint.host, endpoint.port),
+            mysql_tables=self.tables,
+            lake_inputs=self.tables,
+            lake_outputs=self.tables if self.settings.repair else (),
+            changelog=False,
+            storage_options=LakeStorageHook(self.lake_conn_id).get_delta_storage_options(
+                self.storage_options
+            ),
+        )
 
     def _log_result(self, result: Mapping[str, Any]) -> None:
         for table in result["tables"]:

@@ -15,15 +15,22 @@ pyspark is imported only when a session is created, so the engine imports withou
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from airflow_mysql_cdc.engine.errors import CdcError, ConfigurationError
 
 log = logging.getLogger("airflow_mysql_cdc.spark")
 
+
+SECRET_CONF_VARIABLE = "AIRFLOW_MYSQL_CDC_SECRET_SPARK_CONF"
+"""Spark properties that hold a secret (an OpenLineage transport's API key), as a JSON object in
+the driver's environment: set on the context's configuration when it is created, never passed as a
+``--conf`` argument, which every user of the host can read (the spark-submit hook's invariant)."""
 
 EXECUTOR_WAIT_CONF = "spark.airflow_mysql_cdc.executor_wait_s"
 DEFAULT_EXECUTOR_WAIT_S = 300.0
@@ -39,6 +46,20 @@ class ExecutorRequirementsError(ConfigurationError):
 
 Task = TypeVar("Task")
 Result = TypeVar("Result")
+
+
+def secret_spark_conf(environ: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """The secret Spark properties the operator passed in :data:`SECRET_CONF_VARIABLE` (none: ``{}``)."""
+    text = environ.get(SECRET_CONF_VARIABLE)
+    if not text:
+        return {}
+    try:
+        properties = json.loads(text)
+    except ValueError as error:
+        raise ConfigurationError(f"{SECRET_CONF_VARIABLE} is not a JSON object: {error}") from None
+    if not isinstance(properties, dict):
+        raise ConfigurationError(f"{SECRET_CONF_VARIABLE} is not a JSON object of Spark properties")
+    return {str(key): str(value) for key, value in properties.items()}
 
 
 class SparkTasks:
@@ -59,7 +80,8 @@ class SparkTasks:
         """
         from pyspark import SparkConf, SparkContext
 
-        context = SparkContext.getOrCreate(SparkConf().setAppName(app_name))
+        spark_conf = SparkConf().setAppName(app_name).setAll(list(secret_spark_conf().items()))
+        context = SparkContext.getOrCreate(spark_conf)
         context.setLogLevel("WARN")
         return cls(context)
 
