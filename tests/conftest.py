@@ -27,6 +27,9 @@ _AIRFLOW_HOME.mkdir(parents=True, exist_ok=True)
 os.environ["AIRFLOW_HOME"] = str(_AIRFLOW_HOME)
 os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"
 os.environ["AIRFLOW__CORE__DAGS_FOLDER"] = str(Path(__file__).resolve().parent / "dags")
+# The OpenLineage provider is a dev dependency (the lineage tests): its listener stays off unless a
+# test turns it on with a transport of its own (tests/support/openlineage.py).
+os.environ["AIRFLOW__OPENLINEAGE__DISABLED"] = "True"
 # delta-rs must never look for an instance role: that is a request off this machine.
 os.environ["AWS_EC2_METADATA_DISABLED"] = "true"
 # The tests' Spark applications live seconds: the JVM's optimising compiler costs them more CPU than
