@@ -1,0 +1,131 @@
+"""Metrics through Airflow's stats interface, with its backend replaced by a recorder."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from airflow.sdk._shared.observability.metrics.base_stats_logger import NoStatsLogger
+from airflow.sdk.observability import stats
+
+from airflow_mysql_cdc.engine.apply.config import ApplyResult
+from airflow_mysql_cdc.engine.values.gtid import GtidSet
+from airflow_mysql_cdc.operators import metrics
+
+DOCS = Path(__file__).resolve().parents[4] / "docs" / "metrics.md"
+
+
+class Recorder:
+    """A stats backend that keeps every call: (kind, name, value, tags)."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str, float, dict[str, Any] | None]] = []
+
+    def incr(self, stat: str, count: int = 1, rate: float = 1, *, tags: dict[str, Any] | None = None) -> None:
+        self.calls.append(("incr", stat, count, tags))
+
+    def gauge(self, stat: str, value: float, rate: float = 1, delta: bool = False, *, tags=None) -> None:
+        self.calls.append(("gauge", stat, value, tags))
+
+    def timing(self, stat: str, dt: float, *, tags: dict[str, Any] | None = None) -> None:
+        self.calls.append(("timing", stat, dt, tags))
+
+
+@pytest.fixture
+def recorder() -> Iterator[Recorder]:
+    backend = Recorder()
+    stats.initialize(factory=lambda: backend, export_legacy_names=True)
+    yield backend
+    stats.initialize(factory=NoStatsLogger, export_legacy_names=True)
+
+
+def test_an_application_emits_rows_per_table_transactions_lag_and_binlog_bytes(recorder: Recorder) -> None:
+    result = ApplyResult(
+        pipeline_id="shop",
+        requested_start=GtidSet(),
+        resumed_from=GtidSet(),
+        end_gtids=GtidSet(),
+        transactions=5,
+        rows_by_table={"shop.orders": 40, "shop.customers": 2},
+        duration_s=2.5,
+        lag_s=1.25,
+        binlog_bytes_read=8192,
+    )
+    metrics.emit_apply(result)
+
+    calls = {(kind, name): (value, tags) for kind, name, value, tags in recorder.calls}
+    assert calls[("incr", "mysql_cdc.apply.transactions")] == (5, {"pipeline": "shop"})
+    assert calls[("incr", "mysql_cdc.apply.rows")][1] in ({"pipeline": "shop", "table": "shop.orders"},
+                                                          {"pipeline": "shop", "table": "shop.customers"})  # fmt: skip
+    assert calls[("incr", "mysql_cdc.apply.rows.shop.shop__orders")] == (40, None)
+    assert calls[("incr", "mysql_cdc.apply.rows.shop.shop__customers")] == (2, None)
+    assert calls[("gauge", "mysql_cdc.apply.lag_seconds")] == (1.25, {"pipeline": "shop"})
+    assert calls[("timing", "mysql_cdc.apply.duration")] == (2500.0, {"pipeline": "shop"})
+    assert calls[("incr", "mysql_cdc.binlog.bytes_read")] == (8192, {"pipeline": "shop"})
+    assert calls[("incr", "mysql_cdc.binlog.bytes_read.shop")] == (8192, None)
+
+
+def test_an_idle_application_sets_no_lag(recorder: Recorder) -> None:
+    metrics.emit_apply(ApplyResult("shop", GtidSet(), GtidSet(), GtidSet(), lag_s=9.0))
+    assert "mysql_cdc.apply.lag_seconds" not in {name for _, name, _, _ in recorder.calls}
+
+
+def test_snapshot_maintenance_and_verify_figures(recorder: Recorder) -> None:
+    metrics.emit_snapshot(
+        {"tables": [{"table": "shop.orders", "rows": 1000, "duration_s": 4.0, "chunks_run": 3, "chunks_total": 5}]}
+    )
+    metrics.emit_maintenance(
+        {
+            "pipeline_id": "shop",
+            "seconds": 1.5,
+            "tables": [
+                {"name": "shop.orders", "role": "target", "files_before": 9, "files_after": 1,
+                 "bytes_after": 4096, "vacuumed_files": 8},
+            ],
+        }  # fmt: skip
+    )
+    metrics.emit_verify(
+        {"pipeline_id": "shop", "tables": [{"table": "shop.orders", "rows_compared": 50, "missing": 1, "extra": 0,
+                                            "differing": 2}]}  # fmt: skip
+    )
+    calls = {(name, value) for _, name, value, _ in recorder.calls}
+    assert {
+        ("mysql_cdc.snapshot.rows.shop__orders", 1000),
+        ("mysql_cdc.snapshot.rows_per_second.shop__orders", 250.0),
+        ("mysql_cdc.snapshot.chunks_run.shop__orders", 3),
+        ("mysql_cdc.snapshot.chunks_total.shop__orders", 5),
+        ("mysql_cdc.maintenance.files_before.shop.shop__orders.target", 9),
+        ("mysql_cdc.maintenance.files_after.shop.shop__orders.target", 1),
+        ("mysql_cdc.maintenance.vacuumed_files.shop.shop__orders.target", 8),
+        ("mysql_cdc.maintenance.duration", 1500.0),
+        ("mysql_cdc.verify.mismatched_rows.shop.shop__orders", 3),
+    } <= calls
+
+
+def test_legacy_names_follow_airflows_switch(recorder: Recorder, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AIRFLOW__METRICS__LEGACY_NAMES_ON", "False")
+    metrics.emit("mysql_cdc.apply.transactions", 1, pipeline="shop")
+    assert [name for _, name, _, _ in recorder.calls] == ["mysql_cdc.apply.transactions"]
+
+
+def test_a_broken_backend_costs_the_metric_not_the_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken() -> Any:
+        raise RuntimeError("the statsd client is broken")
+
+    stats.initialize(factory=broken, export_legacy_names=True)
+    try:
+        metrics.emit("mysql_cdc.apply.transactions", 1, pipeline="shop")
+    finally:
+        stats.initialize(factory=NoStatsLogger, export_legacy_names=True)
+
+
+def test_every_metric_is_documented_with_its_type_and_tags() -> None:
+    text = DOCS.read_text()
+    for metric in metrics.METRICS.values():
+        row = re.search(rf"^\| `{re.escape(metric.name)}` \| (\w+) \| ([^|]*) \|", text, re.MULTILINE)
+        assert row, f"{metric.name} is not in docs/metrics.md"
+        assert row.group(1) == metric.type
+        assert [tag.strip(" `") for tag in row.group(2).split(",")] == list(metric.tags)
