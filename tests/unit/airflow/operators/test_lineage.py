@@ -21,7 +21,12 @@ from airflow.providers.common.compat.openlineage.facet import (
 from deltalake import write_deltalake
 
 from airflow_mysql_cdc.operators.binlog_apply import MySqlCdcBinlogApplyOperator
-from airflow_mysql_cdc.operators.lineage import DatasetName, lineage_of_record, location_dataset, mysql_dataset
+from airflow_mysql_cdc.operators.lineage import (
+    DatasetName,
+    lineage_of_record,
+    location_dataset,
+    mysql_dataset,
+)
 from airflow_mysql_cdc.operators.maintenance import MySqlCdcLakeMaintenanceOperator
 from airflow_mysql_cdc.operators.replicate import MySqlCdcReplicateOperator
 from airflow_mysql_cdc.operators.snapshot import MySqlCdcSnapshotOperator
@@ -35,7 +40,13 @@ def source_connection(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(
         "AIRFLOW_CONN_CDC_SOURCE",
         json.dumps(
-            {"conn_type": "mysql_cdc", "host": "db.example", "port": 3307, "login": "cdc", "password": PASSWORD}
+            {
+                "conn_type": "mysql_cdc",
+                "host": "db.example",
+                "port": 3307,
+                "login": "cdc",
+                "password": PASSWORD,
+            }
         ),
     )
 
@@ -53,9 +64,9 @@ def test_dataset_names_follow_the_openlineage_naming_spec() -> None:
     assert mysql_dataset("db", 3306, "shop.orders") == DatasetName("mysql://db:3306", "shop.orders")
     assert location_dataset("s3://lake/prefix/shop/orders") == DatasetName("s3://lake", "prefix/shop/orders")
     assert location_dataset("gs://lake/shop/orders/") == DatasetName("gs://lake", "shop/orders")
-    assert location_dataset(
-        "abfss://data@account.dfs.core.windows.net/lake/shop/orders"
-    ) == DatasetName("abfss://data@account.dfs.core.windows.net", "lake/shop/orders")
+    assert location_dataset("abfss://data@account.dfs.core.windows.net/lake/shop/orders") == DatasetName(
+        "abfss://data@account.dfs.core.windows.net", "lake/shop/orders"
+    )
     assert location_dataset("/var/lake/shop/orders") == DatasetName("file", "/var/lake/shop/orders")
     assert location_dataset("file:///var/lake/shop/orders") == DatasetName("file", "/var/lake/shop/orders")
 
@@ -144,9 +155,9 @@ def test_the_snapshot_writes_target_tables_only(lake: Path) -> None:
     lineage = operator.get_openlineage_facets_on_complete(None)
 
     assert [dataset.namespace for dataset in lineage.inputs] == ["mysql://db.example:3307"]
-    assert [(output.name, output.outputFacets["outputStatistics"].rowCount) for output in lineage.outputs] == [
-        (f"{lake}/shop/orders", 1000)
-    ]
+    assert [
+        (output.name, output.outputFacets["outputStatistics"].rowCount) for output in lineage.outputs
+    ] == [(f"{lake}/shop/orders", 1000)]
 
 
 def test_maintenance_reads_and_rewrites_the_lake_tables_and_no_mysql_table(lake: Path) -> None:
