@@ -19,6 +19,8 @@ from airflow_mysql_cdc.operators.binlog_apply import MySqlCdcBinlogApplyOperator
 from tests.support.airflow import connection_env, run_dag, task_states, xcom_value
 from tests.support.lake import ConcurrentWriter, assert_lake_equals_source
 from tests.support.mysql import create_user, execute, scalar
+from tests.support.openlineage import completed_events, openlineage_listener_registered, openlineage_on
+from tests.support.statsd import statsd_listener
 
 pytestmark = [pytest.mark.mysql, pytest.mark.usefixtures("airflow_db")]
 SPARK_LOCAL = json.dumps({"conn_type": "spark", "host": "local[2]"})
@@ -49,26 +51,52 @@ def test_operator_applies_a_segment_through_spark_submit_without_exposing_the_pa
     segment_end = datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=2)
     monkeypatch.setenv("AIRFLOW_CONN_CDC_SOURCE", connection_env(user, server_id=6101))
     monkeypatch.setenv("AIRFLOW_CONN_SPARK_LOCAL", SPARK_LOCAL)
-    dag_run = run_dag(
-        "binlog_apply.py",
-        "test_binlog_apply",
-        {
-            "tables": f"{database}.orders",
-            "lake_root": str(tmp_path),
-            "start": str(start),
-            "segment_end": segment_end.isoformat(),
-        },
-    )
+    events_file = tmp_path / "openlineage.jsonl"
+    lake_root = tmp_path / "lake"
+    with (
+        statsd_listener(monkeypatch) as statsd,
+        openlineage_on(monkeypatch, {"type": "file", "log_file_path": str(events_file), "append": True}),
+        openlineage_listener_registered(),
+    ):
+        dag_run = run_dag(
+            "binlog_apply.py",
+            "test_binlog_apply",
+            {
+                "tables": f"{database}.orders",
+                "lake_root": str(lake_root),
+                "start": str(start),
+                "segment_end": segment_end.isoformat(),
+            },
+        )
+        events = completed_events(events_file, "test_binlog_apply.apply")
     assert task_states(dag_run) == {"apply": "success"}
     result = xcom_value(dag_run, "apply")
     assert GtidSet.parse(result["end_gtids"]) >= start
-    assert result["rows_by_table"][f"{database}.orders"] > 0
-    assert_lake_equals_source(mysql_database, tmp_path, database, "orders")
+    rows = result["rows_by_table"][f"{database}.orders"]
+    assert rows > 0
+    assert result["binlog_bytes_read"] > 0
+    assert_lake_equals_source(mysql_database, lake_root, database, "orders")
     output = capfd.readouterr()
     log = output.out + output.err
     assert "Spark-Submit cmd" in log
     assert password not in log
     assert password not in json.dumps(result)
+    # Metrics reached a StatsD server, with the tags in the name for a server without tags.
+    legacy_rows = f"airflow.mysql_cdc.apply.rows.test.{database}__orders"
+    assert statsd.values(legacy_rows) == [f"{rows}|c"]
+    assert statsd.values("airflow.mysql_cdc.binlog.bytes_read.test") == [f"{result['binlog_bytes_read']}|c"]
+    # The OpenLineage COMPLETE event names the MySQL table read and the Delta tables written.
+    (event,) = events
+    assert [(d["namespace"], d["name"]) for d in event["inputs"]] == [
+        (f"mysql://{mysql_database.host}:{mysql_database.port}", f"{database}.orders")
+    ]
+    outputs = {d["name"]: d for d in event["outputs"]}
+    assert set(outputs) == {f"{lake_root}/{database}/orders", f"{lake_root}/_changelog/{database}/orders"}
+    target = outputs[f"{lake_root}/{database}/orders"]
+    assert target["namespace"] == "file"
+    assert "id" in [field["name"] for field in target["facets"]["schema"]["fields"]]
+    assert target["outputFacets"]["outputStatistics"]["rowCount"] == rows
+    assert password not in events_file.read_text()
 
 
 def _command_line(process: psutil.Process) -> str:

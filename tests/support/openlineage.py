@@ -7,8 +7,10 @@ per process (``functools.cache``), so both are cleared when the test starts and 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -35,3 +37,41 @@ def openlineage_on(monkeypatch: pytest.MonkeyPatch, transport: dict[str, Any]) -
         finally:
             _clear_caches()
     _clear_caches()
+
+
+@contextmanager
+def openlineage_listener_registered() -> Iterator[None]:
+    """The provider's listener on the Task SDK's listener manager, for ``dag.test`` in this process.
+
+    Its plugin adds it only when OpenLineage is on as the plugins are first loaded, which in the
+    test process happened with it off; the listener is added here and removed afterwards.
+    """
+    from airflow.providers.openlineage.plugins.listener import get_openlineage_listener
+    from airflow.sdk.listener import get_listener_manager
+
+    manager = get_listener_manager()
+    listener = get_openlineage_listener()
+    registered_here = not manager.pm.is_registered(listener)
+    if registered_here:
+        manager.add_listener(listener)
+    try:
+        yield
+    finally:
+        if registered_here:
+            manager.pm.unregister(listener)
+
+
+def completed_events(events_file: Path, job_name: str, *, timeout_s: float = 30.0) -> list[dict[str, Any]]:
+    """The COMPLETE events of ``job_name`` in the file transport's file; the listener emits them from
+    a worker of its own, so they are waited for."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        events = []
+        if events_file.exists():
+            for line in events_file.read_text().splitlines():
+                event = json.loads(line)
+                if event.get("eventType") == "COMPLETE" and event.get("job", {}).get("name") == job_name:
+                    events.append(event)
+        if events or time.monotonic() > deadline:
+            return events
+        time.sleep(0.5)
