@@ -25,6 +25,7 @@ from tests.support.airflow import load_dag, task_states, xcom_value
 from tests.support.frozen_replica import FrozenReplica
 from tests.support.maintenance import history_starts_after_version_zero, maintain_like_another_writer
 from tests.support.mysql import create_user, execute
+from tests.support.openlineage import completed_events, openlineage_listener_registered, openlineage_on
 from tests.support.pipeline import (
     ALL_TASKS,
     Pipeline,
@@ -40,6 +41,7 @@ from tests.support.pipeline import (
     writers_running,
     writing,
 )
+from tests.support.statsd import statsd_listener
 
 pytestmark = [pytest.mark.mysql, pytest.mark.usefixtures("airflow_db"), pytest.mark.slow]
 
@@ -96,13 +98,43 @@ def test_daily_runs_keep_the_lake_exact_through_maintenance_by_another_writer_an
         records.append(record)
         return dag_run
 
-    first = run(("orders", "payments"))
+    # The first run with Airflow's metrics sent to a StatsD listener and OpenLineage on (file transport).
+    events_file = tmp_path / "openlineage.jsonl"
+    with (
+        statsd_listener(monkeypatch) as statsd,
+        openlineage_on(monkeypatch, {"type": "file", "log_file_path": str(events_file), "append": True}),
+        openlineage_listener_registered(),
+    ):
+        first = run(("orders", "payments"))
+        (replicated,) = completed_events(events_file, f"{pipeline.dag_id}.replicate")
+        (maintained,) = completed_events(events_file, f"{pipeline.dag_id}.maintain_lake")
     # The "Run record" extra link the task instance pushed opens its XCom tab, where the record is.
     assert xcom_value(first, "replicate", "_link_MySqlCdcRunRecordLink").endswith(
         f"/dags/{first.dag_id}/runs/{quote(first.run_id, safe='')}/tasks/replicate/xcom"
     )
     snapshotted = xcom_value(first, "replicate", "snapshot")["tables"]
     assert {table["table"] for table in snapshotted} == {f"{database}.orders", f"{database}.payments"}
+    source = f"mysql://{mysql_database.host}:{mysql_database.port}"
+    assert sorted((d["namespace"], d["name"]) for d in replicated["inputs"]) == [
+        (source, f"{database}.orders"), (source, f"{database}.payments"),
+    ]  # fmt: skip
+    lake_tables = {
+        f"{pipeline.lake}{part}/{database}/{name}" for part in ("", "/_changelog") for name in tables
+    }
+    assert {d["name"] for d in replicated["outputs"]} == lake_tables
+    assert {d["name"] for d in maintained["outputs"]} == lake_tables
+    for output in replicated["outputs"]:
+        table = f"{database}.{output['name'].rsplit('/', 1)[1]}"
+        applied = records[0]["tables"][table]["rows_applied"]
+        assert output["outputFacets"]["outputStatistics"]["rowCount"] == applied
+    assert password not in events_file.read_text()
+    for table in snapshotted:
+        name = table["table"].replace(".", "__")
+        assert statsd.values(f"airflow.mysql_cdc.snapshot.rows.{name}") == [f"{table['rows']}|c"]
+        assert statsd.values(f"airflow.mysql_cdc.apply.rows.e2e.{name}") == [
+            f"{records[0]['tables'][table['table']]['rows_applied']}|c"
+        ]
+    assert statsd.values(f"airflow.mysql_cdc.maintenance.files_after.e2e.{database}__orders.target")
     assert xcom_value(first, "maintain_lake")["files_after"] > 0  # the built-in maintenance ran
     assert xcom_value(first, "resumability")["verdict"] == "first_run"  # nothing to look ahead of yet
     second = run(("orders", "payments"))
