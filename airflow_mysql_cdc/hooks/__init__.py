@@ -7,6 +7,8 @@
 - ``spark_submit``: :class:`MySqlCdcSparkSubmitHook`, a ``SparkSubmitHook`` that owns the process
   group and the return code and passes secrets only in the process environment, never in argv.
 - ``lake_storage``: an ``aws`` connection as the lake's secret storage options.
+- ``lineage``: the tables a hook's connection was used for, reported to Airflow's hook lineage
+  collector (``report_tables_read`` / ``report_tables_written`` on the two hooks above).
 
 Guarded by ``tests/unit/airflow/hooks/`` and the spark-submit recorder test
 (``tests/unit/airflow/hooks/test_spark_submit.py``).

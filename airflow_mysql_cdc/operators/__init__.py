@@ -7,6 +7,9 @@
 - ``snapshot`` and ``binlog_apply``: the two applications as operators for custom DAGs.
 - ``replicate``: the example DAG's one chain step (place, plan, snapshot, apply, publish).
 - ``run_record_link``: the replicate task's "Run record" extra link, to its XCom tab (the record).
+- ``lineage``, ``metrics``, ``spark_openlineage``: what the operators report after an application's
+  result is known: OpenLineage datasets (the facet methods), Airflow metrics, and the Spark
+  provider's OpenLineage injection with its secrets kept off argv (docs/metrics.md).
 
 Guarded by ``tests/unit/airflow/operators/`` (template rendering, exit codes) and the DAG tests.
 """

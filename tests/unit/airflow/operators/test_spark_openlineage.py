@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from airflow_mysql_cdc.engine.errors import ConfigurationError
 from airflow_mysql_cdc.engine.runtime.spark_tasks import SECRET_CONF_VARIABLE, secret_spark_conf
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.operators import spark_application
@@ -141,3 +142,10 @@ def test_the_real_providers_transport_injection_keeps_the_api_key_off_argv(
     assert (
         secret_spark_conf(call.environment)["spark.openlineage.transport.auth.apiKey"] == f"Bearer {API_KEY}"
     )
+
+
+def test_a_malformed_secret_conf_variable_is_a_configuration_error_without_its_value() -> None:
+    with pytest.raises(ConfigurationError, match=f"{SECRET_CONF_VARIABLE} is not a JSON object") as raised:
+        secret_spark_conf({SECRET_CONF_VARIABLE: f"apiKey={API_KEY}"})
+    assert API_KEY not in str(raised.value)
+    assert secret_spark_conf({}) == {}
