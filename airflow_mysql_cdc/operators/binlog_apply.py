@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -182,7 +181,7 @@ class MySqlCdcBinlogApplyOperator(OpenLineageMixin, SparkApplicationOperator):
             lake_conn_id=self.lake_conn_id,
             catchup_parallelism=self.catchup_parallelism,
         )
-        self.lineage = replace(self.planned_lineage(), row_counts=dict(result.rows_by_table))
+        self.lineage = self.planned_lineage().done(dict(result.rows_by_table))
         return result.to_dict()
 
     def planned_lineage(self) -> TaskLineage:

@@ -13,10 +13,15 @@ datasets follow the OpenLineage naming spec (spec/Naming.md):
   ``abfss://container@account.dfs.core.windows.net``), name the path in it without a leading ``/``;
 - a Delta table on a local file system: namespace ``file``, name its absolute path.
 
-Each output carries a schema facet (the Delta table's columns and types, read from the table's log
-when the event is built) and, on completion, an output statistics facet with the rows the run
-wrote to it (:func:`rows_written`: the one place that decides which count that is). Nothing secret
-goes into an event: no password, no storage option, no key value (only names, types and counts).
+On completion each Delta dataset carries a schema facet (the table's columns and types) and each
+output an output statistics facet with the rows the run wrote to it (:func:`rows_written`: the one
+place that decides which count that is). Nothing secret goes into an event: no password, no
+storage option, no key value (only names, types and counts).
+
+The schemas are read in the task's own process when the work is done (:meth:`TaskLineage.done`),
+and only while OpenLineage is on, never in the facet methods: the provider's listener calls those
+in a process forked from the task's, and delta-rs (its tokio runtime, started by the task's own
+reads of the lake) panics in a forked child; the daily pipeline test's first run met exactly that.
 
 Guarded by tests/unit/airflow/operators/test_lineage.py and, with the provider's file transport, by
 tests/integration/test_binlog_apply_operator.py.
@@ -99,10 +104,20 @@ def rows_written(tables_record: Mapping[str, Mapping[str, Any]], table: str) -> 
 
 
 def lineage_of_record(planned: TaskLineage, record: Mapping[str, Any]) -> TaskLineage:
-    """``planned`` with the rows a published checkpoint record says the run wrote to each table."""
+    """``planned``, done, with the rows a published checkpoint record says the run wrote to each table."""
     tables = record.get("tables") or {}
-    counts = {table: rows for table in tables if (rows := rows_written(tables, table)) is not None}
-    return replace(planned, row_counts=counts)
+    return planned.done(
+        {table: rows for table in tables if (rows := rows_written(tables, table)) is not None}
+    )
+
+
+def openlineage_on() -> bool:
+    """Whether the OpenLineage provider is installed and on (its listener will ask for facets)."""
+    try:
+        from airflow.providers.openlineage.conf import is_disabled
+    except ImportError:
+        return False
+    return not is_disabled()
 
 
 @dataclass
@@ -123,17 +138,30 @@ class TaskLineage:
     changelog: bool = True
     """Whether the outputs include the changelog tables (the snapshot writes targets only)."""
     row_counts: dict[str, int] | None = None
+    columns: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    """Each lake table's columns and Delta types, by location (read by :meth:`done`)."""
     storage_options: StorageOptions = field(default=None, repr=False)
     """Every option delta-rs needs to read the tables' schemas (credentials included); stays in the
     worker's memory, never in an event."""
 
-    def inputs(self) -> list[DatasetName]:
-        datasets = []
-        if self.source is not None:
-            host, port = self.source
-            datasets += [mysql_dataset(host, port, table) for table in self.mysql_tables]
-        datasets += [location_dataset(t.location) for t in lake_tables(self.lake_root, self.lake_inputs)]
-        return datasets
+    def lake_tables(self) -> list[LakeTable]:
+        """Every lake table the task reads or writes."""
+        read = lake_tables(self.lake_root, self.lake_inputs)
+        written = lake_tables(self.lake_root, self.lake_outputs, changelog=self.changelog)
+        return read + [table for table in written if table not in read]
+
+    def done(self, row_counts: dict[str, int] | None) -> TaskLineage:
+        """What the task did: ``row_counts`` per source table and, while OpenLineage is on, the lake
+        tables' schemas, read here in the task's process (module docstring)."""
+        columns = {}
+        if openlineage_on():
+            from airflow_mysql_cdc.runs import lake
+
+            for table in self.lake_tables():
+                found = lake.table_columns(table.location, self.storage_options)
+                if found:
+                    columns[table.location] = found
+        return replace(self, row_counts=row_counts, columns=columns)
 
 
 def operator_lineage(lineage: TaskLineage, *, complete: bool) -> OperatorLineage:
@@ -150,11 +178,9 @@ def operator_lineage(lineage: TaskLineage, *, complete: bool) -> OperatorLineage
     )
     from airflow.providers.openlineage.extractors import OperatorLineage
 
-    from airflow_mysql_cdc.runs import lake
-
     def facets(table: LakeTable, output: bool) -> tuple[dict[str, Any], dict[str, Any]]:
         dataset_facets: dict[str, Any] = {}
-        columns = lake.table_columns(table.location, lineage.storage_options)
+        columns = lineage.columns.get(table.location)
         if columns:
             dataset_facets["schema"] = SchemaDatasetFacet(
                 fields=[SchemaDatasetFacetFields(name=name, type=type_) for name, type_ in columns]

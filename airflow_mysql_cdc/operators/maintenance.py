@@ -92,7 +92,7 @@ class MySqlCdcLakeMaintenanceOperator(OpenLineageMixin, EngineProcessOperator):
         locations = [table.location for table in lake_tables(self.lake_root, self.tables)]
         lake_hook.report_tables_read(locations)
         lake_hook.report_tables_written(locations)
-        self.lineage = self.planned_lineage()
+        self.lineage = self.planned_lineage().done(None)
         self.log.info(
             "Summary: maintenance of %d table(s): %d -> %d files, %d old snapshot record(s) pruned, in %.1fs",
             len(result["tables"]),

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -85,7 +84,7 @@ class MySqlCdcSnapshotOperator(OpenLineageMixin, SparkApplicationOperator):
         planned = self.planned_lineage()
         if planned is not None:
             rows = {str(table["table"]): int(table["rows"]) for table in result["tables"]}
-            self.lineage = replace(planned, row_counts=rows)
+            self.lineage = planned.done(rows)
         return result
 
     def planned_lineage(self) -> TaskLineage | None:

@@ -123,7 +123,8 @@ class MySqlCdcVerifyOperator(OpenLineageMixin, EngineProcessOperator):
         metrics.emit_verify(result)
         mysql_hook.report_tables_read(endpoint, self.tables)
         lake_hook.report_tables_read(table.location for table in lake_tables(self.lake_root, self.tables))
-        self.lineage = self.planned_lineage()
+        planned = self.planned_lineage()
+        self.lineage = planned.done(None) if planned is not None else None
         self._log_result(result)
         if result["mismatched"]:
             from airflow_mysql_cdc.engine.verify.report import failure_message  # pyarrow: not at DAG parse

@@ -6,6 +6,7 @@ per process (``functools.cache``), so both are cleared when the test starts and 
 
 from __future__ import annotations
 
+import importlib
 import json
 import time
 from collections.abc import Iterator
@@ -17,7 +18,8 @@ import pytest
 
 
 def _clear_caches() -> None:
-    from airflow.providers.openlineage import conf as openlineage_conf
+    # The module itself: the package's ``conf`` attribute may be Airflow's configuration instead.
+    openlineage_conf = importlib.import_module("airflow.providers.openlineage.conf")
     from airflow.providers.openlineage.plugins import listener
 
     for value in vars(openlineage_conf).values():
@@ -75,3 +77,8 @@ def completed_events(events_file: Path, job_name: str, *, timeout_s: float = 30.
         if events or time.monotonic() > deadline:
             return events
         time.sleep(0.5)
+
+
+def clear_openlineage_caches() -> None:
+    """Forget the provider's cached configuration (after a test changed it)."""
+    _clear_caches()

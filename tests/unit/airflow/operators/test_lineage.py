@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from dataclasses import replace
+from collections.abc import Iterator
 from pathlib import Path
 
 import attrs
@@ -31,6 +31,8 @@ from airflow_mysql_cdc.operators.maintenance import MySqlCdcLakeMaintenanceOpera
 from airflow_mysql_cdc.operators.replicate import MySqlCdcReplicateOperator
 from airflow_mysql_cdc.operators.snapshot import MySqlCdcSnapshotOperator
 from airflow_mysql_cdc.operators.verify import MySqlCdcVerifyOperator
+from airflow_mysql_cdc.runs import lake as lake_module
+from tests.support.openlineage import clear_openlineage_caches, openlineage_on
 
 PASSWORD = "Lineage-Secret-91"
 
@@ -49,6 +51,13 @@ def source_connection(monkeypatch: pytest.MonkeyPatch) -> None:
             }
         ),
     )
+
+
+@pytest.fixture(autouse=True)
+def openlineage(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """OpenLineage on, as in a deployment with a transport (the operators read schemas only then)."""
+    with openlineage_on(monkeypatch, {"type": "console"}):
+        yield
 
 
 @pytest.fixture
@@ -85,7 +94,7 @@ def test_apply_reports_the_mysql_table_read_and_its_delta_tables_written_with_sc
     lake: Path,
 ) -> None:
     operator = _apply_operator(lake)
-    operator.lineage = replace(operator.planned_lineage(), row_counts={"shop.orders": 7})
+    operator.lineage = operator.planned_lineage().done({"shop.orders": 7})
 
     lineage = operator.get_openlineage_facets_on_complete(None)
 
@@ -150,7 +159,7 @@ def test_the_snapshot_writes_target_tables_only(lake: Path) -> None:
     operator = MySqlCdcSnapshotOperator(
         task_id="snapshot", tables="shop.orders", lake_root=str(lake), mysql_cdc_conn_id="cdc_source"
     )
-    operator.lineage = replace(operator.planned_lineage(), row_counts={"shop.orders": 1000})
+    operator.lineage = operator.planned_lineage().done({"shop.orders": 1000})
 
     lineage = operator.get_openlineage_facets_on_complete(None)
 
@@ -164,6 +173,7 @@ def test_maintenance_reads_and_rewrites_the_lake_tables_and_no_mysql_table(lake:
     operator = MySqlCdcLakeMaintenanceOperator(
         task_id="maintain", pipeline_id="shop", tables=["shop.orders"], lake_root=str(lake)
     )
+    operator.lineage = operator.planned_lineage().done(None)
     lineage = operator.get_openlineage_facets_on_complete(None)
 
     names = [f"{lake}/shop/orders", f"{lake}/_changelog/shop/orders"]
@@ -207,7 +217,7 @@ def test_no_secret_reaches_a_lineage_event(lake: Path, monkeypatch: pytest.Monke
         mysql_cdc_conn_id="cdc_source",
         lake_conn_id="lake",
     )
-    operator.lineage = replace(operator.planned_lineage(), row_counts={"shop.orders": 3})
+    operator.lineage = operator.planned_lineage().done({"shop.orders": 3})
     lineage = operator.get_openlineage_facets_on_complete(None)
 
     text = json.dumps(attrs.asdict(lineage), default=str)
@@ -242,3 +252,24 @@ print("ok")
         [sys.executable, "-c", program], capture_output=True, text=True, cwd=Path(__file__).parents[4]
     )
     assert done.stdout.strip().endswith("ok"), done.stderr[-2000:]
+
+
+def test_schemas_are_read_in_the_task_and_only_while_openlineage_is_on(
+    lake: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The listener builds events in a forked process, where delta-rs cannot run: the facet methods
+    read nothing, and with OpenLineage off the task reads no schema either."""
+    operator = _apply_operator(lake)
+    planned = operator.planned_lineage()
+    assert planned.done(None).columns == {f"{lake}/shop/orders": [("id", "long"), ("note", "string")]}
+    monkeypatch.setenv("AIRFLOW__OPENLINEAGE__DISABLED", "True")
+    clear_openlineage_caches()
+    assert planned.done(None).columns == {}
+
+    def no_lake_reads(*_: object) -> None:
+        raise AssertionError("the facet method read the lake")
+
+    monkeypatch.setattr(lake_module, "table_columns", no_lake_reads)
+    operator.get_openlineage_facets_on_start()
+    operator.lineage = planned.done({"shop.orders": 1})
+    operator.get_openlineage_facets_on_complete(None)
