@@ -255,7 +255,7 @@ def apply_binlog(
             "committed at or after the interval end (docs/pipeline-dag.md)",
             result.consistent_point or "(empty)",
         )
-    metrics.emit_apply(result)
+    metrics.emit_apply(result, config.tables)
     mysql_hook.report_tables_read(endpoint, config.tables)
     lake_hook.report_tables_written(table.location for table in lake_tables(config.lake_root, config.tables))
     runner.log.info("%s", summary_line(result))

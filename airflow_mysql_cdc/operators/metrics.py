@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -189,12 +189,13 @@ def emit(name: str, value: float, **tags: str) -> None:
         log.warning("Could not emit metric %s", name, exc_info=True)
 
 
-def emit_apply(result: ApplyResult) -> None:
-    """The binlog application's figures (:class:`ApplyResult`), per pipeline and table."""
+def emit_apply(result: ApplyResult, tables: Sequence[str]) -> None:
+    """The binlog application's figures (:class:`ApplyResult`), per pipeline and per table of
+    ``tables`` (the application's): a table without changes counts 0, so its series goes on."""
     pipeline = result.pipeline_id
     emit("mysql_cdc.apply.transactions", result.transactions, pipeline=pipeline)
-    for table, rows in sorted(result.rows_by_table.items()):
-        emit("mysql_cdc.apply.rows", rows, pipeline=pipeline, table=table)
+    for table in sorted({*tables, *result.rows_by_table}):
+        emit("mysql_cdc.apply.rows", result.rows_by_table.get(table, 0), pipeline=pipeline, table=table)
     if result.lag_s is not None and result.transactions:
         emit("mysql_cdc.apply.lag_seconds", result.lag_s, pipeline=pipeline)
     emit("mysql_cdc.apply.duration", result.duration_s * 1000.0, pipeline=pipeline)

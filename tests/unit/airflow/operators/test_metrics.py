@@ -54,7 +54,7 @@ def test_an_application_emits_rows_per_table_transactions_lag_and_binlog_bytes(r
         lag_s=1.25,
         binlog_bytes_read=8192,
     )
-    metrics.emit_apply(result)
+    metrics.emit_apply(result, ["shop.orders", "shop.customers", "shop.refunds"])
 
     calls = {(kind, name): (value, tags) for kind, name, value, tags in recorder.calls}
     assert calls[("incr", "mysql_cdc.apply.transactions")] == (5, {"pipeline": "shop"})
@@ -62,6 +62,7 @@ def test_an_application_emits_rows_per_table_transactions_lag_and_binlog_bytes(r
     assert tagged_rows == [
         (2, {"pipeline": "shop", "table": "shop.customers"}),
         (40, {"pipeline": "shop", "table": "shop.orders"}),
+        (0, {"pipeline": "shop", "table": "shop.refunds"}),  # no change: 0, its series goes on
     ]
     assert calls[("incr", "mysql_cdc.apply.rows.shop.shop__orders")] == (40, None)
     assert calls[("incr", "mysql_cdc.apply.rows.shop.shop__customers")] == (2, None)
@@ -72,7 +73,7 @@ def test_an_application_emits_rows_per_table_transactions_lag_and_binlog_bytes(r
 
 
 def test_an_idle_application_sets_no_lag(recorder: Recorder) -> None:
-    metrics.emit_apply(ApplyResult("shop", GtidSet(), GtidSet(), GtidSet(), lag_s=9.0))
+    metrics.emit_apply(ApplyResult("shop", GtidSet(), GtidSet(), GtidSet(), lag_s=9.0), ["shop.orders"])
     assert "mysql_cdc.apply.lag_seconds" not in {name for _, name, _, _ in recorder.calls}
 
 
