@@ -18,8 +18,9 @@ Invariant: no secret reaches spark-submit's argv. The transport may carry an API
 the driver's environment (:data:`~airflow_mysql_cdc.engine.runtime.spark_tasks.SECRET_CONF_VARIABLE`),
 which the application sets on its Spark context's configuration when it creates it; the values are
 also registered with the secrets masker and with the spark-submit hook, which refuses a command line
-holding one. The listener itself (the ``openlineage-spark`` jar, ``spark.extraListeners``) is the
-user's to add in the pipeline JSON's ``spark.conf``, as with the Spark provider.
+holding one, and Spark's redaction pattern covers them (:data:`REDACTION_REGEX`). The listener
+itself (the ``openlineage-spark`` jar, ``spark.extraListeners``) is the user's to add in the
+pipeline JSON's ``spark.conf``, as with the Spark provider.
 
 Guarded by tests/unit/airflow/operators/test_spark_openlineage.py.
 """
@@ -35,6 +36,15 @@ from typing import Any
 from airflow_mysql_cdc.engine.runtime.spark_tasks import SECRET_CONF_VARIABLE
 
 _SECRET_PROPERTY = re.compile(r"^spark\.openlineage\.transport\.(?:transports\.[^.]+\.)?(?:auth|headers)\.")
+
+REDACTION_CONF = "spark.redaction.regex"
+REDACTION_REGEX = (
+    r"(?i)secret|password|token|access[.]key|apikey|openlineage[.]transport[.](.*[.])?(auth|headers)[.]"
+)
+"""Spark's default redaction pattern plus the OpenLineage transport's secrets, set when they are
+passed and ``spark_conf`` names no pattern of its own: Spark shows its configuration (the UI's
+Environment tab, event logs) with the values of matching properties redacted, and ``apiKey`` does
+not match its default."""
 
 
 def injection_defaults() -> tuple[bool, bool]:
@@ -63,6 +73,8 @@ def split_secret_properties(properties: Mapping[str, Any]) -> SplitConf:
     """The OpenLineage transport's ``auth.*`` and ``headers.*`` properties apart from the rest."""
     secret = {key: str(value) for key, value in properties.items() if _SECRET_PROPERTY.match(key)}
     public = {key: value for key, value in properties.items() if key not in secret}
+    if secret:
+        public.setdefault(REDACTION_CONF, REDACTION_REGEX)
     return SplitConf(public, secret)
 
 

@@ -4,6 +4,7 @@ reaches the driver's environment, never argv."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ from airflow_mysql_cdc.engine.runtime.spark_tasks import SECRET_CONF_VARIABLE, s
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.operators import spark_application
 from airflow_mysql_cdc.operators.spark_application import ApplicationSecrets, SparkApplicationOperator
-from airflow_mysql_cdc.operators.spark_openlineage import split_secret_properties
+from airflow_mysql_cdc.operators.spark_openlineage import REDACTION_CONF, split_secret_properties
 from tests.support.openlineage import openlineage_on
 from tests.support.spark_submit import SparkSubmitRecorder
 
@@ -118,6 +119,12 @@ def test_auth_and_header_properties_of_any_transport_are_secret() -> None:
         "spark.openlineage.transport.transports.main.auth.apiKey",
     ]
     assert "spark.executor.memory" in split.public
+    assert re.search(split.public[REDACTION_CONF], "spark.openlineage.transport.transports.main.auth.apiKey")
+    assert re.search(split.public[REDACTION_CONF], "spark.openlineage.transport.headers.Authorization")
+    assert not re.search(split.public[REDACTION_CONF], "spark.openlineage.transport.url")
+    assert split_secret_properties({REDACTION_CONF: "mine", **split.secret}).public == {
+        REDACTION_CONF: "mine"
+    }
 
 
 def test_the_real_providers_transport_injection_keeps_the_api_key_off_argv(
