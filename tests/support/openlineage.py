@@ -43,24 +43,29 @@ def openlineage_on(monkeypatch: pytest.MonkeyPatch, transport: dict[str, Any]) -
 
 @contextmanager
 def openlineage_listener_registered() -> Iterator[None]:
-    """The provider's listener on the Task SDK's listener manager, for ``dag.test`` in this process.
+    """The provider's listener, alone, on the Task SDK's listener manager, for ``dag.test`` here.
 
-    Its plugin adds it only when OpenLineage is on as the plugins are first loaded, which in the
-    test process happened with it off; the listener is added here and removed afterwards.
+    Its plugin adds one only if OpenLineage is on when the plugins are first loaded in the process,
+    which may have happened with it off (then none is there) or inside an earlier such test (then
+    that test's listener, with its transport, is): every OpenLineage listener is removed, a fresh one
+    added, and removed again when the test ends.
     """
-    from airflow.providers.openlineage.plugins.listener import get_openlineage_listener
+    from airflow.providers.openlineage.plugins.listener import OpenLineageListener, get_openlineage_listener
     from airflow.sdk.listener import get_listener_manager
 
     manager = get_listener_manager()
-    listener = get_openlineage_listener()
-    registered_here = not manager.pm.is_registered(listener)
-    if registered_here:
-        manager.add_listener(listener)
+
+    def remove_all() -> None:
+        for plugin in list(manager.pm.get_plugins()):
+            if isinstance(plugin, OpenLineageListener):
+                manager.pm.unregister(plugin)
+
+    remove_all()
+    manager.add_listener(get_openlineage_listener())
     try:
         yield
     finally:
-        if registered_here:
-            manager.pm.unregister(listener)
+        remove_all()
 
 
 def completed_events(events_file: Path, job_name: str, *, timeout_s: float = 30.0) -> list[dict[str, Any]]:
