@@ -41,7 +41,7 @@ class _Packet:
 
 def _event(cls: type, **attributes: object) -> object:
     event = object.__new__(cls)
-    event.__dict__.update(attributes)
+    event.__dict__.update({"event_size": 16, **attributes})  # every decoded event has a size
     return event
 
 

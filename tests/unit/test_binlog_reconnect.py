@@ -26,16 +26,27 @@ class _Packet:
         return self._tail[:size]
 
 
+GTID_EVENT_SIZE, XID_EVENT_SIZE = 42, 8
+"""Sizes without the event header, as mysql-replication reports them (``event_size``)."""
+
+
 def _gtid_event(number: int) -> GtidEvent:
     event = object.__new__(GtidEvent)
     event.sid = uuid.UUID(SERVER_UUID).bytes
     event.gno = number
     event.packet = _Packet(1_700_000_000_000_000 + number)
+    event.event_size = GTID_EVENT_SIZE
+    return event
+
+
+def _xid_event() -> XidEvent:
+    event = object.__new__(XidEvent)
+    event.event_size = XID_EVENT_SIZE
     return event
 
 
 def _transaction(number: int) -> list[object]:
-    return [_gtid_event(number), object.__new__(XidEvent)]
+    return [_gtid_event(number), _xid_event()]
 
 
 class _FakeStream:
@@ -102,6 +113,8 @@ def test_reconnect_reopens_from_the_position_and_drops_resent_transactions(strea
     assert opened_from == [GtidSet(), GtidSet.parse(f"{SERVER_UUID}:1-2")]
     assert reader.reconnects == 1 and reader.partial_transactions_discarded == 1
     assert reader.position == GtidSet.parse(f"{SERVER_UUID}:1-4")
+    # Every event received counts, the re-sent ones too: they crossed the network again.
+    assert reader.bytes_read == 7 * GTID_EVENT_SIZE + 6 * XID_EVENT_SIZE
 
 
 def test_reconnect_attempts_are_bounded_and_reset_by_progress(streams):
