@@ -47,7 +47,7 @@ from airflow_mysql_cdc.engine.values.checkpoint import (
 )
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from airflow_mysql_cdc.hooks.mysql_cdc import MySqlCdcHook
-from airflow_mysql_cdc.runs import lake
+from airflow_mysql_cdc.runs import lake, record_facts
 from airflow_mysql_cdc.runs.actions import RunActions, read_run_actions
 from airflow_mysql_cdc.runs.lake import Placement, RunBeforeFirstIntervalError, place_run
 
@@ -260,6 +260,7 @@ def publish_checkpoint(
         segment_end=segment_end or context["data_interval_end"],
         actions=actions.to_record() if actions else [],
         paused=_paused_tables(lake_root, tables, state, storage_options),
+        storage_options=storage_options,
     )
     lake.checkpoint_log(lake_root, pipeline_id, storage_options).append(record)
     log.info(
@@ -317,13 +318,26 @@ def _record(
     segment_end: datetime.datetime,
     actions: list[dict[str, Any]],
     paused: dict[str, str],
+    storage_options: dict[str, str] | None = None,
 ) -> CheckpointRecord:
-    """The record of a run that applied: it continues ``predecessor`` (None: the chain's first)."""
+    """The record of a run that applied: it continues ``predecessor`` (None: the chain's first).
+
+    Its per-table counts and versions are read from the lake (:mod:`.record_facts`), not taken from
+    ``applied``: the application that applied the run's changes may not be this attempt's.
+    """
     interval_start = context.get("data_interval_start")
     first_start = interval_start and interval_start.isoformat()
     members = state.members or {}
-    rows_by_table = applied.get("rows_by_table", {})
     refs = [str(TableRef.parse(name)) for name in tables]
+    facts = record_facts.table_facts(
+        lake_root,
+        refs,
+        start=GtidSet.parse(applied["requested_start"]),
+        end=end,
+        predecessor=predecessor,
+        snapshot_ids={ref: members.get(ref, "") for ref in refs},
+        storage_options=storage_options,
+    )
     return CheckpointRecord(
         pipeline_id=pipeline_id,
         lake_root=lake_root,
@@ -336,7 +350,7 @@ def _record(
         tables={
             ref: {
                 "snapshot_id": members.get(ref, ""),
-                "rows_applied": rows_by_table.get(ref, 0),
+                **facts[ref],
                 **({"paused_at": paused[ref]} if ref in paused else {}),
             }
             for ref in refs
@@ -345,6 +359,7 @@ def _record(
         already_applied=bool(applied.get("already_applied")),
         previous_run_id=predecessor.run_id if predecessor else None,
         actions=actions,
+        published_at=datetime.datetime.now(datetime.UTC).isoformat(),
     )
 
 

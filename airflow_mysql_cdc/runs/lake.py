@@ -20,32 +20,44 @@ stay in the worker's process; nothing here returns them.
 
 from __future__ import annotations
 
+import datetime
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from airflow_mysql_cdc.engine.lake.run_placement import Placement, RunBeforeFirstIntervalError, place_run
 from airflow_mysql_cdc.engine.mysql.schema import TableRef
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
     from airflow_mysql_cdc.engine.lake.checkpoint_log import CheckpointLog
     from airflow_mysql_cdc.engine.lake.departures import Departure
     from airflow_mysql_cdc.engine.lake.maintenance.policy import MaintenancePolicy
     from airflow_mysql_cdc.engine.lake.pauses import PauseMark
+    from airflow_mysql_cdc.engine.lake.run_changes import RunChanges
     from airflow_mysql_cdc.engine.lake.state.pipeline_state import PipelineState
     from airflow_mysql_cdc.engine.lake.state.store import LakeState
     from airflow_mysql_cdc.engine.snapshot.lake_commits import SnapshotProgress
+    from airflow_mysql_cdc.engine.values.gtid import GtidSet
 
 __all__ = [
     "Placement",
     "RunBeforeFirstIntervalError",
+    "changelog_rows",
     "checkpoint_log",
     "delta_figures",
     "departure",
+    "lake_table",
     "maintenance_due",
     "pause",
     "pipeline_state",
     "place_run",
+    "run_changes",
     "snapshot_progress",
     "table_columns",
+
+
+    "table_version",
     "target_table_exists",
 ]
 
@@ -127,3 +139,57 @@ def delta_figures(table_uri: str, storage_options: StorageOptions) -> tuple[int,
     except TableNotFoundError:
         return None
     return table.version(), len(table.file_uris())
+
+
+def table_version(lake_root: str, ref: TableRef, kind: str, storage_options: StorageOptions) -> int | None:
+    """The current Delta version of the table's ``target`` or ``changelog`` (None: no such table)."""
+    from airflow_mysql_cdc.engine.lake.run_changes import table_version as version  # Delta: lazily
+
+    return version(lake_table(lake_root, ref, kind), storage_options)
+
+
+def run_changes(
+    lake_root: str,
+    ref: TableRef,
+    transactions: GtidSet,
+    storage_options: StorageOptions,
+    *,
+    written_since_ms: int | None,
+) -> RunChanges:
+    """The table's changes of ``transactions`` per operation, read from its changelog."""
+    from airflow_mysql_cdc.engine.lake.run_changes import run_changes as changes  # Delta, Arrow: lazily
+
+    return changes(
+        lake_table(lake_root, ref, "changelog"),
+        transactions,
+        storage_options,
+        written_since_ms=written_since_ms,
+    )
+
+
+def changelog_rows(
+    lake_root: str,
+    ref: TableRef,
+    transactions: GtidSet,
+    storage_options: StorageOptions,
+    *,
+    partitions: Sequence[datetime.date] | None = None,
+    version: int | None = None,
+) -> pa.Table | None:
+    """The table's changelog rows of ``transactions`` (None: it has no changelog)."""
+    from airflow_mysql_cdc.engine.lake.run_changes import changelog_rows as rows  # Delta, Arrow: lazily
+
+    location = lake_table(lake_root, ref, "changelog")
+    return rows(location, transactions, storage_options, partitions=partitions, version=version)
+
+
+def lake_table(lake_root: str, ref: TableRef, kind: str) -> str:
+    """Where the table's ``target`` or ``changelog`` lives (the layout: configuration, not a read)."""
+    from airflow_mysql_cdc.engine.lake.layout import LakeLayout
+
+    layout = LakeLayout(lake_root)
+    if kind == "target":
+        return layout.target(ref.schema, ref.table)
+    if kind == "changelog":
+        return layout.changelog(ref.schema, ref.table)
+    raise ValueError(f"a lake table is a 'target' or a 'changelog', not {kind!r}")

@@ -33,9 +33,9 @@ def test_a_record_round_trips_through_its_json_form() -> None:
 
 
 def test_a_record_of_an_unknown_version_is_refused_with_what_to_do() -> None:
-    data = _record().to_dict() | {"version": 4}
+    data = _record().to_dict() | {"version": 5}
     with pytest.raises(
-        CheckpointError, match="has version 4; .* reads versions 1, 2, 3 only. Upgrade the provider"
+        CheckpointError, match="has version 5; .* reads versions 1, 2, 3, 4 only. Upgrade the provider"
     ):
         CheckpointRecord.from_dict(data, pipeline_id="shop")
 
@@ -44,6 +44,15 @@ def test_a_version_1_record_reads_as_one_without_a_predecessor() -> None:
     data = _record().to_dict() | {"version": 1}
     del data["previous_run_id"]
     assert CheckpointRecord.from_dict(data, pipeline_id="shop").previous_run_id is None
+
+
+def test_a_version_3_record_reads_as_one_without_publication_time_or_lake_facts() -> None:
+    data = _record(tables={"shop.orders": {"snapshot_id": "s1", "rows_applied": 4}}).to_dict()
+    data["version"] = 3
+    del data["published_at"]
+    record = CheckpointRecord.from_dict(data, pipeline_id="shop")
+    assert record.published_at is None
+    assert record.tables == {"shop.orders": {"snapshot_id": "s1", "rows_applied": 4}}
 
 
 def test_a_record_of_another_pipeline_is_refused() -> None:

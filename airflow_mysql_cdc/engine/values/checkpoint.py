@@ -25,9 +25,11 @@ from airflow_mysql_cdc.engine.errors import CdcError
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 
 FORMAT = "airflow-mysql-cdc/checkpoint"
-VERSION = 3
-READABLE_VERSIONS = (1, 2, 3)
-"""Version 2 added ``previous_run_id``, version 3 ``actions``; an older record reads as one without."""
+VERSION = 4
+READABLE_VERSIONS = (1, 2, 3, 4)
+"""Version 2 added ``previous_run_id``, version 3 ``actions``, version 4 ``published_at`` and, per
+table, the lake-derived ``rows_by_op``, ``lake_versions``, ``commit_dates`` and ``snapshotted``
+(:mod:`airflow_mysql_cdc.runs.record_facts`); an older record reads as one without."""
 
 
 class CheckpointError(CdcError, ValueError):
@@ -56,7 +58,9 @@ class CheckpointRecord:
     segment_end: str | None
     run_id: str
     tables: dict[str, dict[str, Any]] = field(default_factory=dict)
-    """Per table: ``snapshot_id`` (or "") and ``rows_applied`` in this run."""
+    """Per table: ``snapshot_id`` (or ""), ``rows_applied`` (the run's changes, counted in the lake),
+    and from version 4 ``rows_by_op``, ``commit_dates``, ``lake_versions`` and ``snapshotted``
+    (:mod:`airflow_mysql_cdc.runs.record_facts` says what each means)."""
     sink: dict[str, Any] = field(default_factory=dict)
     """The lake's pipeline state after the run: ``applied_gtids``, ``epoch``."""
     already_applied: bool = False
@@ -67,6 +71,9 @@ class CheckpointRecord:
     actions: list[dict[str, Any]] = field(default_factory=list)
     """What an operator asked of this run through its conf (re-snapshot, pause, resume, rebase), as
     :meth:`airflow_mysql_cdc.runs.actions.RunActions.to_record` lists it: the audit trail."""
+    published_at: str | None = None
+    """When the record was made (ISO 8601, UTC; None before version 4): the next run's bound for the
+    lake files that can hold its changes (:mod:`airflow_mysql_cdc.engine.lake.run_changes`)."""
 
     @property
     def end(self) -> GtidSet:
