@@ -9,8 +9,10 @@ the lake it counts what the run's transactions changed.
 
 Per table (``schema.table``), next to ``snapshot_id``:
 
-- ``rows_by_op``: the changelog rows of the run's transactions (its end set minus its start set)
-  per ``_cdc_op`` (insert, update, delete; truncate when there was one);
+- ``rows_by_op``: the changelog rows of the run's transactions (its end set minus its start set;
+  for a table the predecessor left paused, minus the position it was paused at: a run that resumes
+  it applies everything since the pause) per ``_cdc_op`` (insert, update, delete; truncate when
+  there was one);
 - ``rows_applied``: their sum, the changes the run applied to the table;
 - ``commit_dates``: ``first``/``last`` ``_cdc_commit_date`` of those rows (None: no change), the
   changelog partitions a reader of the run's change feed needs;
@@ -60,14 +62,14 @@ def table_facts(
     storage_options: dict[str, str] | None,
 ) -> dict[str, dict[str, Any]]:
     """Per table, the facts of the module doc for a run whose transactions are ``end - start``."""
-    transactions = end - start
     since = written_since_ms(predecessor)
     previous = predecessor.tables if predecessor is not None else {}
     facts: dict[str, dict[str, Any]] = {}
     for name in tables:
         ref = TableRef.parse(name)
-        changes = lake.run_changes(lake_root, ref, transactions, storage_options, written_since_ms=since)
         before = previous.get(str(ref), {})
+        transactions = end - table_start(start, before)
+        changes = lake.run_changes(lake_root, ref, transactions, storage_options, written_since_ms=since)
         versions = before.get("lake_versions") or {}
         facts[str(ref)] = {
             "rows_applied": changes.total,
@@ -83,6 +85,13 @@ def table_facts(
             "snapshotted": predecessor is None or before.get("snapshot_id") != snapshot_ids.get(str(ref), ""),
         }
     return facts
+
+
+def table_start(start: GtidSet, predecessor_facts: Mapping[str, Any]) -> GtidSet:
+    """Where the table's changes of this run start: the run's start, or for a table the predecessor
+    left paused, its frozen position (a run that resumes it applies everything since the pause)."""
+    paused_at = predecessor_facts.get("paused_at")
+    return GtidSet.parse(paused_at) if paused_at is not None else start
 
 
 def version_range(previous_last: int | None, now: int | None) -> dict[str, int | None]:
