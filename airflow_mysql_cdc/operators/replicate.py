@@ -55,7 +55,7 @@ from airflow_mysql_cdc.operators.snapshot import snapshot_tables
 from airflow_mysql_cdc.operators.spark_application import ApplicationSecrets, SparkApplicationOperator
 from airflow_mysql_cdc.operators.verify import APPLICATION_MODULE as VERIFY_APPLICATION
 from airflow_mysql_cdc.operators.verify import verify_config
-from airflow_mysql_cdc.runs import checkpoint_chain
+from airflow_mysql_cdc.runs import assets, checkpoint_chain
 from airflow_mysql_cdc.runs.actions import ResnapshotRequest, RunActionError
 from airflow_mysql_cdc.runs.segment import plan_segment, segment_start
 
@@ -85,6 +85,10 @@ class MySqlCdcReplicateOperator(OpenLineageMixin, SparkApplicationOperator):
         that table is snapshotted again within the run like a schema change's (docs/operations.md).
     :param max_resnapshot_rounds: how often one run re-snapshots tables whose schema changed (a
         table that changes again during its re-snapshot needs another round).
+    :param outlets: by default the Airflow Assets of the lake's tables (per table its target and its
+        changelog, :mod:`airflow_mysql_cdc.runs.assets`); each run fills their events' extra with
+        what it wrote (docs/assets.md). Pass your own list to replace them, ``[]`` for none. A
+        templated ``lake_root`` has no default assets (a URI must be known when the DAG is parsed).
     :param catch_up_backlog_after: a run that continues the chain and starts more than this after its
         interval end (a backlog: runs queued behind a slow one, a resumed DAG) applies everything
         committed before it started, and its record ends there: the runs queued behind it find their
@@ -115,6 +119,8 @@ class MySqlCdcReplicateOperator(OpenLineageMixin, SparkApplicationOperator):
         max_resnapshot_rounds: int = 3,
         **kwargs: Any,
     ) -> None:
+        if "outlets" not in kwargs and "{{" not in lake_root:
+            kwargs["outlets"] = assets.lake_table_assets(lake_root, tables)
         super().__init__(**kwargs)
         self.pipeline_id = pipeline_id
         self.tables = tuple(str(ref) for ref in parse_table_list(tables))
@@ -153,7 +159,7 @@ class MySqlCdcReplicateOperator(OpenLineageMixin, SparkApplicationOperator):
             self.log.info(
                 "Summary: nothing applied: %s", position.placement.describe(str(context["data_interval_end"]))
             )
-            return record.to_dict()
+            return self._emit_asset_events(context, record.to_dict())
         ti = context["ti"]
         if actions.any:
             for entry in actions.to_record():
@@ -220,7 +226,7 @@ class MySqlCdcReplicateOperator(OpenLineageMixin, SparkApplicationOperator):
             **asdict(chain),
         )
         self.lineage = lineage_of_record(self.planned_lineage(), published)
-        return published
+        return self._emit_asset_events(context, published)
 
     def planned_lineage(self) -> TaskLineage:
         """The MySQL tables read, their target and changelog tables written."""
@@ -234,6 +240,11 @@ class MySqlCdcReplicateOperator(OpenLineageMixin, SparkApplicationOperator):
                 self.storage_options
             ),
         )
+
+    def _emit_asset_events(self, context: Any, record: dict[str, Any]) -> dict[str, Any]:
+        """Fill the events of the lake table outlets from the run's record (:mod:`..runs.assets`)."""
+        assets.emit_run_events(context, self.outlets, record, lake_root=self.lake_root, tables=self.tables)
+        return record
 
     def _reload_rows(self, requests: Sequence[ResnapshotRequest]) -> list[dict[str, Any]]:
         """Re-load the key ranges ``requests`` name at the lake's position, before the segment is applied.

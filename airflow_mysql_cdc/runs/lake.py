@@ -168,19 +168,17 @@ def run_changes(
 
 
 def changelog_rows(
-    lake_root: str,
-    ref: TableRef,
+    changelog: str,
     transactions: GtidSet,
     storage_options: StorageOptions,
     *,
     partitions: Sequence[datetime.date] | None = None,
     version: int | None = None,
 ) -> pa.Table | None:
-    """The table's changelog rows of ``transactions`` (None: it has no changelog)."""
+    """The rows of ``transactions`` in the changelog at ``changelog`` (None: there is none)."""
     from airflow_mysql_cdc.engine.lake.run_changes import changelog_rows as rows  # Delta, Arrow: lazily
 
-    location = lake_table(lake_root, ref, "changelog")
-    return rows(location, transactions, storage_options, partitions=partitions, version=version)
+    return rows(changelog, transactions, storage_options, partitions=partitions, version=version)
 
 
 def lake_table(lake_root: str, ref: TableRef, kind: str) -> str:
