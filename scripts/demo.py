@@ -13,6 +13,7 @@
    SQL_AFTER_GTIDS=...``) before the comparison (row count and checksum per table).
 5. Stops the workload before the last interval ends, compares once more with MySQL itself, and
    prints the checkpoint chain, where the lake is and how to open the same DAG in the Airflow UI.
+   After each run it prints the run's asset events (one per lake table: changes, Delta versions).
 """
 
 from __future__ import annotations
@@ -166,9 +167,11 @@ def run_logged(argv: list[str], environment: dict[str, str], log_file: Path) -> 
 
 
 def run_results(environment: dict[str, str], logical_date: datetime.datetime) -> dict[str, Any]:
-    """The run's state and the XComs of its checkpoint and apply tasks, read from Airflow's database."""
+    """The run's state, the XComs of its checkpoint and apply tasks and its asset events, read from
+    Airflow's database."""
     script = f"""
 import json
+from airflow.models.asset import AssetEvent, AssetModel
 from airflow.models.dagrun import DagRun
 from airflow.models.xcom import XComModel
 from airflow.utils.session import create_session
@@ -183,6 +186,12 @@ with create_session() as session:
                                                   dag_ids={DAG_ID!r})).scalars().all() if run else []
         value = XComModel.deserialize_value(rows[0]) if rows else None
         out[key] = json.loads(value) if isinstance(value, str) else value
+    events = session.execute(
+        select(AssetModel.uri, AssetEvent.extra).join(AssetModel, AssetModel.id == AssetEvent.asset_id)
+        .where(AssetEvent.source_dag_id == {DAG_ID!r}, AssetEvent.source_run_id == run.run_id)
+        .order_by(AssetEvent.id)
+    ).all() if run else []
+    out["asset_events"] = [{{"uri": uri, "extra": extra}} for uri, extra in events]
     for task_id in ("resumability", "verify_lake"):
         rows = session.execute(XComModel.get_many(run_id=run.run_id, key="return_value", task_ids=task_id,
                                                   dag_ids={DAG_ID!r})).scalars().all() if run else []
@@ -235,10 +244,26 @@ def run_interval(
         + (f"\n   {summary_line(ApplyResult.from_dict(applied))}" if applied else "")
         + f"\n   checkpoint {record['start_gtids']} -> {record['end_gtids']}"
         + f"\n   {headroom_line(results.get('resumability'))}"
-        + f"\n   {verify_line(results.get('verify_lake'))}",
+        + f"\n   {verify_line(results.get('verify_lake'))}"
+        + "".join(f"\n   {line}" for line in asset_event_lines(results.get("asset_events") or [])),
         flush=True,
     )
     return record
+
+
+def asset_event_lines(events: list[dict[str, Any]]) -> list[str]:
+    """One line per asset event the run emitted (a lake table each): its changes and Delta versions."""
+    lines = [f"asset events: {len(events)} (per table its target and its changelog; docs/assets.md)"]
+    for event in events:
+        extra = event["extra"]
+        rows = ", ".join(f"{op} {count}" for op, count in extra["rows_by_op"].items())
+        versions = extra["lake_versions"].get(extra["kind"]) or {}
+        written = (
+            f"versions {versions['first']}-{versions['last']}" if versions.get("first") is not None
+            else f"no new version (at {versions.get('last')})"
+        )  # fmt: skip
+        lines.append(f"  {event['uri']}: {extra['rows_applied']} changes ({rows}), {written}")
+    return lines
 
 
 def headroom_line(resumability: Any) -> str:

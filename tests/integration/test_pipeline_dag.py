@@ -22,6 +22,12 @@ from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from airflow_mysql_cdc.runs.status import main as status_command
 from tests.support.airflow import load_dag, task_states, xcom_value
+from tests.support.assets import (
+    assert_events_describe,
+    assert_record_counts_the_lake,
+    assert_versions_continue,
+    asset_events,
+)
 from tests.support.frozen_replica import FrozenReplica
 from tests.support.maintenance import history_starts_after_version_zero, maintain_like_another_writer
 from tests.support.mysql import create_user, execute
@@ -95,6 +101,9 @@ def test_daily_runs_keep_the_lake_exact_through_maintenance_by_another_writer_an
         assert GtidSet.parse(record["end_gtids"]) == pipeline.lake_position()  # the second witness
         if exact:
             assert_exact_at(frozen_replica, record, pipeline.lake, database, *tables)
+        # The record's counts are the lake's; the run's asset events name them and read back exactly.
+        assert_record_counts_the_lake(record)
+        assert_events_describe(asset_events(dag_run.dag_id, dag_run.run_id), record, dag_run.run_id)
         records.append(record)
         return dag_run
 
@@ -211,6 +220,7 @@ def test_daily_runs_keep_the_lake_exact_through_maintenance_by_another_writer_an
     final_members = LakeState(pipeline.lake, "e2e").pipeline().members
     assert {name: final_members[name] for name in members} == members  # no table snapshotted again
     assert [record["run_id"] for record in chain_records(pipeline.lake)] == [r["run_id"] for r in records]
+    assert_versions_continue(records)
 
     # `airflow-mysql-cdc status` shows this chain and every table's state from the lake alone.
     capfd.readouterr()

@@ -18,6 +18,7 @@ import pytest
 from airflow_mysql_cdc.engine.lake.layout import LakeLayout, LakeRoot
 from airflow_mysql_cdc.engine.lake.state.pipeline_state import PipelineStateStore
 from airflow_mysql_cdc.engine.lake.storage import lake_table_exists
+from airflow_mysql_cdc.engine.values.checkpoint import VERSION as RECORD_VERSION
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from tests.support.airflow import connection_env, run_dag, xcom_value
@@ -185,7 +186,7 @@ def writers_running(
 
 def checkpoint(dag_run) -> dict[str, Any]:
     record = xcom_value(dag_run, "replicate")
-    assert record["format"] == "airflow-mysql-cdc/checkpoint" and record["version"] == 3
+    assert record["format"] == "airflow-mysql-cdc/checkpoint" and record["version"] == RECORD_VERSION
     return record
 
 

@@ -151,6 +151,7 @@ def test_clears_marks_and_backfills_from_the_ui_keep_the_chain_and_the_lake_exac
     seed(mysql_database, "orders", 120)
     seed(mysql_database, "payments", 80)
     api = airflow_api
+    feeds = ChangeFeedReader(airflow_deployment, api, tmp_path / "lake", f"{database}.orders")  # assets
     pipeline = Pipeline(airflow_deployment, api, mysql_database.with_database(None),
                         [f"{database}.orders", f"{database}.payments"], tmp_path / "lake")  # fmt: skip
     # About 40 transactions a second each: a live source, not a flood that would make every step a
@@ -240,3 +241,72 @@ def test_clears_marks_and_backfills_from_the_ui_keep_the_chain_and_the_lake_exac
         records = _check(pipeline, frozen_replica, database)
         assert records[-1]["run_id"] == later.run_id
         assert {record["run_id"]: record for record in records[:-1]} == published
+    feeds.assert_read_every_feed(records, first.run_id)
+
+
+# --- Assets (issue 26, item 1): a downstream DAG scheduled on a changelog asset reads each run's feed ---
+
+DOWNSTREAM_SOURCE = """
+from airflow.sdk import DAG, task
+from airflow_mysql_cdc.runs import lake
+from airflow_mysql_cdc.runs.assets import lake_table_asset, read_change_feed
+from airflow_mysql_cdc.engine.values.gtid import GtidSet
+
+changelog = lake_table_asset({lake_root!r}, {table!r}, "changelog")
+
+with DAG({dag_id!r}, schedule=[changelog], catchup=False):
+
+    @task
+    def read_feeds(**context):
+        read = []
+        for event in context["triggering_asset_events"][changelog]:
+            versions = event.extra["lake_versions"]["changelog"]
+            feed = read_change_feed(event.extra)  # as of versions["last"]
+            before = None
+            if versions["first"]:  # the feed's transactions, as of the version before the range
+                extra = event.extra
+                transactions = GtidSet.parse(extra["end_gtids"]) - GtidSet.parse(extra["start_gtids"])
+                before = lake.changelog_rows(
+                    event.extra["changelog_table"], transactions, None, version=versions["first"] - 1
+                ).num_rows
+            read.append({{"record_run_id": event.extra["record_run_id"], "applied": event.extra["applied"],
+                          "versions": versions, "rows": feed.num_rows, "rows_before_range": before}})
+        return read
+
+    read_feeds()
+"""
+
+
+class ChangeFeedReader:
+    """A downstream DAG scheduled on the changelog asset of ``table``, unpaused before the pipeline runs."""
+
+    def __init__(self, deployment: AirflowDeployment, api: AirflowRestClient, lake: Path, table: str) -> None:
+        self.api, self.table = api, table
+        self.dag_id = f"feed_{uuid.uuid4().hex[:8]}"
+        source = DOWNSTREAM_SOURCE.format(lake_root=str(lake), table=table, dag_id=self.dag_id)
+        deployment.write_dag_file(f"{self.dag_id}.py", source)
+        api.wait_for_dag(self.dag_id, file_name=f"{self.dag_id}.py")
+        api.unpause(self.dag_id)
+
+    def assert_read_every_feed(self, records: list[dict], first_run_id: str) -> None:
+        """Asset-triggered runs read, for each run's event, the rows and versions its record names."""
+        deadline = time.monotonic() + 180
+        while True:
+            runs = self.api.dag_runs(self.dag_id, run_types=["asset_triggered"])
+            done = [run for run in runs if run.state in ("success", "failed")]
+            read = [
+                entry for run in done for entry in self.api.xcom(self.dag_id, run.run_id, "read_feeds") or []
+            ]
+            if any(entry["record_run_id"] == first_run_id for entry in read) or time.monotonic() > deadline:
+                break
+            time.sleep(2)
+        assert done and all(run.state == "success" for run in done), [(r.run_id, r.state) for r in done]
+        published = {record["run_id"]: record["tables"][self.table] for record in records}
+        applied = [entry for entry in read if entry["applied"]]
+        assert {entry["record_run_id"] for entry in applied} >= {first_run_id}
+        for entry in applied:
+            facts = published[entry["record_run_id"]]
+            assert entry["versions"] == facts["lake_versions"]["changelog"]
+            assert entry["rows"] == facts["rows_applied"] > 0
+            assert entry["rows_before_range"] in (None, 0)  # the range is where the feed was written
+        assert all(entry["rows"] == 0 for entry in read if not entry["applied"])
