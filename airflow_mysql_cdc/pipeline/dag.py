@@ -124,7 +124,11 @@ def _resumability(config: PipelineConfig) -> MySqlCdcResumabilitySensor:
 
 
 def _replicate(config: PipelineConfig) -> MySqlCdcReplicateOperator:
-    """The chain step; ``max_active_tis_per_dag=1``: one run at a time decides, writes and publishes."""
+    """The chain step; ``max_active_tis_per_dag=1``: one run at a time decides, writes and publishes.
+
+    Its outlets are the lake tables' Assets (the operator's default: per table its target and its
+    changelog), and each run fills their events with what it wrote (docs/assets.md).
+    """
     spark = config.spark_settings()
     return MySqlCdcReplicateOperator(
         spark_conf=spark.spark_conf() or None,
