@@ -12,7 +12,7 @@ Per table (``schema.table``), next to ``snapshot_id``:
 - ``rows_by_op``: the changelog rows of the run's transactions (its end set minus its start set;
   for a table the predecessor left paused, minus the position it was paused at: a run that resumes
   it applies everything since the pause) per ``_cdc_op`` (insert, update, delete; truncate when
-  there was one);
+  there was one); such a table's facts say where its changes start (``changes_since``);
 - ``rows_applied``: their sum, the changes the run applied to the table;
 - ``commit_dates``: ``first``/``last`` ``_cdc_commit_date`` of those rows (None: no change), the
   changelog partitions a reader of the run's change feed needs;
@@ -68,7 +68,8 @@ def table_facts(
     for name in tables:
         ref = TableRef.parse(name)
         before = previous.get(str(ref), {})
-        transactions = end - table_start(start, before)
+        since_gtids = table_start(start, before)
+        transactions = end - since_gtids
         changes = lake.run_changes(lake_root, ref, transactions, storage_options, written_since_ms=since)
         versions = before.get("lake_versions") or {}
         facts[str(ref)] = {
@@ -84,6 +85,8 @@ def table_facts(
             },
             "snapshotted": predecessor is None or before.get("snapshot_id") != snapshot_ids.get(str(ref), ""),
         }
+        if since_gtids != start:
+            facts[str(ref)]["changes_since"] = str(since_gtids)
     return facts
 
 

@@ -107,6 +107,13 @@ def test_an_event_of_a_run_covered_by_another_runs_record_names_an_empty_feed() 
     assert extra["lake_versions"]["changelog"] == {"first": None, "last": 2}
 
 
+def test_an_event_of_a_resumed_table_starts_where_it_was_paused() -> None:
+    record = _record()
+    record["tables"]["shop.orders"]["changes_since"] = f"{UUID}:1"
+    extra = event_extra(record, "shop.orders", "changelog", run_id="scheduled__1", lake_root="/lake")
+    assert (extra["start_gtids"], extra["end_gtids"]) == (f"{UUID}:1", f"{UUID}:1-5")
+
+
 def test_a_record_without_lake_facts_gives_an_event_without_rows() -> None:
     old = _record(**{"shop.orders": {"snapshot_id": "s1", "rows_applied": 7}})
     extra = event_extra(old, "shop.orders", "target", run_id="scheduled__1", lake_root="/lake")

@@ -91,6 +91,7 @@ def test_a_resumed_table_counts_its_changes_since_the_pause(tmp_path: Path) -> N
         predecessor=paused, snapshot_ids={"shop.orders": "s1"}, storage_options=None,
     )  # fmt: skip
     assert facts["shop.orders"]["rows_applied"] == 2
+    assert facts["shop.orders"]["changes_since"] == f"{UUID}:1"
 
 
 def test_a_version_range_is_empty_recreated_or_continued() -> None:
