@@ -140,7 +140,6 @@ def read_change_feed(extra: Mapping[str, Any], *, storage_options: dict[str, str
     binlog order within a transaction. An event of a run that applied nothing names no rows.
     """
     import pyarrow as pa
-    from deltalake.exceptions import DeltaError
 
     if extra.get("format") != EXTRA_FORMAT:
         raise ValueError(
@@ -156,7 +155,7 @@ def read_change_feed(extra: Mapping[str, Any], *, storage_options: dict[str, str
         rows = lake.changelog_rows(
             changelog, transactions, storage_options, partitions=partitions, version=version
         )
-    except DeltaError:  # the version's log is gone (pruned): the same rows, as of now
+    except lake.ChangelogVersionGoneError:  # its log cleaned up, its files vacuumed: the same rows, now
         rows = lake.changelog_rows(changelog, transactions, storage_options, partitions=partitions)
     return rows if rows is not None else pa.table({})
 

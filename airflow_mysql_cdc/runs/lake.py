@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from airflow_mysql_cdc.engine.values.gtid import GtidSet
 
 __all__ = [
+    "ChangelogVersionGoneError",
     "Placement",
     "RunBeforeFirstIntervalError",
     "changelog_rows",
@@ -167,6 +168,11 @@ def run_changes(
     )
 
 
+class ChangelogVersionGoneError(LookupError):
+    """Stands for :class:`~airflow_mysql_cdc.engine.lake.run_changes.ChangelogVersionGoneError`, which
+    :func:`changelog_rows` raises as this (the engine module is imported lazily)."""
+
+
 def changelog_rows(
     changelog: str,
     transactions: GtidSet,
@@ -176,9 +182,14 @@ def changelog_rows(
     version: int | None = None,
 ) -> pa.Table | None:
     """The rows of ``transactions`` in the changelog at ``changelog`` (None: there is none)."""
-    from airflow_mysql_cdc.engine.lake.run_changes import changelog_rows as rows  # Delta, Arrow: lazily
+    from airflow_mysql_cdc.engine.lake import run_changes  # Delta, Arrow: lazily
 
-    return rows(changelog, transactions, storage_options, partitions=partitions, version=version)
+    try:
+        return run_changes.changelog_rows(
+            changelog, transactions, storage_options, partitions=partitions, version=version
+        )
+    except run_changes.ChangelogVersionGoneError as error:
+        raise ChangelogVersionGoneError(str(error)) from error
 
 
 def lake_table(lake_root: str, ref: TableRef, kind: str) -> str:

@@ -29,6 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from airflow_mysql_cdc.engine.errors import CdcError
 from airflow_mysql_cdc.engine.lake.delta_layout import COMMIT_DATE_COLUMN, GTID_COLUMN, OP_COLUMN
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 
@@ -37,6 +38,10 @@ if TYPE_CHECKING:
 
 OPERATIONS = ("insert", "update", "delete", "truncate")
 """The values of ``_cdc_op`` (docs/binlog-application.md, "The lake")."""
+
+
+class ChangelogVersionGoneError(CdcError, LookupError):
+    """A version of a changelog cannot be read any more (its log cleaned up, its files vacuumed)."""
 
 
 @dataclass(frozen=True)
@@ -108,15 +113,38 @@ def changelog_rows(
     version: int | None = None,
 ) -> pa.Table | None:
     """The changelog rows of ``transactions`` (``columns``: all), in the ``partitions`` given (None:
-    all), of the table as of ``version`` (None: the current one); None when there is no table."""
+    all), of the table as of ``version`` (None: the current one); None when there is no table.
+
+    Raises :class:`ChangelogVersionGoneError` when the table is there but ``version`` cannot be read
+    any more (its log was cleaned up, or its files vacuumed).
+    """
+    from deltalake.exceptions import DeltaError
+
+    if table_version(changelog, storage_options) is None:
+        return None
+    try:
+        return _changelog_rows(changelog, transactions, storage_options, columns, partitions, version)
+    except (DeltaError, OSError) as error:
+        if version is None:
+            raise
+        raise ChangelogVersionGoneError(
+            f"version {version} of {changelog} cannot be read any more ({error}): its log was cleaned up "
+            "or its files vacuumed. The changelog is append-only: read it as of now for the same rows."
+        ) from error
+
+
+def _changelog_rows(
+    changelog: str,
+    transactions: GtidSet,
+    storage_options: Mapping[str, str] | None,
+    columns: Sequence[str] | None,
+    partitions: Sequence[datetime.date] | None,
+    version: int | None,
+) -> pa.Table:
     import pyarrow.compute as pc
     from deltalake import DeltaTable
-    from deltalake.exceptions import TableNotFoundError
 
-    try:
-        table = DeltaTable(changelog, version=version, storage_options=_options(storage_options))
-    except TableNotFoundError:
-        return None
+    table = DeltaTable(changelog, version=version, storage_options=_options(storage_options))
     wanted = list(columns) if columns is not None else None
     if wanted is not None and GTID_COLUMN not in wanted:
         wanted.append(GTID_COLUMN)
