@@ -66,7 +66,8 @@ def assert_versions_continue(records: list[dict[str, Any]]) -> None:
             previous = before["tables"].get(table, {}).get("lake_versions", {})
             for kind, versions in facts["lake_versions"].items():
                 if kind in previous and versions["first"] is not None:
-                    assert versions["first"] == previous[kind]["last"] + 1, (table, kind)
+                    last = previous[kind]["last"]  # None: the table did not exist yet
+                    assert versions["first"] == (0 if last is None else last + 1), (table, kind)
 
 
 def assert_events_describe(events: list[dict[str, Any]], record: dict[str, Any], run_id: str) -> None:
