@@ -62,7 +62,9 @@ def test_daily_runs_keep_the_lake_exact_through_maintenance_by_another_writer_an
     """Runs while writers write; then another writer maintains every Delta table of the lake with the
     log retention at a second (its commit history is gone); more runs, a table joining, a re-run of an
     old date, a kill -9 inside the built-in maintenance and its retry. After every run the lake equals
-    a replica frozen at the published end set, and no table is snapshotted again.
+    a replica frozen at the published end set, and no table is snapshotted again. Every record counts
+    the changelog rows of its transactions (read whole, another way), its version ranges continue its
+    predecessor's, and the run's asset events name them (their feeds read back with read_change_feed).
 
     Every run's resumability task reports the binlog headroom of its checkpoint, warning below the
     configured number of runs. Then ``verify_lake`` is turned on, with writers running: it fails on a
