@@ -56,8 +56,6 @@ __all__ = [
     "run_changes",
     "snapshot_progress",
     "table_columns",
-
-
     "table_version",
     "target_table_exists",
 ]
