@@ -118,6 +118,7 @@ def locate_run(
     storage_options: dict[str, str] | None = None,
     publish_task_id: str = PUBLISH_TASK_ID,
     rebase_to: GtidSet | None = None,
+    after_apply: bool = False,
 ) -> ChainPosition:
     """Where this run stands in the chain, checked against the lake and the source; fails when they
     disagree, or when the run is dated before the pipeline's first interval.
@@ -125,6 +126,10 @@ def locate_run(
     ``rebase_to`` is an operator's ``rebase_checkpoint`` (:mod:`.actions`): a run that applies then
     starts there, and neither the source's identity nor the lake's position is held against it
     (disaster recovery is when they disagree); the run is recorded as a rebase.
+
+    ``after_apply``: the run places itself again before publishing, after its own writes; the lake
+    being ahead by its own segment is then expected, and said so (:func:`agree_on_start`), and the
+    placement, logged already at the start, is not logged twice.
     """
     _refuse_without_logical_date(context)
     interval_end = context["data_interval_end"]
@@ -137,10 +142,11 @@ def locate_run(
                 log.info("moving the checkpoint of run %s from XCom into the lake's log", legacy.run_id)
                 chain.append(legacy)
                 records = [legacy]
-        placement = place_run(records, interval_end)
+        placement = place_run(records, interval_end, context.get("run_id"))
     except (CheckpointError, RunBeforeFirstIntervalError) as error:
         raise AirflowFailException(str(error)) from error
-    log.info("this run: %s", placement.describe(interval_end.isoformat()))
+    if not after_apply:
+        log.info("this run: %s", placement.describe(interval_end.isoformat()))
     state = lake.pipeline_state(lake_root, pipeline_id, storage_options)
     lake_applied = state.applied_gtids if state is not None else None
     members = dict(state.members or {}) if state is not None else {}
@@ -161,13 +167,18 @@ def locate_run(
             f"{predecessor.end_gtids or '(empty)' if predecessor else '(no record)'} (the lake is at "
             f"{lake_applied if lake_applied is not None else '(no state)'}) to {rebase_to or '(empty)'}"
         )
-        log.warning("checkpoint: %s", why)
+        if not after_apply:  # said once, when the run starts
+            log.warning("checkpoint: %s", why)
         return ChainPosition(placement, rebase_to, why, members)
     try:
         if predecessor is not None:
             server = MySqlCdcHook(mysql_cdc_conn_id).get_server_state()
-            log.info("source: %s", judge_source(predecessor, server.server_uuid, server.gtid_executed))
-        why = agree_on_start(predecessor.end if predecessor else None, lake_applied, lake=lake_root)
+            source = judge_source(predecessor, server.server_uuid, server.gtid_executed)
+            if not after_apply:
+                log.info("source: %s", source)
+        why = agree_on_start(
+            predecessor.end if predecessor else None, lake_applied, lake=lake_root, after_apply=after_apply
+        )
     except (CheckpointError, WitnessDisagreementError) as error:
         raise AirflowFailException(str(error)) from error
     log.info("checkpoint: %s", why)
@@ -238,6 +249,7 @@ def publish_checkpoint(
         storage_options=storage_options,
         publish_task_id=publish_task_id,
         rebase_to=actions.rebase_checkpoint if actions else None,
+        after_apply=True,
     )
     if not position.placement.applies:
         assert position.placement.record is not None

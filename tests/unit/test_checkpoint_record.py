@@ -90,3 +90,27 @@ def test_the_lake_and_the_chain_agree_or_the_run_says_why_not() -> None:
         agree_on_start(gtids("1-9"), None, lake="/lake")
     with pytest.raises(WitnessDisagreementError, match="different histories"):
         agree_on_start(gtids("1-9"), GtidSet.parse(f"{B}:1-9"), lake="/lake")
+
+
+def test_after_its_own_apply_a_run_says_the_lake_holds_its_segment_without_suspecting_anyone() -> None:
+    def gtids(text: str) -> GtidSet:
+        return GtidSet.parse(f"{A}:{text}")
+
+    forward = agree_on_start(gtids("1-9"), gtids("1-12"), lake="/lake", after_apply=True)
+    assert forward == f"the lake holds the checkpoint and this run's segment ({A}:10-12)"
+    first = agree_on_start(None, gtids("1-3"), lake="/lake", after_apply=True)
+    assert first.startswith("the pipeline's first record: the lake at /lake holds what this run")
+    idle = agree_on_start(gtids("1-9"), gtids("1-9"), lake="/lake", after_apply=True)
+    assert "held no transaction" in idle
+    for said in (forward, first, idle):
+        assert "failed attempt" not in said and "no previous successful run" not in said
+    # What is wrong stays wrong after an apply too.
+    with pytest.raises(WitnessDisagreementError, match="behind the previous run's checkpoint"):
+        agree_on_start(gtids("1-9"), gtids("1-4"), lake="/lake", after_apply=True)
+
+
+def test_before_its_apply_a_run_finding_the_lake_ahead_names_the_attempt_that_applied_it() -> None:
+    ahead = agree_on_start(GtidSet.parse(f"{A}:1-9"), GtidSet.parse(f"{A}:1-12"), lake="/lake")
+    assert "(a failed attempt of this run, or a later run, applied it)" in ahead
+    retried_first = agree_on_start(None, GtidSet.parse(f"{A}:1-3"), lake="/lake")
+    assert "an earlier attempt of the first run got that far" in retried_first

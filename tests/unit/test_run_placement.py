@@ -50,3 +50,18 @@ def test_a_run_before_the_first_interval_is_refused_with_the_backfill_to_run_ins
     message = str(refused.value)
     assert "before the pipeline's first interval (run r1" in message
     assert "--from-date 2026-11-01T01:00:00+00:00" in message
+
+
+def test_a_cleared_run_that_caught_up_past_its_interval_is_a_rerun_of_its_own_record() -> None:
+    # r3's interval ended at 02:00, but it caught a backlog up to 03:00: its record covers 02:00.
+    caught_up = [record("r1", 0, 1, 10), record("r3", 1, 3, 30)]
+    placement = place_run(caught_up, "2026-11-01T02:00:00+00:00", run_id="r3")
+    assert placement.kind == "rerun" and placement.record is caught_up[1]
+    said = placement.describe("2026-11-01T02:00:00+00:00")
+    assert "inside the segment" not in said
+    assert said == (
+        "a re-run of the interval ending 2026-11-01T02:00:00+00:00, published by run r3 (which caught up "
+        "to 2026-11-01T03:00:00+00:00): its record is republished unchanged and nothing is applied"
+    )
+    # Another run of that interval (a backfill, a failed run cleared later) is covered by r3.
+    assert place_run(caught_up, "2026-11-01T02:00:00+00:00", run_id="r2").kind == "covered"

@@ -12,7 +12,8 @@ backwards. A run of the interval ending ``T`` is:
   every later run back (no ``depends_on_past``: a failed run with ``max_active_runs=1`` deadlocked
   the DAG once its successor took the only slot);
 - **rerun**: ``T`` already has a record (a cleared or retried run, a backfill that reprocesses
-  completed runs); it republishes that record, unchanged, and applies nothing;
+  completed runs), or the record covering ``T`` is this run's own (a run that caught a backlog up
+  past its interval end, cleared); it republishes that record, unchanged, and applies nothing;
 - **covered**: ``T`` lies inside the segment of a later record (a failed run cleared after its
   successor covered it, a backfill inside the chain); it applies nothing, and says which record
   covers it;
@@ -62,9 +63,11 @@ class Placement:
                 f"{record.end_gtids or '(empty)'})"
             )
         if self.kind == "rerun":
+            caught_up = interval_key(record.segment_end or "") != interval_key(interval_end)
             return (
-                f"a re-run of the interval ending {interval_end}, published by run {record.run_id}: its "
-                "record is republished unchanged and nothing is applied"
+                f"a re-run of the interval ending {interval_end}, published by run {record.run_id}"
+                + (f" (which caught up to {record.segment_end})" if caught_up else "")
+                + ": its record is republished unchanged and nothing is applied"
             )
         return (
             f"the interval ending {interval_end} is inside the segment of run {record.run_id} ("
@@ -73,8 +76,15 @@ class Placement:
         )
 
 
-def place_run(records: Sequence[CheckpointRecord], interval_end: datetime.datetime | str) -> Placement:
-    """The placement of a run of the interval ending ``interval_end`` (records: any order)."""
+def place_run(
+    records: Sequence[CheckpointRecord], interval_end: datetime.datetime | str, run_id: str | None = None
+) -> Placement:
+    """The placement of a run of the interval ending ``interval_end`` (records: any order).
+
+    ``run_id`` is the run's own id: a record covering its interval that this very run published
+    (it caught a backlog up past its interval end, then was cleared) makes it a re-run of its own
+    record, not a run "inside the segment of" itself.
+    """
     key = interval_key(interval_end)
     ordered = sorted(
         (record for record in records if record.segment_end), key=lambda r: interval_key(r.segment_end or "")
@@ -96,4 +106,6 @@ def place_run(records: Sequence[CheckpointRecord], interval_end: datetime.dateti
             f"backfill create --from-date {first.segment_end} ...); runs dated earlier are refused."
         )
     covering = next(record for record in ordered if interval_key(record.segment_end or "") > key)
+    if run_id is not None and covering.run_id == run_id:
+        return Placement("rerun", covering)
     return Placement("covered", covering)

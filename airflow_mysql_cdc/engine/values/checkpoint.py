@@ -136,18 +136,32 @@ def judge_source(record: CheckpointRecord, server_uuid: str, gtid_executed: Gtid
     )
 
 
-def agree_on_start(checkpoint: GtidSet | None, lake_applied: GtidSet | None, *, lake: str) -> str:
+def agree_on_start(
+    checkpoint: GtidSet | None, lake_applied: GtidSet | None, *, lake: str, after_apply: bool = False
+) -> str:
     """Compare the chain's checkpoint with the lake's applied set; returns why they may differ.
 
     Raises :class:`WitnessDisagreementError` when starting would lose or duplicate transactions.
+
+    ``after_apply``: the comparison a run makes before it publishes, after its own snapshot and
+    apply. The lake is then ahead of the checkpoint by this run's own segment, which is what it
+    should be, so the answer says that instead of suspecting a failed attempt or a later run (every
+    forward run logged that suspicion once, for nothing: issue 26). Guarded by
+    ``test_after_its_own_apply_a_run_says_the_lake_holds_its_segment_without_suspecting_anyone``.
     """
     if checkpoint is None and lake_applied is None:
         return "first run: no checkpoint and an empty lake"
     if checkpoint is None:
         assert lake_applied is not None
+        if after_apply:
+            return (
+                f"the pipeline's first record: the lake at {lake} holds what this run snapshotted and "
+                f"applied, up to {lake_applied or '(nothing)'}"
+            )
         return (
-            f"no previous successful run of this DAG, but the lake at {lake} already applied "
-            f"{lake_applied or '(nothing)'}: continuing from the lake (it is committed with the data)"
+            f"no record published yet, but the lake at {lake} already applied "
+            f"{lake_applied or '(nothing)'} (an earlier attempt of the first run got that far): "
+            "continuing from the lake (it is committed with the data)"
         )
     if lake_applied is None:
         raise WitnessDisagreementError(
@@ -156,8 +170,12 @@ def agree_on_start(checkpoint: GtidSet | None, lake_applied: GtidSet | None, *, 
             "the lake, or start the pipeline over in a new lake with a new DAG id."
         )
     if lake_applied == checkpoint:
+        if after_apply:
+            return "the lake is where the checkpoint is: this run's segment held no transaction"
         return "the checkpoint and the lake agree"
     if checkpoint.issubset(lake_applied):
+        if after_apply:
+            return f"the lake holds the checkpoint and this run's segment ({lake_applied - checkpoint})"
         return (
             f"the lake is ahead of the checkpoint by {lake_applied - checkpoint} (a failed attempt of this "
             "run, or a later run, applied it): this run recomputes its segment and applies only what the "
