@@ -211,8 +211,13 @@ def apply_binlog(
     storage_options: dict[str, str],
     lake_conn_id: str | None,
     catchup_parallelism: int = 1,
+    summarise: bool = True,
 ) -> ApplyResult:
-    """Run the binlog application under ``runner`` (the operator whose task this is); its result."""
+    """Run the binlog application under ``runner`` (the operator whose task this is); its result.
+
+    ``summarise``: end with the :func:`summary_line`; False for a caller that has more to do and
+    logs the summary last itself (the replicate task publishes the record first).
+    """
     mysql_hook, lake_hook = MySqlCdcHook(mysql_cdc_conn_id), LakeStorageHook(lake_conn_id)
     endpoint = mysql_hook.get_endpoint()
     public_options, secret_options = lake_hook.get_storage_options(storage_options)
@@ -258,7 +263,8 @@ def apply_binlog(
     metrics.emit_apply(result, config.tables)
     mysql_hook.report_tables_read(endpoint, config.tables)
     lake_hook.report_tables_written(table.location for table in lake_tables(config.lake_root, config.tables))
-    runner.log.info("%s", summary_line(result))
+    if summarise:
+        runner.log.info("%s", summary_line(result))
     return result
 
 

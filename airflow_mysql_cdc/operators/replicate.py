@@ -46,6 +46,7 @@ from airflow_mysql_cdc.operators.binlog_apply import (
     ConfigBuilder,
     apply_binlog,
     human_duration,
+    summary_line,
 )
 from airflow_mysql_cdc.operators.engine_process import EngineProcess
 from airflow_mysql_cdc.operators.lineage import OpenLineageMixin, TaskLineage, lineage_of_record
@@ -57,6 +58,7 @@ from airflow_mysql_cdc.operators.verify import APPLICATION_MODULE as VERIFY_APPL
 from airflow_mysql_cdc.operators.verify import verify_config
 from airflow_mysql_cdc.runs import assets, checkpoint_chain
 from airflow_mysql_cdc.runs.actions import ResnapshotRequest, RunActionError
+from airflow_mysql_cdc.runs.republish import push_again
 from airflow_mysql_cdc.runs.segment import plan_segment, segment_start
 
 
@@ -69,7 +71,8 @@ class MySqlCdcReplicateOperator(OpenLineageMixin, SparkApplicationOperator):
 
     Also pushes, when the run applies, its plan (XCom key ``plan``: tables to snapshot, restart,
     rebase), the snapshot application's result (``snapshot``) and the binlog application's
-    (``applied``).
+    (``applied``); they are kept in the record too, and a re-run of the interval (after a clear,
+    which deletes them) pushes them again. The task log ends with the run's ``Summary:`` line.
 
     :param pipeline_id: names the pipeline's state and checkpoint log in the lake (templated).
     :param tables: ``schema.table`` names.
@@ -156,17 +159,26 @@ class MySqlCdcReplicateOperator(OpenLineageMixin, SparkApplicationOperator):
                     "Trigger a new run dated after the last published one (the UI's trigger form, or "
                     "airflow dags trigger --conf ...) to act."
                 )
+            if position.placement.kind == "rerun":
+                push_again(context["ti"], record, self.log)
+            republished = self._emit_asset_events(context, record.to_dict())
             self.log.info(
                 "Summary: nothing applied: %s", position.placement.describe(str(context["data_interval_end"]))
             )
-            return self._emit_asset_events(context, record.to_dict())
+            return republished
         ti = context["ti"]
+        pushed: dict[str, Any] = {}
+
+        def push(key: str, value: Any) -> None:
+            ti.xcom_push(key=key, value=value)
+            pushed[key] = value
+
         if actions.any:
             for entry in actions.to_record():
                 self.log.info("action asked by the run's conf: %s", entry)
             ti.xcom_push(key="actions", value=actions.to_record())
         if actions.row_ranges:
-            ti.xcom_push(key="reloads", value=self._reload_rows(actions.row_ranges))
+            push("reloads", self._reload_rows(actions.row_ranges))
         resumable = ti.xcom_pull(task_ids=self.resumability_task_id) if self.resumability_task_id else None
         plan = plan_segment(
             position.to_xcom(),
@@ -177,7 +189,7 @@ class MySqlCdcReplicateOperator(OpenLineageMixin, SparkApplicationOperator):
             self._absent_tables(),
             actions,
         )
-        ti.xcom_push(key="plan", value=plan)
+        push("plan", plan)
         snapshot = snapshot_tables(
             self,
             tables=tuple(plan["tables"]),
@@ -189,7 +201,7 @@ class MySqlCdcReplicateOperator(OpenLineageMixin, SparkApplicationOperator):
             base_server_id=None,
             mysql_cdc_conn_id=self.mysql_cdc_conn_id,
         )
-        ti.xcom_push(key="snapshot", value=snapshot)
+        push("snapshot", snapshot)
         start = segment_start(plan, snapshot)
         segment_end = self._segment_end(context, position.placement.kind)
         segment_end_us = int(segment_end.timestamp() * 1_000_000)
@@ -215,18 +227,22 @@ class MySqlCdcReplicateOperator(OpenLineageMixin, SparkApplicationOperator):
                 run_id=str(context["run_id"]),
             )
 
-        applied = self._apply(build_config).to_dict()
-        ti.xcom_push(key="applied", value=applied)
+        result = self._apply(build_config)
+        applied = result.to_dict()
+        push("applied", applied)
         published = checkpoint_chain.publish_checkpoint(
             context,
             tables=self.tables,
             applied=applied,
             segment_end=segment_end,
             actions=actions,
+            pushed=pushed,
             **asdict(chain),
         )
         self.lineage = lineage_of_record(self.planned_lineage(), published)
-        return self._emit_asset_events(context, published)
+        published = self._emit_asset_events(context, published)
+        self.log.info("%s", summary_line(result))  # the log's last line, as docs/pipeline-dag.md says
+        return published
 
     def planned_lineage(self) -> TaskLineage:
         """The MySQL tables read, their target and changelog tables written."""
@@ -341,6 +357,7 @@ class MySqlCdcReplicateOperator(OpenLineageMixin, SparkApplicationOperator):
             storage_options=self.storage_options,
             lake_conn_id=self.lake_conn_id,
             catchup_parallelism=self.catchup_parallelism,
+            summarise=False,
         )
 
     def _segment_end(self, context: Any, kind: str) -> datetime.datetime:

@@ -232,8 +232,12 @@ def publish_checkpoint(
     publish_task_id: str = PUBLISH_TASK_ID,
     segment_end: datetime.datetime | None = None,
     actions: RunActions | None = None,
+    pushed: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """This run's record, appended to the lake's log; fails if the lake lacks what the run applied.
+
+    ``pushed`` are the run's other XCom values, kept in the record (:attr:`CheckpointRecord.pushed`)
+    so that a re-run of the interval after a clear can push them again.
 
     The run's place is settled again here, from the log: a record published for this interval in
     the meantime (the same run, retried after it published) is republished as it is.
@@ -273,6 +277,7 @@ def publish_checkpoint(
         actions=actions.to_record() if actions else [],
         paused=_paused_tables(lake_root, tables, state, storage_options),
         storage_options=storage_options,
+        pushed=pushed or {},
     )
     lake.checkpoint_log(lake_root, pipeline_id, storage_options).append(record)
     log.info(
@@ -331,6 +336,7 @@ def _record(
     actions: list[dict[str, Any]],
     paused: dict[str, str],
     storage_options: dict[str, str] | None = None,
+    pushed: dict[str, Any],
 ) -> CheckpointRecord:
     """The record of a run that applied: it continues ``predecessor`` (None: the chain's first).
 
@@ -372,6 +378,7 @@ def _record(
         previous_run_id=predecessor.run_id if predecessor else None,
         actions=actions,
         published_at=datetime.datetime.now(datetime.UTC).isoformat(),
+        pushed=pushed,
     )
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from airflow_mysql_cdc.engine.values.checkpoint import (
@@ -53,6 +55,20 @@ def test_a_version_3_record_reads_as_one_without_publication_time_or_lake_facts(
     record = CheckpointRecord.from_dict(data, pipeline_id="shop")
     assert record.published_at is None
     assert record.tables == {"shop.orders": {"snapshot_id": "s1", "rows_applied": 4}}
+
+
+def test_a_version_3_record_reads_as_one_that_pushed_nothing_to_push_again() -> None:
+    data = _record().to_dict() | {"version": 3}
+    del data["pushed"]
+    assert CheckpointRecord.from_dict(data, pipeline_id="shop").pushed == {}
+
+
+def test_what_a_run_pushed_round_trips_through_its_record_beside_the_lake_fields() -> None:
+    pushed = {"plan": {"tables": ["shop.orders"]}, "snapshot": {"tables": [{"table": "shop.orders"}]}}
+    record = replace(_record(), pushed=pushed)
+    data = record.to_dict()
+    assert data["pushed"] == pushed and "plan" not in data and "snapshot" not in data
+    assert CheckpointRecord.from_dict(data, pipeline_id="shop").pushed == pushed
 
 
 def test_a_record_of_another_pipeline_is_refused() -> None:

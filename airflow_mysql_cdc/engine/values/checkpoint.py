@@ -27,9 +27,9 @@ from airflow_mysql_cdc.engine.values.gtid import GtidSet
 FORMAT = "airflow-mysql-cdc/checkpoint"
 VERSION = 4
 READABLE_VERSIONS = (1, 2, 3, 4)
-"""Version 2 added ``previous_run_id``, version 3 ``actions``, version 4 ``published_at`` and, per
-table, the lake-derived ``rows_by_op``, ``lake_versions``, ``commit_dates`` and ``snapshotted``
-(:mod:`airflow_mysql_cdc.runs.record_facts`); an older record reads as one without."""
+"""Version 2 added ``previous_run_id``, version 3 ``actions``, version 4 ``published_at``, ``pushed``
+and, per table, the lake-derived ``rows_by_op``, ``lake_versions``, ``commit_dates`` and
+``snapshotted`` (:mod:`airflow_mysql_cdc.runs.record_facts`); an older record reads as one without."""
 
 
 class CheckpointError(CdcError, ValueError):
@@ -74,6 +74,12 @@ class CheckpointRecord:
     published_at: str | None = None
     """When the record was made (ISO 8601, UTC; None before version 4): the next run's bound for the
     lake files that can hold its changes (:mod:`airflow_mysql_cdc.engine.lake.run_changes`)."""
+    pushed: dict[str, Any] = field(default_factory=dict)
+    """What the run pushed to XCom besides this record, by key (the replicate task's ``plan``,
+    ``snapshot``, ``applied``, ``reloads``). Clearing a task deletes its XComs, and a re-run of the
+    interval applies nothing: it pushes these again from here, so the run's story (which tables it
+    snapshotted, what it applied) stays visible after a clear. Kept apart from the other fields,
+    which say what the lake holds; empty in records of earlier versions."""
 
     @property
     def end(self) -> GtidSet:
