@@ -23,6 +23,9 @@ How it holds:
   into ``spark_conf`` by hand) is refused (:class:`SecretInArgumentsRefused`).
 - Every secret is registered with Airflow's secrets masker, so an accidental log line is redacted.
 
+spark-submit's output reaches the task log line by line at each line's own level, Spark's own
+loggers at WARN unless the user configures log4j2 (:mod:`.spark_output`).
+
 Kubernetes without the cncf.kubernetes provider: the base class raises in ``__init__`` for any
 ``k8s://`` master when the provider's ``kube_client`` cannot be imported (a ``NameError`` in provider
 6.3, as the optional import leaves the name undefined). The base class uses ``kube_client`` and its
@@ -46,15 +49,17 @@ import os
 import signal
 import subprocess
 import time
+from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
+from airflow.providers.apache.spark.hooks.spark_submit import _EXCEPTION_START_RE, SparkSubmitHook
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
 from airflow.sdk.log import mask_secret
 
 from airflow_mysql_cdc.engine.errors import ERROR_PREFIX
 from airflow_mysql_cdc.hooks.engine_archive import engine_archive, ships_engine
+from airflow_mysql_cdc.hooks.spark_output import OutputLevels, log4j_environment
 
 CLIENT_DEPLOY_MODE = "client"
 DEPLOY_MODE_CONF = "spark.submit.deployMode"
@@ -329,10 +334,12 @@ class MySqlCdcSparkSubmitHook(SparkSubmitHook):
             )
 
     def _process_environment(self) -> dict[str, str]:
-        """The worker's environment less Airflow's own secrets (:func:`airflow_secret_variable`), then
-        the application's variables and secrets."""
+        """The worker's environment less Airflow's own secrets (:func:`airflow_secret_variable`), the
+        log4j2 configuration that keeps Spark's loggers at WARN unless the user has one
+        (:func:`~.spark_output.log4j_environment`), then the application's variables and secrets."""
         inherited = {name: value for name, value in os.environ.items() if not airflow_secret_variable(name)}
-        return {**inherited, **self._environment, **self._secret_environment}
+        environment = {**inherited, **self._environment}
+        return {**environment, **log4j_environment(environment, self._conf), **self._secret_environment}
 
     def submit(self, application: str = "", **kwargs: Any) -> None:
         """Run spark-submit in a new session and wait for it; raise SparkSubmitFailed on a non-zero exit.
@@ -380,16 +387,32 @@ class MySqlCdcSparkSubmitHook(SparkSubmitHook):
             )
 
     def _process_spark_submit_log(self, itr: Iterator[Any]) -> None:
-        """The provider's processing of spark-submit's output, noting the application's error line
-        (the last one, should there be several) on the way (:attr:`application_error`)."""
-        super()._process_spark_submit_log(self._noting_the_error_line(itr))
+        """spark-submit's output in the task log, each line at its own level (:mod:`.spark_output`),
+        noting the application's error line (the last one, should there be several) on the way
+        (:attr:`application_error`).
 
-    def _noting_the_error_line(self, lines: Iterator[Any]) -> Iterator[Any]:
-        for line in lines:
-            start = str(line).find(ERROR_PREFIX)
+        Replaces the provider's processing, which logs every line at INFO. What else it does serves
+        only modes this hook never runs (the driver of YARN or standalone cluster mode, Kubernetes
+        pods: see the module docstring); its tail of the output for the failure message is kept the
+        same way (:meth:`_keep_for_the_failure_message`).
+        """
+        levels = OutputLevels()
+        for raw in itr:
+            text = str(raw).rstrip()
+            line = text.strip()
+            start = line.find(ERROR_PREFIX)
             if start >= 0:
-                self.application_error = self._masked(str(line)[start:].strip())
-            yield line
+                self.application_error = self._masked(line[start:])
+            self._keep_for_the_failure_message(line)
+            self.log.log(levels.level_of(text), "%s", line)
+
+    def _keep_for_the_failure_message(self, line: str) -> None:
+        """The provider's rolling tail of the output (:attr:`_submit_log_tail`), which widens to the
+        whole trace once a JVM exception starts."""
+        if not self._exception_anchor_seen and _EXCEPTION_START_RE.search(line):
+            self._exception_anchor_seen = True
+            self._last_submit_log_lines = deque(maxlen=500)
+        self._last_submit_log_lines.append(line)
 
     def _masked(self, text: str) -> str:
         """``text`` with every secret long enough to be found in it replaced (it goes to the UI)."""

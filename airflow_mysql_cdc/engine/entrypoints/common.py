@@ -89,9 +89,13 @@ def argument_parser(description: str) -> argparse.ArgumentParser:
 
 
 def configure_logging() -> None:
+    """The application's own lines at INFO, in the form the Airflow hook reads each line's level from
+    (:mod:`airflow_mysql_cdc.hooks.spark_output`); py4j's INFO lines ("Closing down clientserver
+    connection", several per run) say nothing a user acts on, so they start at WARNING."""
     logging.basicConfig(
         level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    logging.getLogger("py4j").setLevel(logging.WARNING)
 
 
 def exit_hard(entry: Callable[[], int]) -> None:

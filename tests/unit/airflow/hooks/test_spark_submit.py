@@ -235,8 +235,12 @@ def test_the_provider_members_the_hook_relies_on_exist() -> None:
     ):
         assert hasattr(hook_class, member), member
     source = Path(provider.__file__).read_text()
-    for assignment in ("self._is_kubernetes = ", "self._submit_sp: ", "self._connection = ", "self._conf = "):
+    for assignment in (
+        "self._is_kubernetes = ", "self._submit_sp: ", "self._connection = ", "self._conf = ",
+        "self._last_submit_log_lines: ", "self._exception_anchor_seen: ",
+    ):  # fmt: skip
         assert assignment in source, assignment
+    assert isinstance(provider._EXCEPTION_START_RE.pattern, str)
 
 
 @pytest.mark.parametrize("master", MASTERS)
@@ -308,3 +312,29 @@ def test_an_executor_image_given_in_spark_conf_lets_a_kubernetes_master_run(
     ).execute({})
     [call] = recorder.calls()
     assert "spark.kubernetes.container.image=example/spark-py:4.2.0" in call.argv
+
+
+def test_spark_submit_output_reaches_the_task_log_at_each_lines_level_with_spark_at_warn(
+    recorder: SparkSubmitRecorder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd
+) -> None:
+    _use_spark_connection(monkeypatch, "local[2]")
+    recorder.behave(
+        result=APPLY_RESULT,
+        stderr_lines=(
+            "26/11/26 13:07:24 WARN Utils: Set SPARK_LOCAL_IP if you need to bind to another address",
+            "2026-11-26 13:07:33,032 INFO airflow_mysql_cdc.apply: progress: 3 transaction(s)",
+            "26/11/26 13:07:40 ERROR Executor: Exception in task 0.0",
+            "\tat org.apache.spark.executor.Executor.run(Executor.scala:1)",
+        ),
+    )
+    _apply_operator(tmp_path).execute({})
+    logged = capfd.readouterr().out
+    for level, line in (
+        ("warning", "26/11/26 13:07:24 WARN Utils: Set SPARK_LOCAL_IP"),
+        ("info", "2026-11-26 13:07:33,032 INFO airflow_mysql_cdc.apply: progress"),
+        ("error", "26/11/26 13:07:40 ERROR Executor: Exception in task 0.0"),
+        ("error", "at org.apache.spark.executor.Executor.run"),
+    ):
+        assert f"[{level:<9}] {line}" in logged, line
+    [call] = recorder.calls()
+    assert call.environment["LOG4J_CONFIGURATION_FILE"].endswith("log4j2-applications.properties")
