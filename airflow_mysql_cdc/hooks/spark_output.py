@@ -69,6 +69,13 @@ JVM_CHATTER = (
 _CHATTY_PYTHON_LOGGERS = ("py4j",)
 
 
+def spark_conf_folder(environment: Mapping[str, str]) -> str | None:
+    """The Spark distribution's configuration folder spark-submit reads, if any."""
+    return environment.get("SPARK_CONF_DIR") or (
+        os.path.join(environment["SPARK_HOME"], "conf") if environment.get("SPARK_HOME") else None
+    )
+
+
 def _user_configures_log4j(environment: Mapping[str, str], spark_conf: Mapping[str, Any]) -> bool:
     """Whether the user gave log4j2 a configuration of their own: in the environment, in the driver's
     Java options, or as a file in the Spark distribution's configuration folder."""
@@ -78,9 +85,7 @@ def _user_configures_log4j(environment: Mapping[str, str], spark_conf: Mapping[s
     options = " ".join(str(option) for option in java_options if option)
     if _LOG4J_PROPERTY.search(options):
         return True
-    folder = environment.get("SPARK_CONF_DIR") or (
-        os.path.join(environment["SPARK_HOME"], "conf") if environment.get("SPARK_HOME") else None
-    )
+    folder = spark_conf_folder(environment)
     return folder is not None and any(os.path.isfile(os.path.join(folder, name)) for name in _LOG4J_FILES)
 
 

@@ -22,9 +22,7 @@ How it holds:
 - A final guard checks the built command before ``Popen``: a secret in any argument (a password put
   into ``spark_conf`` by hand) is refused (:class:`SecretInArgumentsRefused`).
 - Every secret is registered with Airflow's secrets masker, so an accidental log line is redacted.
-
-spark-submit's output reaches the task log line by line at each line's own level, Spark's own
-loggers at WARN unless the user configures log4j2 (:mod:`.spark_output`).
+- spark-submit's output reaches the task log at each line's own level (:mod:`.spark_output`).
 
 Kubernetes without the cncf.kubernetes provider: the base class raises in ``__init__`` for any
 ``k8s://`` master when the provider's ``kube_client`` cannot be imported (a ``NameError`` in provider
@@ -59,7 +57,7 @@ from airflow.sdk.log import mask_secret
 
 from airflow_mysql_cdc.engine.errors import ERROR_PREFIX
 from airflow_mysql_cdc.hooks.engine_archive import engine_archive, ships_engine
-from airflow_mysql_cdc.hooks.spark_output import OutputLevels, log4j_environment
+from airflow_mysql_cdc.hooks.spark_output import OutputLevels, log4j_environment, spark_conf_folder
 
 CLIENT_DEPLOY_MODE = "client"
 DEPLOY_MODE_CONF = "spark.submit.deployMode"
@@ -146,9 +144,7 @@ IMAGE_CONF = "spark.kubernetes.container.image"
 
 def _spark_conf_file_mentions(environment: Mapping[str, str], name: str, keys: tuple[str, ...]) -> bool:
     """Whether the Spark distribution's configuration file ``name`` sets one of ``keys``."""
-    folder = environment.get("SPARK_CONF_DIR") or (
-        os.path.join(environment["SPARK_HOME"], "conf") if environment.get("SPARK_HOME") else None
-    )
+    folder = spark_conf_folder(environment)
     if folder is None:
         return False
     try:
@@ -387,15 +383,9 @@ class MySqlCdcSparkSubmitHook(SparkSubmitHook):
             )
 
     def _process_spark_submit_log(self, itr: Iterator[Any]) -> None:
-        """spark-submit's output in the task log, each line at its own level (:mod:`.spark_output`),
-        noting the application's error line (the last one, should there be several) on the way
-        (:attr:`application_error`).
-
-        Replaces the provider's processing, which logs every line at INFO. What else it does serves
-        only modes this hook never runs (the driver of YARN or standalone cluster mode, Kubernetes
-        pods: see the module docstring); its tail of the output for the failure message is kept the
-        same way (:meth:`_keep_for_the_failure_message`).
-        """
+        """spark-submit's output in the task log at each line's level (:mod:`.spark_output`), noting the
+        application's error line (:attr:`application_error`). Replaces the provider's, which logs all
+        at INFO and else serves only modes this hook never runs, but for the tail kept here."""
         levels = OutputLevels()
         for raw in itr:
             text = str(raw).rstrip()
@@ -403,16 +393,11 @@ class MySqlCdcSparkSubmitHook(SparkSubmitHook):
             start = line.find(ERROR_PREFIX)
             if start >= 0:
                 self.application_error = self._masked(line[start:])
-            self._keep_for_the_failure_message(line)
+            if not self._exception_anchor_seen and _EXCEPTION_START_RE.search(line):
+                self._exception_anchor_seen = True
+                self._last_submit_log_lines = deque(maxlen=500)  # the whole trace from here on
+            self._last_submit_log_lines.append(line)
             self.log.log(levels.level_of(text), "%s", line)
-
-    def _keep_for_the_failure_message(self, line: str) -> None:
-        """The provider's rolling tail of the output (:attr:`_submit_log_tail`), which widens to the
-        whole trace once a JVM exception starts."""
-        if not self._exception_anchor_seen and _EXCEPTION_START_RE.search(line):
-            self._exception_anchor_seen = True
-            self._last_submit_log_lines = deque(maxlen=500)
-        self._last_submit_log_lines.append(line)
 
     def _masked(self, text: str) -> str:
         """``text`` with every secret long enough to be found in it replaced (it goes to the UI)."""

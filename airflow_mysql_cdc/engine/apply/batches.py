@@ -45,6 +45,7 @@ from airflow_mysql_cdc.engine.lake.change_table import ChangeTable, build_change
 from airflow_mysql_cdc.engine.lake.change_waves import Wave
 from airflow_mysql_cdc.engine.lake.sink import BatchResult, Sink
 from airflow_mysql_cdc.engine.runtime.gc_pause import BatchCollector
+from airflow_mysql_cdc.engine.runtime.progress import Cadence
 from airflow_mysql_cdc.engine.snapshot.change_filter import SnapshotChangeFilter
 from airflow_mysql_cdc.engine.values.gtid import Gtid, GtidSet
 
@@ -57,7 +58,7 @@ OnBatch = Callable[[int, GtidSet], None]
 @dataclass
 class _Progress:
     started: float = field(default_factory=time.monotonic)
-    last_report: float = field(default_factory=time.monotonic)
+    cadence: Cadence | None = None
     rows: int = 0
 
 
@@ -220,24 +221,23 @@ class BatchApplier:
         self.collector.after_batch()
 
     def report_if_due(self, interval_s: float) -> None:
-        """Log throughput, batches and lag at most every ``interval_s`` seconds."""
-        now = time.monotonic()
-        if now - self._progress.last_report < interval_s:
+        """Log throughput, batches and lag every ``interval_s`` seconds (:mod:`~..runtime.progress`)."""
+        if self._progress.cadence is None:
+            self._progress.cadence = Cadence(interval_s)
+        if not self._progress.cadence.due():
             return
+        now = time.monotonic()
         elapsed = max(now - self._progress.started, 1e-9)
         last_commit_us = self.result.last_commit_timestamp_us
         lag = f"{time.time() - last_commit_us / 1e6:.1f}s" if last_commit_us is not None else "n/a"
         log.info(
-            "progress: %d transaction(s), %d row change(s) applied (%.0f rows/s), %d batch(es), "
-            "last applied commit %s ago, position %s",
+            "progress: %d transaction(s), %d row change(s) (%.0f rows/s), lag %s, position %s",
             self.result.transactions,
             self._progress.rows,
             self._progress.rows / elapsed,
-            self.result.batches,
             lag,
-            self.tracker.value,
+            self.tracker.value or "(empty)",
         )
-        self._progress.last_report = now
 
 
 def without_tables(transaction: Transaction, tables: set[str]) -> Transaction:

@@ -29,6 +29,7 @@ from airflow_mysql_cdc.engine.binlog.stop_rules import (
 from airflow_mysql_cdc.engine.errors import ConfigurationError
 from airflow_mysql_cdc.engine.lake.evolution import TableEvolution
 from airflow_mysql_cdc.engine.lake.storage import check_storage_options, merged_storage_options
+from airflow_mysql_cdc.engine.runtime.progress import PROGRESS_INTERVAL_S
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 
 Mode = Literal["segment", "until_gtid_set", "until_caught_up", "live"]
@@ -93,7 +94,8 @@ class ApplyConfig:
     server_id: int | None = None
     heartbeat_s: float = 1.0
     max_buffered_bytes: int = 256 * 1024 * 1024
-    progress_interval_s: float = 10.0
+    progress_interval_s: float = PROGRESS_INTERVAL_S
+    """How often the application logs a progress line (transactions, rows/s, lag, position)."""
     lease_s: float = 60.0
     """A second instance refuses to start while the running one's heartbeat is younger than this."""
     storage_options: dict[str, str] = field(default_factory=dict)

@@ -18,6 +18,7 @@ from airflow_mysql_cdc.engine.lake.layout import LakeRoot
 from airflow_mysql_cdc.engine.lake.table_shape import Compatibility, Shape, compatibility
 from airflow_mysql_cdc.engine.mysql.definition import TableDefinition
 from airflow_mysql_cdc.engine.mysql.schema import TableMetadata, TableRef, read_table_metadata
+from airflow_mysql_cdc.engine.runtime.progress import PROGRESS_INTERVAL_S, Cadence
 from airflow_mysql_cdc.engine.snapshot.chunks import plan_chunks, require_row_key
 from airflow_mysql_cdc.engine.snapshot.lake_commits import DeltaSnapshotWriter, SnapshotProgress
 from airflow_mysql_cdc.engine.snapshot.table_definition import (
@@ -71,6 +72,7 @@ def snapshot_table(
     storage_options: dict[str, str] | None = None,
     max_restarts: int = 3,
     executor_writes: bool = True,
+    progress_interval_s: float = PROGRESS_INTERVAL_S,
 ) -> SnapshotResult:
     """Snapshot ``table`` into the lake, resuming an unfinished snapshot unless ``restart``.
 
@@ -79,6 +81,9 @@ def snapshot_table(
     definition (:mod:`.table_definition`), at most ``max_restarts`` times. Whoever runs a window
     writes its rows (:mod:`~airflow_mysql_cdc.engine.lake.data_files`) unless ``executor_writes`` is
     False or the lake is on a store executors do not write to; then the rows come to this driver.
+
+    Progress (chunks done/total, rows/s, ETA) is logged every ``progress_interval_s`` and when the
+    table is done (:mod:`~airflow_mysql_cdc.engine.runtime.progress`).
     """
     started = time.monotonic()
     ref = TableRef.parse(table)
@@ -86,7 +91,7 @@ def snapshot_table(
         try:
             result = _snapshot_once(
                 endpoint, lake_root, ref, chunk_size, run_windows, restart or restarts > 0,
-                base_server_id, storage_options, started, executor_writes,
+                base_server_id, storage_options, started, executor_writes, progress_interval_s,
             )  # fmt: skip
         except DefinitionChanged as change:
             log.warning("snapshot of %s: %s; it starts again with the new definition", ref, change)
@@ -110,6 +115,7 @@ def _snapshot_once(
     storage_options: dict[str, str] | None,
     started: float,
     executor_writes: bool,
+    progress_interval_s: float = PROGRESS_INTERVAL_S,
 ) -> SnapshotResult:
     metadata, definition, writer, progress, resumed = _plan_or_resume(
         endpoint, lake_root, ref, chunk_size, restart, storage_options
@@ -126,6 +132,7 @@ def _snapshot_once(
         for chunk in pending
     ]  # fmt: skip
     rows = count = 0
+    cadence = Cadence(progress_interval_s)
     check_unchanged(endpoint, ref, definition)
     try:
         for wave in run_windows(tasks):
@@ -133,7 +140,8 @@ def _snapshot_once(
             writer.commit_wave(progress, wave)
             count += len(wave)
             rows += sum(_rows(window) for window in wave)
-            _log_progress(ref, count, len(pending), len(progress.done), len(progress.plan), rows, started)
+            if cadence.due() or count == len(pending):
+                _log_progress(ref, count, len(pending), len(progress.done), len(progress.plan), rows, started)
     except (DefinitionChanged, SnapshotTableDroppedError):
         raise
     except Exception:
@@ -162,8 +170,8 @@ def _log_progress(
     elapsed = max(time.monotonic() - started, 1e-9)
     eta = elapsed / run * (to_run - run)
     log.info(
-        "snapshot of %s: %d/%d chunks done, %d rows (%.0f rows/s), ETA %.0fs",
-        ref, done, total, rows, rows / elapsed, eta,
+        "snapshot of %s: %d/%d chunks done, %d rows (%.0f rows/s), %s",
+        ref, done, total, rows, rows / elapsed, f"ETA {eta:.0f}s" if run < to_run else "done",
     )  # fmt: skip
 
 
