@@ -12,7 +12,8 @@ The layers, each importing only those before it (a folder's ``__init__`` is its 
   (:class:`~.errors.ExitCode`: 2 configuration, 3 fenced by another run, 4 lake/start mismatch,
   5 binlog unreadable, 1 anything else) and whether a retry can help (only 1 and 3).
 - ``values/``: GTID sets and ranges, the MySQL endpoint, the checkpoint record, resumability.
-- ``runtime/``: where Spark comes in (:mod:`.runtime.spark_tasks`) and the garbage-collector pause.
+- ``runtime/``: where Spark comes in (:mod:`.runtime.spark_tasks`), the garbage-collector pause, and
+  the cadence of progress lines (:mod:`.runtime.progress`).
 - ``mysql/``: the source's schema (one column model), type mapping to Arrow, server state, grants,
   prerequisites.
 

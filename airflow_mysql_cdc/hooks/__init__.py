@@ -6,6 +6,8 @@
   resumable); one implementation for poke mode and deferral.
 - ``spark_submit``: :class:`MySqlCdcSparkSubmitHook`, a ``SparkSubmitHook`` that owns the process
   group and the return code and passes secrets only in the process environment, never in argv.
+- ``spark_output``: spark-submit's output in the task log at each line's level, and the log4j2
+  configuration that keeps Spark's own loggers at WARN unless the user has one.
 - ``lake_storage``: an ``aws`` connection as the lake's secret storage options.
 - ``lineage``: the tables a hook's connection was used for, reported to Airflow's hook lineage
   collector (``report_tables_read`` / ``report_tables_written`` on the two hooks above).

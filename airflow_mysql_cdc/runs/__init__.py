@@ -12,6 +12,8 @@ Reading order:
    from (``segment_start``: the checkpoint, or the stream start of the snapshots the run took).
 4. ``status``: the read-only ``airflow-mysql-cdc status`` command: the chain and each table's state,
    through ``lake`` (tests/unit/airflow/runs/test_status_command.py).
+5. ``republish``: a re-run of a published interval pushes the run's other XComs (plan, snapshot,
+   applied) again from its record, so a clear does not lose the run's story.
 
 Layers: these modules import hooks and the engine, never sensors, operators or the pipeline; the
 replicate operator and the pipeline's DAG import them (tests/unit/test_package_layers.py).

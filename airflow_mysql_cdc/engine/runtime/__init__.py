@@ -6,6 +6,8 @@
   ``test_parallel_catchup_in_spark_local_2_tasks_gives_the_same_lake_as_the_single_reader``.
 - ``gc_pause``: the one way the cyclic garbage collector is paused (a window's fetch, a rows event's
   decoding, the apply loop's micro-batches), always restored to its prior state.
+- ``progress``: when the snapshot and the binlog application log a progress line (every 30 s, and
+  at the end).
 
 Invariant: nothing here knows MySQL, the binlog or the lake; pyspark is imported only when a Spark
 session is created, so the engine imports without it.
