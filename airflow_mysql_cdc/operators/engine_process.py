@@ -1,7 +1,8 @@
 """Shared machinery of the operators that run an engine application as a plain Python process.
 
 The application (maintenance, verification: no Spark) runs in a process of its own, in its own
-process group: its output becomes task log lines, a killed or timed-out task kills it whole, and
+process group: its output becomes task log lines, each at its level (a WARNING line is a warning:
+:class:`~airflow_mysql_cdc.hooks.spark_output.OutputLevels`), a killed or timed-out task kills it whole, and
 its exit code, the engine's :class:`~airflow_mysql_cdc.engine.errors.ExitCode`, decides whether the
 task fails at once or Airflow retries it. Secrets reach it in its environment only; Airflow's own
 connection and variable secrets in the worker's environment are not passed on.
@@ -23,6 +24,7 @@ from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
 from airflow_mysql_cdc.engine.errors import ExitCode
+from airflow_mysql_cdc.hooks.spark_output import OutputLevels
 
 _INHERITED_PREFIXES_REFUSED = ("AIRFLOW_CONN_", "AIRFLOW_VAR_")
 
@@ -66,8 +68,9 @@ class EngineProcess:
             )  # fmt: skip
             try:
                 assert self._process.stdout is not None
+                levels = OutputLevels()  # the engine's WARNING lines are warnings in the task log
                 for line in self._process.stdout:
-                    self.log.info("%s", line.rstrip())
+                    self.log.log(levels.level_of(line.rstrip()), "%s", line.rstrip())
                 code = self._process.wait()
             finally:
                 self.kill()

@@ -162,9 +162,8 @@ class MySqlCdcReplicateOperator(OpenLineageMixin, SparkApplicationOperator):
             if position.placement.kind == "rerun":
                 push_again(context["ti"], record, self.log)
             republished = self._emit_asset_events(context, record.to_dict())
-            self.log.info(
-                "Summary: nothing applied: %s", position.placement.describe(str(context["data_interval_end"]))
-            )
+            interval_end = context["data_interval_end"].isoformat()  # as "this run: ..." says it
+            self.log.info("Summary: nothing applied: %s", position.placement.describe(interval_end))
             return republished
         ti = context["ti"]
         pushed: dict[str, Any] = {}
