@@ -16,12 +16,13 @@ from urllib.parse import quote
 import pytest
 from deltalake import DeltaTable
 
+from airflow_mysql_cdc.engine.lake.checkpoint_log import interval_key
 from airflow_mysql_cdc.engine.lake.layout import LakeLayout
 from airflow_mysql_cdc.engine.lake.state.store import LakeState
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from airflow_mysql_cdc.runs.status import main as status_command
-from tests.support.airflow import load_dag, task_states, xcom_value
+from tests.support.airflow import TaskLogLine, load_dag, task_log, task_states, xcom_value
 from tests.support.assets import (
     assert_events_describe,
     assert_record_counts_the_lake,
@@ -119,6 +120,8 @@ def test_daily_runs_keep_the_lake_exact_through_maintenance_by_another_writer_an
         first = run(("orders", "payments"))
         (replicated,) = completed_events(events_file, f"{pipeline.dag_id}.replicate")
         (maintained,) = completed_events(events_file, f"{pipeline.dag_id}.maintain_lake")
+    first_log = capfd.readouterr()
+    assert_short_and_honest(task_log(first_log.out + first_log.err, "replicate"), password)
     # The "Run record" extra link the task instance pushed opens its XCom tab, where the record is.
     assert xcom_value(first, "replicate", "_link_MySqlCdcRunRecordLink").endswith(
         f"/dags/{first.dag_id}/runs/{quote(first.run_id, safe='')}/tasks/replicate/xcom"
@@ -146,6 +149,7 @@ def test_daily_runs_keep_the_lake_exact_through_maintenance_by_another_writer_an
             f"{records[0]['tables'][table['table']]['rows_applied']}|c"
         ]
     assert statsd.values(f"airflow.mysql_cdc.maintenance.files_after.e2e.{database}__orders.target")
+    first_story = {key: xcom_value(first, "replicate", key) for key in ("plan", "snapshot", "applied")}
     assert xcom_value(first, "maintain_lake")["files_after"] > 0  # the built-in maintenance ran
     assert xcom_value(first, "resumability")["verdict"] == "first_run"  # nothing to look ahead of yet
     second = run(("orders", "payments"))
@@ -172,11 +176,18 @@ def test_daily_runs_keep_the_lake_exact_through_maintenance_by_another_writer_an
         f"{database}.refunds"
     ]
 
-    # A re-run of an old date republishes its record and applies nothing.
+    # A re-run of an old date (the first run's, cleared: its XComs are gone) republishes its record,
+    # applies nothing, and pushes the run's story again: the plan, the snapshot it took, what it applied.
     lake_before = pipeline.lake_position()
-    rerun = pipeline.run(datetime.datetime.fromisoformat(records[1]["segment_end"]))
+    rerun = pipeline.run(datetime.datetime.fromisoformat(records[0]["segment_end"]))
     assert task_states(rerun) == dict.fromkeys(ALL_TASKS, "success")
-    assert checkpoint(rerun) == records[1] and pipeline.lake_position() == lake_before
+    assert checkpoint(rerun) == records[0] and pipeline.lake_position() == lake_before
+    assert {key: xcom_value(rerun, "replicate", key) for key in first_story} == first_story
+    assert xcom_value(rerun, "replicate", "snapshot")["tables"] == snapshotted
+    until_rerun = capfd.readouterr()
+    rerun_log = task_log(until_rerun.out + until_rerun.err, "replicate")
+    assert rerun_log[-1].message.startswith("Summary: nothing applied: a re-run of the interval ending")
+    assert any(line.message.startswith("pushed again from the record of run") for line in rerun_log)
     del second
 
     # kill -9 of the built-in maintenance, then its retry (a clear of the task): the lake stays exact.
@@ -192,8 +203,10 @@ def test_daily_runs_keep_the_lake_exact_through_maintenance_by_another_writer_an
     assert checkpoint(retried) == killed_record
     records.append(killed_record)
     shown = capfd.readouterr()
-    output = shown.out + shown.err
+    output = until_rerun.out + until_rerun.err + shown.out + shown.err
     assert "Spark-Submit cmd" in output and password not in output
+    # Forward runs, a re-run and a retry: none suspects a failed attempt, none says nothing failed.
+    assert "ahead of the checkpoint" not in output and "no previous successful run" not in output
     assert f"its binlog file {headroom['needed_file']}" in output
     assert "That is less than 1000 schedule intervals (1 h 40 min)" in output
 
@@ -242,6 +255,35 @@ def test_daily_runs_keep_the_lake_exact_through_maintenance_by_another_writer_an
     assert shown.count("    changelog: ") == len(tables)  # "none" for a table no change reached yet
 
 
+def _output(capfd: pytest.CaptureFixture) -> str:
+    shown = capfd.readouterr()
+    return shown.out + shown.err
+
+
+FIRST_RUN_LOG_LINES = 40
+"""The first run's replicate log, tables snapshotted and a segment applied. One table: 24 lines
+(measured in test_failed_retried_cleared_and_caught_up_runs_apply_everything_once, 2 of them Spark's
+WARN lines per application); each more table adds about 3 (plan, done, its line), a 30 s progress
+line or two on a slow machine. Issue 26 counted 98, 61 of them Spark's start-up chatter."""
+
+
+def assert_short_and_honest(
+    lines: list[TaskLogLine], password: str, limit: int = FIRST_RUN_LOG_LINES
+) -> None:
+    """The first run's replicate log: short, no false alarm, no Spark INFO chatter, the summary last."""
+    text = "\n".join(line.message for line in lines)
+    assert len(lines) <= limit, text
+    assert "ahead of the checkpoint" not in text and "no previous successful run" not in text
+    assert "the pipeline's first record: the lake at" in text
+    chatter = [line for line in lines if " INFO " in line.message and "airflow_mysql_cdc" not in line.message]
+    assert chatter == [], text
+    assert "INFO SparkContext" not in text and "py4j" not in text
+    assert {line.level for line in lines if " WARN " in line.message} <= {"warning"}  # Spark's: warnings
+    assert lines[-1].message.startswith("Summary: "), text
+    assert [line for line in lines if line.message.startswith("Summary: ")] == [lines[-1]]
+    assert not password or password not in text
+
+
 def test_failed_retried_cleared_and_caught_up_runs_apply_everything_once(
     mysql_database: MySqlEndpoint,
     frozen_replica: FrozenReplica,
@@ -255,6 +297,8 @@ def test_failed_retried_cleared_and_caught_up_runs_apply_everything_once(
     first_end = now() + datetime.timedelta(seconds=2)
     first = pipeline.run(first_end)
     assert task_states(first)["replicate"] == "success"
+    first_log = capfd.readouterr()
+    assert_short_and_honest(task_log(first_log.out + first_log.err, "replicate"), "", limit=30)
     assert_exact_at(frozen_replica, checkpoint(first), pipeline.lake, database, "orders")
 
     # Run 2 dies in the middle of its segment (kill -9 of the application after a committed batch),
@@ -273,6 +317,18 @@ def test_failed_retried_cleared_and_caught_up_runs_apply_everything_once(
     assert task_states(retried) == dict.fromkeys(ALL_TASKS, "success")
     second = checkpoint(retried)
     assert second["already_applied"] is False
+    second_story = {key: xcom_value(retried, "replicate", key) for key in ("plan", "snapshot", "applied")}
+    # The retry says what happened: the failed attempt applied part of the segment; after its own
+    # apply it says the lake holds its segment, suspecting nobody.
+    retry_log = [line.message for line in task_log(_output(capfd), "replicate")]
+    ahead = [line for line in retry_log if "ahead of the checkpoint" in line]
+    assert len(ahead) == 1 and "(a failed attempt of this run, or a later run, applied it)" in ahead[0]
+    assert any(
+        line.startswith("checkpoint: the lake holds the checkpoint and this run's segment")
+        for line in retry_log
+    )
+    assert retry_log[-1].startswith("Summary: ")
+    assert second_story["applied"]["transactions"] > 0
     assert_exact_at(frozen_replica, second, pipeline.lake, database, "orders")
 
     # The DAG is "paused" for two intervals while writes go on; then their runs go in date order, as
@@ -300,10 +356,16 @@ def test_failed_retried_cleared_and_caught_up_runs_apply_everything_once(
     assert pipeline.lake_position() == lake_before
     assert_exact(mysql_database, pipeline.lake, database, "orders")  # and equal now: nothing after it
 
-    # Clearing the old run 2 republishes its record as it was (rows applied included): no rewrite.
+    # Clearing the old run 2 republishes its record as it was (rows applied included): no rewrite;
+    # and its XComs as they were: the plan, the snapshot and the application's result.
     cleared = pipeline.run(second_end)
     assert task_states(cleared) == dict.fromkeys(ALL_TASKS, "success")
     assert checkpoint(cleared) == second
+    story = {key: xcom_value(cleared, "replicate", key) for key in second_story}
+    if interval_key(second["segment_end"]) == interval_key(second_end):
+        assert story == second_story  # a re-run of run 2's interval: its story is pushed again
+    else:  # the retry started late (a loaded machine) and caught the backlog up: the clear is covered
+        assert story == dict.fromkeys(second_story)  # by another run (dag.test gives it a new run id)
     assert pipeline.lake_position() == lake_before
     assert chain_records(pipeline.lake) == [checkpoint(first), second, later]
 

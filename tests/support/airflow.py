@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -78,3 +80,27 @@ def connection_env(endpoint, *, conn_type: str = "mysql_cdc", server_id: int | N
             "extra": extra,
         }
     )
+
+
+_LOG_LINE = re.compile(r"^\S+ \[(\w+)\s*\] (.*) \[([\w.]+)\]( |$)")
+
+
+@dataclass(frozen=True)
+class TaskLogLine:
+    level: str
+    message: str
+    logger: str
+
+
+def task_log(output: str, task_id: str) -> list[TaskLogLine]:
+    """The lines ``task_id`` logged in ``dag.test``'s output (the last run of it there), without
+    Airflow's own lines around them (task started, XCom pushed, state updated): what the package and
+    the applications it runs wrote to the task's log."""
+    block = output.rsplit(f"[DAG TEST] starting task_id={task_id} ", 1)[-1]
+    block = block.split(f"[DAG TEST] end task task_id={task_id} ", 1)[0]
+    lines = [_LOG_LINE.match(line) for line in block.splitlines()]
+    return [
+        TaskLogLine(match.group(1), match.group(2).rstrip(), match.group(3))
+        for match in lines
+        if match and "airflow_mysql_cdc" in match.group(3)
+    ]
