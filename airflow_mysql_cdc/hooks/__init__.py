@@ -8,6 +8,7 @@
   group and the return code and passes secrets only in the process environment, never in argv.
 - ``spark_output``: spark-submit's output in the task log at each line's level, and the log4j2
   configuration that keeps Spark's own loggers at WARN unless the user has one.
+- ``spark_distribution``: what the local Spark distribution's configuration folder sets.
 - ``lake_storage``: an ``aws`` connection as the lake's secret storage options.
 - ``lineage``: the tables a hook's connection was used for, reported to Airflow's hook lineage
   collector (``report_tables_read`` / ``report_tables_written`` on the two hooks above).

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from airflow_mysql_cdc.engine.errors import ERROR_PREFIX
+from airflow_mysql_cdc.hooks.spark_distribution import spark_conf_folder
 
 LOG4J2_CONFIGURATION = Path(__file__).with_name("log4j2-applications.properties")
 """Spark's loggers at WARN, in Spark's default pattern (the file says why)."""
@@ -67,13 +68,6 @@ JVM_CHATTER = (
 )
 """Lines the JVM prints on every start, before any logging is configured."""
 _CHATTY_PYTHON_LOGGERS = ("py4j",)
-
-
-def spark_conf_folder(environment: Mapping[str, str]) -> str | None:
-    """The Spark distribution's configuration folder spark-submit reads, if any."""
-    return environment.get("SPARK_CONF_DIR") or (
-        os.path.join(environment["SPARK_HOME"], "conf") if environment.get("SPARK_HOME") else None
-    )
 
 
 def _user_configures_log4j(environment: Mapping[str, str], spark_conf: Mapping[str, Any]) -> bool:

@@ -57,7 +57,8 @@ from airflow.sdk.log import mask_secret
 
 from airflow_mysql_cdc.engine.errors import ERROR_PREFIX
 from airflow_mysql_cdc.hooks.engine_archive import engine_archive, ships_engine
-from airflow_mysql_cdc.hooks.spark_output import OutputLevels, log4j_environment, spark_conf_folder
+from airflow_mysql_cdc.hooks.spark_distribution import pyspark_version, spark_conf_file_mentions
+from airflow_mysql_cdc.hooks.spark_output import OutputLevels, log4j_environment
 
 CLIENT_DEPLOY_MODE = "client"
 DEPLOY_MODE_CONF = "spark.submit.deployMode"
@@ -140,32 +141,6 @@ def airflow_secret_variable(name: str) -> bool:
 
 
 IMAGE_CONF = "spark.kubernetes.container.image"
-
-
-def _spark_conf_file_mentions(environment: Mapping[str, str], name: str, keys: tuple[str, ...]) -> bool:
-    """Whether the Spark distribution's configuration file ``name`` sets one of ``keys``."""
-    folder = spark_conf_folder(environment)
-    if folder is None:
-        return False
-    try:
-        with open(os.path.join(folder, name), encoding="utf-8", errors="replace") as file:
-            text = file.read()
-    except OSError:
-        return False
-    return any(
-        line.strip().split("#", 1)[0].replace("export ", "").lstrip().startswith(key)
-        for line in text.splitlines()
-        for key in keys
-    )
-
-
-def _pyspark_version() -> str:
-    try:
-        from importlib.metadata import version
-
-        return version("pyspark")
-    except Exception:  # noqa: BLE001 - only a hint in a message
-        return "of the driver's version"
 
 
 def _holds_secret(argument: str, secret: str) -> bool:
@@ -293,7 +268,7 @@ class MySqlCdcSparkSubmitHook(SparkSubmitHook):
         if self.master == "yarn" and not (
             environment.get("HADOOP_CONF_DIR")
             or environment.get("YARN_CONF_DIR")
-            or _spark_conf_file_mentions(environment, "spark-env.sh", ("HADOOP_CONF_DIR", "YARN_CONF_DIR"))
+            or spark_conf_file_mentions(environment, "spark-env.sh", ("HADOOP_CONF_DIR", "YARN_CONF_DIR"))
         ):
             raise MasterCannotRunRefused(
                 "Master 'yarn' needs the cluster's Hadoop/YARN client configuration on this worker, and "
@@ -303,12 +278,12 @@ class MySqlCdcSparkSubmitHook(SparkSubmitHook):
             )
         if self.master.startswith("k8s://") and not (
             self._conf.get(IMAGE_CONF)
-            or _spark_conf_file_mentions(environment, "spark-defaults.conf", (IMAGE_CONF,))
+            or spark_conf_file_mentions(environment, "spark-defaults.conf", (IMAGE_CONF,))
         ):
             raise MasterCannotRunRefused(
                 f"Master {self.master!r} runs executors as pods and needs their container image, and "
                 f"{IMAGE_CONF} is not set. Set spark.kubernetes_image in the pipeline JSON (or "
-                f"{IMAGE_CONF} in spark_conf): an image with Spark {_pyspark_version()} and the "
+                f"{IMAGE_CONF} in spark_conf): an image with Spark {pyspark_version()} and the "
                 "executor requirements (docs/deployment.md)."
             )
 
