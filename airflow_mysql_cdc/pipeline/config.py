@@ -15,7 +15,7 @@ import os
 import re
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 from airflow_mysql_cdc.engine.apply.config import (
     ApplyConfigError,
@@ -32,6 +32,8 @@ from airflow_mysql_cdc.hooks.gtid_conditions import OnPurged
 from airflow_mysql_cdc.pipeline.spark_settings import SparkSettings, SparkSettingsError
 
 CONFIG_VARIABLE = "AIRFLOW_MYSQL_CDC_PIPELINE_CONFIG"
+SensorMode = Literal["poke", "reschedule", "deferrable"]
+SENSOR_MODES: tuple[SensorMode, ...] = get_args(SensorMode)
 _EVERY = re.compile(r"^every\s+(\d+)\s*(s|m|h|d)$")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
 _PRESETS = {
@@ -83,8 +85,10 @@ class PipelineConfig:
     """Warn when the server has moved on and the checkpoint covers data only up to longer ago than
     this; unset: two schedule intervals; 0: never."""
     sensor_poke_interval_s: int = 30
-    sensor_mode: str = "reschedule"
-    """``reschedule`` frees the worker slot between pokes; ``poke`` holds it (quicker for short waits)."""
+    sensor_mode: SensorMode | None = None
+    """``reschedule`` frees the worker slot between pokes; ``poke`` holds it (quicker for short waits);
+    ``deferrable`` hands the wait to the triggerer. Unset: ``deferrable`` when Airflow's ``[operators]
+    default_deferrable`` is true, else ``reschedule`` (:meth:`sensor_arguments`)."""
     batch_max_seconds: float = 1.0
     catchup_parallelism: int = 1
     """K > 1: a run whose interval already ended (catch-up, backfill) reads it with K range readers."""
@@ -129,6 +133,11 @@ class PipelineConfig:
             raise PipelineConfigError(str(error)) from error
         if not self.tables:
             raise PipelineConfigError("tables is empty: name at least one schema.table")
+        if self.sensor_mode is not None and self.sensor_mode not in SENSOR_MODES:
+            raise PipelineConfigError(
+                f"sensor_mode must be one of {', '.join(SENSOR_MODES)}, not {self.sensor_mode!r} (leave it "
+                "out to follow Airflow's [operators] default_deferrable)"
+            )
         if not isinstance(self.retention_headroom_runs, int) or self.retention_headroom_runs < 1:
             raise PipelineConfigError(
                 "retention_headroom_runs must be a whole number of at least 1, not "
@@ -172,6 +181,17 @@ class PipelineConfig:
             mask_values=self.verify_mask_values,
             repair=self.verify_repair,
         )
+
+    def sensor_arguments(self, default_deferrable: bool) -> dict[str, Any]:
+        """The resumability sensor's ``mode`` and ``deferrable``: the configured ``sensor_mode``, or,
+        unset, Airflow's ``[operators] default_deferrable`` (``default_deferrable``), else reschedule.
+
+        A configured mode always wins, so ``poke`` stays poke where the Airflow default is deferrable
+        (the sensor defers whatever its ``mode`` when ``deferrable`` is true)."""
+        mode = self.sensor_mode or ("deferrable" if default_deferrable else "reschedule")
+        if mode == "deferrable":
+            return {"deferrable": True}
+        return {"mode": mode, "deferrable": False}
 
     def spark_settings(self) -> SparkSettings:
         return SparkSettings.from_dict(self.spark)
@@ -243,5 +263,9 @@ def load_pipeline_config(default_path: Path | str | None = None) -> PipelineConf
     except (OSError, json.JSONDecodeError) as error:
         raise PipelineConfigError(f"cannot read the pipeline configuration {path}: {error}") from error
     if not isinstance(data, dict):
-        raise PipelineConfigError(f"{path} must hold a JSON object")
-    return PipelineConfig.from_dict(data)
+        raise PipelineConfigError(f"the pipeline configuration {path} must hold a JSON object")
+    try:
+        return PipelineConfig.from_dict(data)
+    except PipelineConfigError as error:
+        # The DAG's import error is all a user sees: it names the file to edit (its path is not secret).
+        raise PipelineConfigError(f"the pipeline configuration {path}: {error}") from error

@@ -31,6 +31,7 @@ import datetime
 from typing import Any
 
 from airflow.sdk import DAG, task
+from airflow.sdk.configuration import conf
 
 from airflow_mysql_cdc.hooks.lake_storage import LakeStorageHook
 from airflow_mysql_cdc.operators.maintenance import MySqlCdcLakeMaintenanceOperator
@@ -110,7 +111,7 @@ def _resumability(config: PipelineConfig) -> MySqlCdcResumabilitySensor:
         checkpoint="{{ ti.xcom_pull(task_ids='load_checkpoint')['checkpoint'] }}",
         on_purged=config.on_purged,
         empty_checkpoint_passes=True,
-        mode=config.sensor_mode,
+        **config.sensor_arguments(conf.getboolean("operators", "default_deferrable", fallback=False)),
         poke_interval=config.sensor_poke_interval_s,
         timeout=config.resumability_timeout_s,
         # The look ahead: binlog retention headroom against the schedule, and a stale position.

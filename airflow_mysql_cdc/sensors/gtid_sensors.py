@@ -1,9 +1,10 @@
 """Sensors on a server's GTID state: resumability of a checkpoint, and a target set being reached.
 
 Both support poke, reschedule and deferrable mode and judge the server through one shared
-function (:mod:`airflow_mysql_cdc.hooks.gtid_conditions`). A condition that waiting cannot fix
-(purged binlogs) fails at once with AirflowFailException, never retried; a timeout fails with
-AirflowSensorTimeout whose message says what was still missing.
+function (:mod:`airflow_mysql_cdc.hooks.gtid_conditions`). ``deferrable`` defaults to Airflow's
+``[operators] default_deferrable`` (False unless set), as in the first-party providers. A condition
+that waiting cannot fix (purged binlogs) fails at once with AirflowFailException, never retried; a
+timeout fails with AirflowSensorTimeout whose message says what was still missing.
 
 Once a checkpoint is resumable, the resumability sensor also looks ahead (docs/operations.md,
 "Binlog retention headroom"): how long the server keeps the binlog the checkpoint needs, against
@@ -25,6 +26,7 @@ from datetime import timedelta
 from typing import Any
 
 from airflow.sdk import BaseSensorOperator, PokeReturnValue
+from airflow.sdk.configuration import conf
 from airflow.sdk.exceptions import AirflowFailException, AirflowSensorTimeout
 from airflow.sdk.observability import stats
 
@@ -50,7 +52,7 @@ class _GtidConditionSensor(BaseSensorOperator):
         self,
         *,
         mysql_cdc_conn_id: str = MySqlCdcHook.default_conn_name,
-        deferrable: bool = False,
+        deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)

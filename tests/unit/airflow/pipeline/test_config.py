@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from airflow_mysql_cdc.pipeline.config import PipelineConfig, PipelineConfigError, load_pipeline_config
+from airflow_mysql_cdc.pipeline.dag import build_pipeline_dag
 
 
 def test_without_a_file_the_embedded_defaults_run_the_demo(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
@@ -54,8 +55,9 @@ def test_a_wrong_file_is_refused_with_the_reason(
     path = tmp_path / "p.json"
     path.write_text(json.dumps(content))
     monkeypatch.setenv("AIRFLOW_MYSQL_CDC_PIPELINE_CONFIG", str(path))
-    with pytest.raises(PipelineConfigError, match=message):
+    with pytest.raises(PipelineConfigError, match=message) as refused:
         load_pipeline_config()
+    assert f"the pipeline configuration {path}" in str(refused.value)  # the file to edit
 
 
 def test_a_missing_file_named_by_the_environment_is_an_error(
@@ -103,3 +105,36 @@ def test_a_stale_position_is_two_intervals_by_default_a_stated_time_or_never() -
 def test_wrong_headroom_settings_are_refused_with_the_reason(values: dict, message: str) -> None:
     with pytest.raises(PipelineConfigError, match=message):
         PipelineConfig.from_dict({"tables": ["a.b"], "lake_root": "/l", **values})
+
+
+@pytest.mark.parametrize(
+    ("sensor_mode", "default_deferrable", "arguments"),
+    [
+        (None, False, {"mode": "reschedule", "deferrable": False}),
+        (None, True, {"deferrable": True}),
+        ("poke", True, {"mode": "poke", "deferrable": False}),
+        ("reschedule", True, {"mode": "reschedule", "deferrable": False}),
+        ("deferrable", False, {"deferrable": True}),
+    ],
+)
+def test_the_sensor_mode_follows_airflows_default_deferrable_unless_the_file_names_one(
+    sensor_mode: str | None, default_deferrable: bool, arguments: dict
+) -> None:
+    assert PipelineConfig(sensor_mode=sensor_mode).sensor_arguments(default_deferrable) == arguments  # type: ignore[arg-type]
+
+
+def test_the_dags_resumability_sensor_defers_when_airflow_defaults_to_deferrable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("AIRFLOW__OPERATORS__DEFAULT_DEFERRABLE", "true")
+    deferring = build_pipeline_dag(PipelineConfig(dag_id="deferring")).get_task("resumability")
+    poking = build_pipeline_dag(PipelineConfig(dag_id="poking", sensor_mode="poke")).get_task("resumability")
+    assert (deferring.deferrable, poking.deferrable, poking.mode) == (True, False, "poke")
+    monkeypatch.setenv("AIRFLOW__OPERATORS__DEFAULT_DEFERRABLE", "false")
+    rescheduling = build_pipeline_dag(PipelineConfig(dag_id="rescheduling")).get_task("resumability")
+    assert (rescheduling.deferrable, rescheduling.mode) == (False, "reschedule")
+
+
+def test_a_wrong_sensor_mode_is_refused_naming_the_modes() -> None:
+    with pytest.raises(PipelineConfigError, match="sensor_mode must be one of poke, reschedule, deferrable"):
+        PipelineConfig(sensor_mode="wait")  # type: ignore[arg-type]

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import datetime
+import os
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -151,3 +154,24 @@ def test_check_headroom_off_reads_nothing_beyond_the_verdict(monkeypatch: pytest
     monkeypatch.setattr(gtid_sensors, "assess_headroom", refuse)
     sensor = _in_a_dag(MySqlCdcResumabilitySensor, checkpoint=f"{UUID}:1-50", check_headroom=False)
     assert "headroom" not in _run(sensor)
+
+
+def test_deferrable_defaults_to_airflows_operators_default_deferrable(tmp_path) -> None:
+    """As in the first-party providers, the default is read when the module is imported (a worker's
+    configuration), so it is checked in a fresh interpreter with the setting on."""
+    assert _in_a_dag(MySqlGtidReachedSensor, target="").deferrable is False  # this suite's Airflow: unset
+    probe = (
+        "import datetime\n"
+        "from airflow.sdk import DAG\n"
+        "from airflow_mysql_cdc.sensors.gtid_sensors import (\n"
+        "    MySqlCdcResumabilitySensor, MySqlGtidReachedSensor)\n"
+        "with DAG('d', schedule=None, start_date=datetime.datetime(2026, 11, 1)):\n"
+        "    print(MySqlGtidReachedSensor(task_id='r', target='').deferrable,\n"
+        "          MySqlCdcResumabilitySensor(task_id='c', checkpoint='').deferrable,\n"
+        "          MySqlGtidReachedSensor(task_id='p', target='', deferrable=False).deferrable)\n"
+    )
+    environment = {**os.environ, "AIRFLOW__OPERATORS__DEFAULT_DEFERRABLE": "True"}
+    shown = subprocess.run(
+        [sys.executable, "-c", probe], env=environment, capture_output=True, text=True, check=True
+    )
+    assert shown.stdout.split() == ["True", "True", "False"]
