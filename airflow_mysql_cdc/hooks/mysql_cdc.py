@@ -28,6 +28,7 @@ from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from airflow_mysql_cdc.engine.values.resumability import ResumabilityAssessment, assess_resumability
 from airflow_mysql_cdc.engine.values.tls import TlsOptions, parse_tls_mode
 from airflow_mysql_cdc.hooks import lineage
+from airflow_mysql_cdc.hooks.connection_errors import explained_connection_failures
 
 SUPPORTED_CONNECTION_TYPES = ("mysql_cdc", "mysql")
 IAM_NOT_SUPPORTED = (
@@ -111,7 +112,13 @@ class MySqlCdcHook(BaseHook):
         )
 
     def get_conn(self) -> pymysql.connections.Connection:
-        return self.get_endpoint().connect()
+        """An open connection; a failure to open it names this connection id and the fix, and is an
+        ``AirflowFailException`` unless a retry can help (:mod:`.connection_errors`)."""
+        return self._connect(self.get_endpoint())
+
+    def _connect(self, endpoint: MySqlEndpoint) -> pymysql.connections.Connection:
+        with explained_connection_failures(self.mysql_cdc_conn_id, str(endpoint)):
+            return endpoint.connect()
 
     def get_server_state(self) -> ServerState:
         """Version, flavor, server_uuid, GTID sets and binary log status (8.0, 8.4 and 9.x alike)."""
@@ -147,7 +154,7 @@ class MySqlCdcHook(BaseHook):
 
     def check_prerequisites(self, config: PrerequisiteConfig) -> PrerequisiteReport:
         endpoint = self.get_endpoint()
-        with endpoint.connect() as connection:
+        with self._connect(endpoint) as connection:
             return check_prerequisites(connection, config, server=str(endpoint))
 
     def assess_resumability(self, checkpoint: GtidSet) -> ResumabilityAssessment:

@@ -33,6 +33,7 @@ from airflow.sdk.observability import stats
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from airflow_mysql_cdc.engine.values.headroom import HeadroomAssessment, HeadroomLevel, HeadroomPolicy
 from airflow_mysql_cdc.engine.values.staleness import StalenessAssessment, judge_staleness
+from airflow_mysql_cdc.hooks.connection_errors import from_event
 from airflow_mysql_cdc.hooks.gtid_conditions import (
     ConditionKind,
     ConditionOutcome,
@@ -107,6 +108,8 @@ class _GtidConditionSensor(BaseSensorOperator):
             raise AirflowSensorTimeout(f"{timeout} Still: {self._evaluate().message}") from timeout
 
     def execute_complete(self, context: Any, event: dict[str, Any]) -> dict[str, Any]:
+        if event["state"] == "error":
+            raise from_event(event)
         if event["state"] == "timeout":
             raise AirflowSensorTimeout(f"timed out after {self.timeout}s. Still: {event['message']}")
         return self._finish(ConditionOutcome(event["state"], event["message"], event["payload"]))

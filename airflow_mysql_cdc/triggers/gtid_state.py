@@ -10,6 +10,7 @@ from typing import Any
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 from asgiref.sync import sync_to_async
 
+from airflow_mysql_cdc.hooks.connection_errors import SourceLoginError, SourceUnreachableError, to_event
 from airflow_mysql_cdc.hooks.gtid_conditions import ConditionKind, OnPurged, evaluate_condition
 
 
@@ -17,7 +18,9 @@ class GtidStateTrigger(BaseTrigger):
     """Fires once a condition is met or has failed, or when ``deadline`` (epoch seconds) passes.
 
     The event carries ``state`` (``met``, ``failed`` or ``timeout``), a message and the payload of
-    the last read, so the resumed sensor can fail with the same clear message poke mode gives.
+    the last read, so the resumed sensor can fail with the same clear message poke mode gives. A
+    connection that cannot be opened fires ``error`` with the message and whether a retry can help
+    (:mod:`airflow_mysql_cdc.hooks.connection_errors`): the sensor raises what poke mode raises.
     """
 
     def __init__(
@@ -55,7 +58,11 @@ class GtidStateTrigger(BaseTrigger):
         # Connection lookups and PyMySQL are blocking: run them off the triggerer's event loop.
         evaluate = sync_to_async(evaluate_condition)
         while True:
-            outcome = await evaluate(self.conn_id, self.kind, self.gtid_set, self.on_purged)
+            try:
+                outcome = await evaluate(self.conn_id, self.kind, self.gtid_set, self.on_purged)
+            except (SourceLoginError, SourceUnreachableError) as error:
+                yield TriggerEvent(to_event(error))
+                return
             if outcome.state != "waiting":
                 yield TriggerEvent(outcome.to_event())
                 return

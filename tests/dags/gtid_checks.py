@@ -26,6 +26,9 @@ with DAG(
         task_id="prerequisites",
         mysql_cdc_conn_id="{{ params.conn_id }}",
         tables="{{ params.tables }}",
+        # Retries that only a retryable failure uses (a wrong password must fail at once).
+        retries=2,
+        retry_delay=datetime.timedelta(0),
     )
     resumable = MySqlCdcResumabilitySensor(
         task_id="resumable",

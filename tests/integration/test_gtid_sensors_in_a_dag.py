@@ -142,3 +142,26 @@ def test_gtid_reached_sensor_waits_for_a_replica_to_catch_up(
     applier.join()
     assert task_states(dag_run)["reached"] == "success"
     assert xcom_value(dag_run, "reached")["missing"] == ""
+
+
+def test_a_wrong_password_fails_the_prerequisites_at_once_naming_the_connection_and_the_fix(
+    mysql_database: MySqlEndpoint, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture
+) -> None:
+    """What a user saw: PyMySQL's raw ``(1045, "Access denied ...")`` with a traceback, retried twice.
+    Now one message names the connection and what to change, and the task's two retries go unused."""
+    create_user(mysql_database, "cdc_wrong_pw", "the-right-password", "REPLICATION CLIENT ON *.*")
+    wrong = MySqlEndpoint(
+        mysql_database.host, mysql_database.port, user="cdc_wrong_pw", password="Wrong-Password-7c1e"
+    )
+    capfd.readouterr()
+    dag_run = _run(monkeypatch, wrong, tables=f"{mysql_database.database}.items")
+    assert task_states(dag_run)["prerequisites"] == "failed"
+    (prerequisites,) = [ti for ti in dag_run.get_task_instances() if ti.task_id == "prerequisites"]
+    assert prerequisites.try_number == 1  # not retried, though the task has retries=2
+    log = "".join(capfd.readouterr())
+    assert (
+        f"connection 'cdc_source' (mysql://cdc_wrong_pw@{mysql_database.host}:{mysql_database.port}/): "
+        "MySQL refused the login (Access denied for user 'cdc_wrong_pw'@" in log
+    )
+    assert "Edit the connection (Admin > Connections in the UI" in log and "it is not retried" in log
+    assert "Wrong-Password-7c1e" not in log and "the-right-password" not in log
