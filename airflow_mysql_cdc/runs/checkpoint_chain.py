@@ -5,7 +5,9 @@ every published record, append-only, one per interval end. A run places itself b
 alone (:mod:`airflow_mysql_cdc.engine.lake.run_placement`): the first run snapshots; a run after the
 chain's head continues it (covering the intervals of runs that failed in between); a run of an
 interval that has a record republishes it unchanged; a run inside the chain is covered and applies
-nothing; a run before the first interval is refused. So no run waits for another (no
+nothing; a run before the first interval is refused: it ends *skipped* (AirflowSkipException, its
+downstream tasks skipped too) with the reason and the backfill to run instead, since nothing failed
+and no retry could place it. So no run waits for another (no
 ``depends_on_past``), runs may go in any order, and clearing, retrying or backfilling never rewrites
 a record. The run that publishes must be the only one doing so: the example DAG gives its
 ``replicate`` task ``max_active_tis_per_dag=1``.
@@ -34,7 +36,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from airflow.sdk.exceptions import AirflowFailException
+from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 from airflow_mysql_cdc.engine.mysql.schema import TableRef
 from airflow_mysql_cdc.engine.values.checkpoint import (
@@ -121,7 +123,7 @@ def locate_run(
     after_apply: bool = False,
 ) -> ChainPosition:
     """Where this run stands in the chain, checked against the lake and the source; fails when they
-    disagree, or when the run is dated before the pipeline's first interval.
+    disagree, and skips (AirflowSkipException) a run dated before the pipeline's first interval.
 
     ``rebase_to`` is an operator's ``rebase_checkpoint`` (:mod:`.actions`): a run that applies then
     starts there, and neither the source's identity nor the lake's position is held against it
@@ -143,7 +145,13 @@ def locate_run(
                 chain.append(legacy)
                 records = [legacy]
         placement = place_run(records, interval_end, context.get("run_id"))
-    except (CheckpointError, RunBeforeFirstIntervalError) as error:
+    except RunBeforeFirstIntervalError as error:
+        # Nothing is wrong and nothing can be done for this date: skipped (its downstream too), so a
+        # backfill over earlier dates does not stay red in the grid; the log line says why.
+        # Logged as a line too: Airflow keeps a skip's reason in a field that plain log views omit.
+        log.info("skipped: %s", error)
+        raise AirflowSkipException(f"skipped: {error}") from error
+    except CheckpointError as error:
         raise AirflowFailException(str(error)) from error
     if not after_apply:
         log.info("this run: %s", placement.describe(interval_end.isoformat()))
