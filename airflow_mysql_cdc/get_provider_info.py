@@ -20,6 +20,13 @@ HOW_TO_GUIDES = (
     "real-scheduler",
 )
 """The pages of docs/how-to/ (tests/unit/test_howto_examples.py checks each exists, and none is left out)."""
+EXTRA_LINKS = (
+    "airflow_mysql_cdc.operators.links.MySqlCdcLakeLocationLink",
+    "airflow_mysql_cdc.operators.links.MySqlCdcSparkUiLink",
+    "airflow_mysql_cdc.operators.run_record_link.MySqlCdcRunRecordLink",
+)
+"""The operators' extra links, one per line (tests/unit/airflow/test_provider_info.py: each imports,
+and every link class an operator of the package shows is listed)."""
 
 
 def _modules(layer: str, *names: str) -> list[dict[str, Any]]:
@@ -62,7 +69,7 @@ def get_provider_info() -> dict[str, Any]:
         ),
         "sensors": _modules("sensors", "gtid_sensors"),
         "triggers": _modules("triggers", "gtid_state"),
-        "extra-links": ["airflow_mysql_cdc.operators.run_record_link.MySqlCdcRunRecordLink"],
+        "extra-links": list(EXTRA_LINKS),
         "connection-types": [
             {
                 "connection-type": CONNECTION_TYPE,

@@ -22,6 +22,7 @@ from airflow_mysql_cdc.hooks.lake_storage import LakeStorageHook
 from airflow_mysql_cdc.operators import metrics
 from airflow_mysql_cdc.operators.engine_process import EngineProcessOperator
 from airflow_mysql_cdc.operators.lineage import OpenLineageMixin, TaskLineage, lake_tables
+from airflow_mysql_cdc.operators.links import MySqlCdcLakeLocationLink
 from airflow_mysql_cdc.operators.prerequisites import parse_table_list
 from airflow_mysql_cdc.runs import lake
 
@@ -44,6 +45,7 @@ class MySqlCdcLakeMaintenanceOperator(OpenLineageMixin, EngineProcessOperator):
 
     template_fields: Sequence[str] = ("pipeline_id", "lake_root")
     ui_color = "#e6f2e6"
+    operator_extra_links = (MySqlCdcLakeLocationLink(),)
 
     def __init__(
         self,

@@ -14,6 +14,7 @@ from airflow_mysql_cdc.engine.mysql.prerequisites.facts import MIN_RETENTION_FLO
 from airflow_mysql_cdc.engine.mysql.schema import TableRef
 from airflow_mysql_cdc.hooks.lake_storage import LakeStorageHook
 from airflow_mysql_cdc.hooks.mysql_cdc import MySqlCdcHook
+from airflow_mysql_cdc.operators.links import MySqlCdcLakeLocationLink
 from airflow_mysql_cdc.runs import lake
 
 REPORT_XCOM_KEY = "prerequisites_report"
@@ -52,6 +53,7 @@ class MySqlCdcPrerequisitesOperator(BaseOperator):
 
     template_fields: Sequence[str] = ("mysql_cdc_conn_id", "tables", "reader_server_ids", "lake_root")
     ui_color = "#e8f4ea"
+    operator_extra_links = (MySqlCdcLakeLocationLink(),)
 
     def __init__(
         self,

@@ -12,13 +12,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from airflow.sdk import BaseOperator, get_current_context
+from airflow.sdk import BaseOperator, BaseOperatorLink, get_current_context
 from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_mysql_cdc.engine.errors import ExitCode
 from airflow_mysql_cdc.engine.lake.storage import secret_storage_options_to_environment
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.hooks.spark_submit import MySqlCdcSparkSubmitHook, SparkSubmitFailed
+from airflow_mysql_cdc.operators.links import (
+    MySqlCdcLakeLocationLink,
+    MySqlCdcSparkUiLink,
+    publish_spark_ui_link,
+)
 from airflow_mysql_cdc.operators.spark_openlineage import SplitConf, inject_openlineage, injection_defaults
 
 
@@ -86,7 +91,12 @@ class SparkApplicationOperator(BaseOperator):
     :param openlineage_inject_transport_info: add this Airflow's OpenLineage transport to the Spark
         properties; its API key and headers reach the driver in its environment, never argv
         (:mod:`.spark_openlineage`). Default ``[openlineage] spark_inject_transport_info``.
+
+    Extra links: Spark's web UI while the application runs, when the pipeline turned it on, and the
+    lake location of the task's tables (:mod:`.links`).
     """
+
+    operator_extra_links: tuple[BaseOperatorLink, ...] = (MySqlCdcSparkUiLink(), MySqlCdcLakeLocationLink())
 
     def __init__(
         self,
@@ -126,6 +136,7 @@ class SparkApplicationOperator(BaseOperator):
     ) -> dict[str, Any]:
         """Run ``application`` and return its result file; ``secrets`` reach its driver's environment only."""
         safe_name = re.sub(r"[^A-Za-z0-9_.-]", "_", name)
+        publish_spark_ui_link(self)
         with tempfile.TemporaryDirectory(prefix=f"{safe_name}-") as workdir:
             config_file = Path(workdir) / "config.json"
             result_file = Path(workdir) / "result.json"

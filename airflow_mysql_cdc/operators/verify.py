@@ -27,6 +27,7 @@ from airflow_mysql_cdc.hooks.mysql_cdc import MySqlCdcHook
 from airflow_mysql_cdc.operators import metrics
 from airflow_mysql_cdc.operators.engine_process import EngineProcessOperator
 from airflow_mysql_cdc.operators.lineage import OpenLineageMixin, TaskLineage, lake_tables
+from airflow_mysql_cdc.operators.links import MySqlCdcLakeLocationLink
 from airflow_mysql_cdc.operators.prerequisites import parse_table_list
 from airflow_mysql_cdc.operators.spark_application import ApplicationSecrets
 
@@ -54,6 +55,7 @@ class MySqlCdcVerifyOperator(OpenLineageMixin, EngineProcessOperator):
 
     template_fields: Sequence[str] = ("pipeline_id", "lake_root", "mysql_cdc_conn_id")
     ui_color = "#efe6f7"
+    operator_extra_links = (MySqlCdcLakeLocationLink(),)
 
     def __init__(
         self,

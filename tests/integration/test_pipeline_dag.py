@@ -152,6 +152,11 @@ def test_daily_runs_keep_the_lake_exact_through_maintenance_by_another_writer_an
     first_story = {key: xcom_value(first, "replicate", key) for key in ("plan", "snapshot", "applied")}
     assert xcom_value(first, "maintain_lake")["files_after"] > 0  # the built-in maintenance ran
     assert xcom_value(first, "resumability")["verdict"] == "first_run"  # nothing to look ahead of yet
+    # The extra links the finished tasks pushed (what the UI's buttons open): the lake; no Spark UI,
+    # which the pipeline leaves off.
+    assert xcom_value(first, "replicate", "_link_MySqlCdcLakeLocationLink") == f"file://{pipeline.lake}"
+    assert xcom_value(first, "maintain_lake", "_link_MySqlCdcLakeLocationLink") == f"file://{pipeline.lake}"
+    assert xcom_value(first, "replicate", "_link_MySqlCdcSparkUiLink") == ""
     second = run(("orders", "payments"))
     looked_ahead = xcom_value(second, "resumability")
     headroom = looked_ahead["headroom"]

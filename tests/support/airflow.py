@@ -64,7 +64,7 @@ def xcom_value(dag_run, task_id: str, key: str = "return_value") -> Any:
         if row is None:
             return None
         value = XComModel.deserialize_value(row)
-    return json.loads(value) if isinstance(value, str) and value[:1] in "{[" else value
+    return json.loads(value) if isinstance(value, str) and value[:1] in ("{", "[") else value
 
 
 def connection_env(endpoint, *, conn_type: str = "mysql_cdc", server_id: int | None = None) -> str:

@@ -66,9 +66,22 @@ def test_the_connection_types_hook_is_in_a_listed_hook_module() -> None:
     assert hook_class.rsplit(".", 1)[0] in _listed_modules(info, "hooks")
 
 
-def test_every_listed_extra_link_imports_and_is_an_operator_link() -> None:
+def test_every_extra_link_an_operator_shows_is_listed_and_imports() -> None:
     from airflow.sdk import BaseOperatorLink
 
-    for path in get_provider_info()["extra-links"]:
+    listed = set(get_provider_info()["extra-links"])
+    for path in listed:
         module, name = path.rsplit(".", 1)
         assert issubclass(getattr(importlib.import_module(module), name), BaseOperatorLink), path
+    shown: set[str] = set()
+    for layer in ("operators", "sensors"):
+        root = importlib.import_module(f"airflow_mysql_cdc.{layer}")
+        for module_info in pkgutil.walk_packages(root.__path__, f"airflow_mysql_cdc.{layer}."):
+            for _, value in inspect.getmembers(importlib.import_module(module_info.name), inspect.isclass):
+                if issubclass(value, BaseOperator) and value.__module__.startswith("airflow_mysql_cdc"):
+                    shown |= {
+                        f"{type(link).__module__}.{type(link).__name__}"
+                        for link in value.operator_extra_links
+                    }
+    assert shown, "no operator shows a link: the walk is broken"
+    assert shown <= listed  # Airflow's API server finds a link's class through this list
