@@ -122,6 +122,9 @@ class PipelineConfig:
     """Differences name keys by a hash and columns by name, never their values."""
     verify_repair: bool = False
     """Set exactly the differing keys to their values at the run's position, then verify them again."""
+    docs_url: str | None = None
+    """Where your copy of this package's ``docs/`` folder is served (e.g. your Git host's page of it);
+    the DAG's docs page links there. Unset: the docs are named by path."""
 
     def __post_init__(self) -> None:
         if self.on_purged not in ("fail", "resnapshot"):

@@ -39,12 +39,14 @@ from airflow_mysql_cdc.operators.prerequisites import MySqlCdcPrerequisitesOpera
 from airflow_mysql_cdc.operators.replicate import MySqlCdcReplicateOperator
 from airflow_mysql_cdc.operators.verify import MySqlCdcVerifyOperator
 from airflow_mysql_cdc.pipeline.config import PipelineConfig
+from airflow_mysql_cdc.pipeline.dag_docs import describe_pipeline
 from airflow_mysql_cdc.runs import checkpoint_chain
 from airflow_mysql_cdc.sensors.gtid_sensors import MySqlCdcResumabilitySensor
 
 
 def build_pipeline_dag(config: PipelineConfig) -> DAG:
-    """The DAG of the module doc, one task per step, built from ``config``."""
+    """The DAG of the module doc, one task per step, built from ``config``; its ``doc_md`` (the DAG's
+    docs in the UI) describes this pipeline from ``config`` (:mod:`.dag_docs`)."""
     default_args = {
         "retries": config.retries,
         "retry_delay": datetime.timedelta(seconds=config.retry_delay_s),
@@ -57,7 +59,7 @@ def build_pipeline_dag(config: PipelineConfig) -> DAG:
         max_active_runs=1,
         default_args=default_args,
         tags=list(config.tags),
-        doc_md=__doc__,
+        doc_md=describe_pipeline(config),
     ) as dag:
         prerequisites = _prerequisites(config)
         loaded = _load_checkpoint(config)
