@@ -76,6 +76,7 @@ class MySqlCdcBinlogApplyOperator(OpenLineageMixin, SparkApplicationOperator):
     template_fields: Sequence[str] = (
         "tables",
         "lake_root",
+        "lake_conn_id",
         "pipeline_id",
         "start_gtids",
         "segment_end",

@@ -23,7 +23,7 @@ from airflow_mysql_cdc.operators import metrics
 from airflow_mysql_cdc.operators.engine_process import EngineProcessOperator
 from airflow_mysql_cdc.operators.lineage import OpenLineageMixin, TaskLineage, lake_tables
 from airflow_mysql_cdc.operators.links import MySqlCdcLakeLocationLink
-from airflow_mysql_cdc.operators.prerequisites import parse_table_list
+from airflow_mysql_cdc.operators.table_lists import rendered_table_names, table_names_argument
 from airflow_mysql_cdc.runs import lake
 
 APPLICATION_MODULE = "airflow_mysql_cdc.engine.entrypoints.maintain_lake"
@@ -43,7 +43,7 @@ class MySqlCdcLakeMaintenanceOperator(OpenLineageMixin, EngineProcessOperator):
     :param lease_s: how long a silent maintenance keeps the pipeline's lease.
     """
 
-    template_fields: Sequence[str] = ("pipeline_id", "lake_root")
+    template_fields: Sequence[str] = ("pipeline_id", "tables", "lake_root", "lake_conn_id")
     ui_color = "#e6f2e6"
     operator_extra_links = (MySqlCdcLakeLocationLink(),)
 
@@ -62,7 +62,7 @@ class MySqlCdcLakeMaintenanceOperator(OpenLineageMixin, EngineProcessOperator):
     ) -> None:
         super().__init__(**kwargs)
         self.pipeline_id = pipeline_id
-        self.tables = tuple(str(ref) for ref in parse_table_list(tables))
+        self.tables = table_names_argument(tables)
         self.lake_root = lake_root
         self.storage_options = check_storage_options(storage_options, where="the operator's storage_options")
         self.lake_conn_id = lake_conn_id
@@ -71,6 +71,7 @@ class MySqlCdcLakeMaintenanceOperator(OpenLineageMixin, EngineProcessOperator):
         self.lease_s = lease_s
 
     def execute(self, context: Any) -> dict[str, Any]:
+        self.tables = rendered_table_names(self.tables)
         lake_hook = LakeStorageHook(self.lake_conn_id)
         public, secret = lake_hook.get_storage_options(self.storage_options)
         options = {**public, **secret} or None

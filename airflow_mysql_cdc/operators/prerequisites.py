@@ -51,7 +51,9 @@ class MySqlCdcPrerequisitesOperator(BaseOperator):
         (dropped or renamed after it joined; the binlog application takes it out at that DDL).
     """
 
-    template_fields: Sequence[str] = ("mysql_cdc_conn_id", "tables", "reader_server_ids", "lake_root")
+    template_fields: Sequence[str] = (
+        "mysql_cdc_conn_id", "tables", "reader_server_ids", "lake_root", "lake_conn_id",
+    )  # fmt: skip
     ui_color = "#e8f4ea"
     operator_extra_links = (MySqlCdcLakeLocationLink(),)
 

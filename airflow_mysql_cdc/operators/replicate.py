@@ -50,10 +50,10 @@ from airflow_mysql_cdc.operators.binlog_apply import (
 )
 from airflow_mysql_cdc.operators.engine_process import EngineProcess
 from airflow_mysql_cdc.operators.lineage import OpenLineageMixin, TaskLineage, lineage_of_record
-from airflow_mysql_cdc.operators.prerequisites import parse_table_list
 from airflow_mysql_cdc.operators.run_record_link import MySqlCdcRunRecordLink
 from airflow_mysql_cdc.operators.snapshot import snapshot_tables
 from airflow_mysql_cdc.operators.spark_application import ApplicationSecrets, SparkApplicationOperator
+from airflow_mysql_cdc.operators.table_lists import rendered_table_names, table_names_argument
 from airflow_mysql_cdc.operators.verify import APPLICATION_MODULE as VERIFY_APPLICATION
 from airflow_mysql_cdc.operators.verify import verify_config
 from airflow_mysql_cdc.runs import assets, checkpoint_chain
@@ -98,7 +98,9 @@ class MySqlCdcReplicateOperator(OpenLineageMixin, SparkApplicationOperator):
         intervals covered and finish without Spark. Usually the schedule's interval; None: never.
     """
 
-    template_fields: Sequence[str] = ("pipeline_id", "lake_root", "mysql_cdc_conn_id", "spark_conn_id")
+    template_fields: Sequence[str] = (
+        "pipeline_id", "tables", "lake_root", "lake_conn_id", "mysql_cdc_conn_id", "spark_conn_id",
+    )  # fmt: skip
     ui_color = "#dde9f7"
     operator_extra_links = (*SparkApplicationOperator.operator_extra_links, MySqlCdcRunRecordLink())
 
@@ -126,7 +128,7 @@ class MySqlCdcReplicateOperator(OpenLineageMixin, SparkApplicationOperator):
             kwargs["outlets"] = assets.lake_table_assets(lake_root, tables)
         super().__init__(**kwargs)
         self.pipeline_id = pipeline_id
-        self.tables = tuple(str(ref) for ref in parse_table_list(tables))
+        self.tables = table_names_argument(tables)
         self.lake_root = lake_root
         self.storage_options = check_storage_options(storage_options, where="the operator's storage_options")
         self.lake_conn_id = lake_conn_id
@@ -145,6 +147,7 @@ class MySqlCdcReplicateOperator(OpenLineageMixin, SparkApplicationOperator):
         self._engine: EngineProcess | None = None
 
     def execute(self, context: Any) -> dict[str, Any]:
+        self.tables = rendered_table_names(self.tables)
         lake_options = LakeStorageHook(self.lake_conn_id).get_delta_storage_options(self.storage_options)
         chain = _Chain(self.pipeline_id, self.lake_root, self.mysql_cdc_conn_id, lake_options, self.task_id)
         actions = checkpoint_chain.run_actions(context, self.tables)

@@ -42,7 +42,9 @@ class MySqlCdcSnapshotOperator(OpenLineageMixin, SparkApplicationOperator):
         reconcile; defaults to the connection's ``server_id`` extra plus 1000.
     """
 
-    template_fields: Sequence[str] = ("tables", "lake_root", "restart", "mysql_cdc_conn_id", "spark_conn_id")
+    template_fields: Sequence[str] = (
+        "tables", "lake_root", "lake_conn_id", "restart", "mysql_cdc_conn_id", "spark_conn_id",
+    )  # fmt: skip
     ui_color = "#e8eefc"
 
     def __init__(

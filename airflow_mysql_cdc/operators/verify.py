@@ -28,8 +28,8 @@ from airflow_mysql_cdc.operators import metrics
 from airflow_mysql_cdc.operators.engine_process import EngineProcessOperator
 from airflow_mysql_cdc.operators.lineage import OpenLineageMixin, TaskLineage, lake_tables
 from airflow_mysql_cdc.operators.links import MySqlCdcLakeLocationLink
-from airflow_mysql_cdc.operators.prerequisites import parse_table_list
 from airflow_mysql_cdc.operators.spark_application import ApplicationSecrets
+from airflow_mysql_cdc.operators.table_lists import rendered_table_names, table_names_argument
 
 APPLICATION_MODULE = "airflow_mysql_cdc.engine.entrypoints.verify_lake"
 
@@ -53,7 +53,13 @@ class MySqlCdcVerifyOperator(OpenLineageMixin, EngineProcessOperator):
     :param lease_s: how long a silent verification keeps the pipeline's lease.
     """
 
-    template_fields: Sequence[str] = ("pipeline_id", "lake_root", "mysql_cdc_conn_id")
+    template_fields: Sequence[str] = (
+        "pipeline_id",
+        "tables",
+        "lake_root",
+        "lake_conn_id",
+        "mysql_cdc_conn_id",
+    )
     ui_color = "#efe6f7"
     operator_extra_links = (MySqlCdcLakeLocationLink(),)
 
@@ -78,7 +84,7 @@ class MySqlCdcVerifyOperator(OpenLineageMixin, EngineProcessOperator):
     ) -> None:
         super().__init__(**kwargs)
         self.pipeline_id = pipeline_id
-        self.tables = tuple(str(ref) for ref in parse_table_list(tables))
+        self.tables = table_names_argument(tables)
         self.lake_root = lake_root
         # Refused when the DAG is parsed, naming the key, before anything runs.
         self.settings = VerifySettings(
@@ -96,6 +102,7 @@ class MySqlCdcVerifyOperator(OpenLineageMixin, EngineProcessOperator):
         self.lease_s = lease_s
 
     def execute(self, context: Any) -> dict[str, Any]:
+        self.tables = rendered_table_names(self.tables)
         if not self.settings.enabled:
             self.log.info("Summary: verify skipped: verify is off")
             return {

@@ -151,7 +151,12 @@ class MySqlCdcResumabilitySensor(_GtidConditionSensor):
     """
 
     kind: ConditionKind = "resumable"
-    template_fields: Sequence[str] = ("checkpoint", "mysql_cdc_conn_id", "checkpoint_segment_end")
+    template_fields: Sequence[str] = (
+        "checkpoint",
+        "mysql_cdc_conn_id",
+        "checkpoint_segment_end",
+        "pipeline_id",
+    )
 
     def __init__(
         self,

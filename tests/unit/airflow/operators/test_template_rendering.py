@@ -10,9 +10,12 @@ import pytest
 from airflow.sdk import DAG, BaseOperator
 
 from airflow_mysql_cdc.operators.binlog_apply import MySqlCdcBinlogApplyOperator
+from airflow_mysql_cdc.operators.maintenance import MySqlCdcLakeMaintenanceOperator
 from airflow_mysql_cdc.operators.prerequisites import MySqlCdcPrerequisitesOperator
 from airflow_mysql_cdc.operators.replicate import MySqlCdcReplicateOperator
 from airflow_mysql_cdc.operators.snapshot import MySqlCdcSnapshotOperator
+from airflow_mysql_cdc.operators.table_lists import rendered_table_names
+from airflow_mysql_cdc.operators.verify import MySqlCdcVerifyOperator
 from tests.support.airflow_context import runtime_task_instance
 
 UUID = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
@@ -26,8 +29,13 @@ CONF = {
     "start": f"{UUID}:1-50",
     "target": f"{UUID}:1-90",
     "rebase": "true",
+    "lake_conn": "lake_aws",
 }
-COMMON = {"mysql_cdc_conn_id": "{{ params.conn }}", "spark_conn_id": "{{ params.spark }}"}
+COMMON = {
+    "mysql_cdc_conn_id": "{{ params.conn }}",
+    "spark_conn_id": "{{ params.spark }}",
+    "lake_conn_id": "{{ params.lake_conn }}",
+}
 OPERATORS: dict[str, tuple[type[BaseOperator], dict[str, Any], dict[str, Any]]] = {
     "prerequisites": (
         MySqlCdcPrerequisitesOperator,
@@ -36,12 +44,14 @@ OPERATORS: dict[str, tuple[type[BaseOperator], dict[str, Any], dict[str, Any]]] 
             "tables": "{{ params.tables }}",
             "reader_server_ids": ["{{ 9000 + 1 }}"],
             "lake_root": "{{ params.lake }}",
+            "lake_conn_id": "{{ params.lake_conn }}",
         },
         {
             "mysql_cdc_conn_id": "shop_mysql",
             "tables": "shop.orders, shop.payments",
             "reader_server_ids": ["9001"],
             "lake_root": "s3://lake/shop",
+            "lake_conn_id": "lake_aws",
         },
     ),
     "snapshot": (
@@ -57,6 +67,7 @@ OPERATORS: dict[str, tuple[type[BaseOperator], dict[str, Any], dict[str, Any]]] 
             "spark_conn_id": "spark_cluster",
             "tables": "shop.orders, shop.payments",
             "lake_root": "s3://lake/shop/2026-11-01",
+            "lake_conn_id": "lake_aws",
             "restart": "true",
         },
     ),
@@ -77,6 +88,7 @@ OPERATORS: dict[str, tuple[type[BaseOperator], dict[str, Any], dict[str, Any]]] 
             "spark_conn_id": "spark_cluster",
             "tables": "shop.orders, shop.payments",
             "lake_root": "s3://lake/shop",
+            "lake_conn_id": "lake_aws",
             "pipeline_id": "shop",
             "start_gtids": f"{UUID}:1-50",
             "segment_end": "2026-11-02 00:00:00+00:00",
@@ -89,14 +101,48 @@ OPERATORS: dict[str, tuple[type[BaseOperator], dict[str, Any], dict[str, Any]]] 
         {
             **COMMON,
             "pipeline_id": "{{ params.pipeline }}",
-            "tables": ["shop.orders"],
+            "tables": "{{ params.tables }}",
             "lake_root": "{{ params.lake }}",
         },
         {
             "mysql_cdc_conn_id": "shop_mysql",
             "spark_conn_id": "spark_cluster",
+            "lake_conn_id": "lake_aws",
             "pipeline_id": "shop",
+            "tables": "shop.orders, shop.payments",
             "lake_root": "s3://lake/shop",
+        },
+    ),
+    "maintenance": (
+        MySqlCdcLakeMaintenanceOperator,
+        {
+            "pipeline_id": "{{ params.pipeline }}",
+            "tables": "{{ params.tables }}",
+            "lake_root": "{{ params.lake }}",
+            "lake_conn_id": "{{ params.lake_conn }}",
+        },
+        {
+            "pipeline_id": "shop",
+            "tables": "shop.orders, shop.payments",
+            "lake_root": "s3://lake/shop",
+            "lake_conn_id": "lake_aws",
+        },
+    ),
+    "verify": (
+        MySqlCdcVerifyOperator,
+        {
+            "mysql_cdc_conn_id": "{{ params.conn }}",
+            "pipeline_id": "{{ params.pipeline }}",
+            "tables": ["{{ params.pipeline }}.orders", "shop.payments"],
+            "lake_root": "{{ params.lake }}",
+            "lake_conn_id": "{{ params.lake_conn }}",
+        },
+        {
+            "mysql_cdc_conn_id": "shop_mysql",
+            "pipeline_id": "shop",
+            "tables": ["shop.orders", "shop.payments"],
+            "lake_root": "s3://lake/shop",
+            "lake_conn_id": "lake_aws",
         },
     ),
 }
@@ -136,3 +182,16 @@ def test_the_binlog_applys_rendered_fields_become_its_configuration() -> None:
     )
     assert config.segment_end_us == int(INTERVAL_END.timestamp() * 1_000_000)
     assert config.rebase is True and config.server_id == 7001
+
+
+def test_a_table_list_given_as_a_template_is_checked_when_rendered_and_a_plain_one_when_parsed() -> None:
+    _, arguments, _ = OPERATORS["replicate"]
+    task = _rendered(MySqlCdcReplicateOperator, arguments)
+    assert rendered_table_names(task.tables) == ("shop.orders", "shop.payments")  # what execute uses
+    with DAG("plain", schedule=None, start_date=datetime.datetime(2026, 11, 1)):
+        plain = MySqlCdcReplicateOperator(
+            task_id="replicate", pipeline_id="shop", tables="shop.orders,  shop.payments", lake_root="/lake"
+        )
+    assert plain.tables == ("shop.orders", "shop.payments")
+    with pytest.raises(ValueError), DAG("wrong", schedule=None, start_date=datetime.datetime(2026, 11, 1)):
+        MySqlCdcReplicateOperator(task_id="replicate", pipeline_id="shop", tables="orders", lake_root="/l")

@@ -89,7 +89,7 @@ def test_the_gtid_set_and_the_connection_render_from_the_runs_params(sensor_clas
         sensor = sensor_class(
             task_id="sensor", mysql_cdc_conn_id="{{ params.conn }}", **{field: "{{ params.set }}"}
         )
-    extra = {"checkpoint_segment_end"} if sensor_class is MySqlCdcResumabilitySensor else set()
+    extra = {"checkpoint_segment_end", "pipeline_id"} if sensor_class is MySqlCdcResumabilitySensor else set()
     assert set(sensor_class.template_fields) == {field, "mysql_cdc_conn_id"} | extra
     ti = runtime_task_instance(sensor, conf={"set": f"{UUID}:1-9", "conn": "replica"})
     ti.render_templates()
