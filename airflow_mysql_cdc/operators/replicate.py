@@ -213,7 +213,7 @@ class MySqlCdcReplicateOperator(OpenLineageMixin, SparkApplicationOperator):
                 pipeline_id=self.pipeline_id,
                 lake_root=self.lake_root,
                 storage_options=public_options,
-                tables=self.tables,
+                tables=tuple(self.tables),
                 start_gtids=start,
                 mode="segment",
                 segment_end_us=segment_end_us,

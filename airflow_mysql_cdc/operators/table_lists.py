@@ -19,8 +19,8 @@ def _templated(tables: str | Sequence[str]) -> bool:
     return any("{{" in str(item) or "{%" in str(item) for item in items)
 
 
-def table_names_argument(tables: str | Sequence[str]) -> tuple[str, ...] | str | Sequence[str]:
-    """``tables`` as normalised names now, or as given when it is a template (rendered later)."""
+def table_names_argument(tables: str | Sequence[str]) -> Sequence[str]:
+    """``tables`` as normalised names now (a tuple), or as given when it is a template (rendered later)."""
     return tables if _templated(tables) else rendered_table_names(tables)
 
 
