@@ -10,6 +10,8 @@
 - ``lineage``, ``metrics``, ``spark_openlineage``: what the operators report after an application's
   result is known: OpenLineage datasets (the facet methods), Airflow metrics, and the Spark
   provider's OpenLineage injection with its secrets kept off argv (docs/metrics.md).
+- ``links``: the tasks' extra links (lake location, Spark UI); ``table_lists``: a ``tables``
+  argument checked when the DAG is parsed, or rendered and checked at run time when templated.
 
 Guarded by ``tests/unit/airflow/operators/`` (template rendering, exit codes) and the DAG tests.
 """

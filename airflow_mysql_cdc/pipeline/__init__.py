@@ -7,6 +7,7 @@ Reading order:
 2. ``dag``: :func:`~airflow_mysql_cdc.pipeline.dag.build_pipeline_dag`, the DAG
    ``check_prerequisites >> load_checkpoint >> resumability >> replicate >> maintain_lake`` that
    ``dags/mysql_cdc_daily.py`` builds from the configuration.
+3. ``dag_docs``: the DAG's ``doc_md``, describing the pipeline from its configuration.
 
 What a run decides (its place in the checkpoint chain, the record it publishes, its segment plan)
 lives below the operators, in :mod:`airflow_mysql_cdc.runs`: the replicate operator and a custom DAG
