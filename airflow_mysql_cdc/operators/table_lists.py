@@ -10,6 +10,7 @@ checks it at the start of ``execute``. Guarded by tests/unit/airflow/operators/t
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import cast
 
 from airflow_mysql_cdc.operators.prerequisites import parse_table_list
 
@@ -19,9 +20,12 @@ def _templated(tables: str | Sequence[str]) -> bool:
     return any("{{" in str(item) or "{%" in str(item) for item in items)
 
 
-def table_names_argument(tables: str | Sequence[str]) -> Sequence[str]:
-    """``tables`` as normalised names now (a tuple), or as given when it is a template (rendered later)."""
-    return tables if _templated(tables) else rendered_table_names(tables)
+def table_names_argument(tables: str | Sequence[str]) -> tuple[str, ...]:
+    """``tables`` as normalised names now, or as given when it is a template (rendered later).
+
+    Typed as the names: a template held here is rendered and replaced by them (``execute`` calls
+    :func:`rendered_table_names` first) before anything reads it as names."""
+    return cast("tuple[str, ...]", tables) if _templated(tables) else rendered_table_names(tables)
 
 
 def rendered_table_names(tables: str | Sequence[str]) -> tuple[str, ...]:
