@@ -91,7 +91,8 @@ class MySqlCdcReplicateOperator(OpenLineageMixin, SparkApplicationOperator):
     :param outlets: by default the Airflow Assets of the lake's tables (per table its target and its
         changelog, :mod:`airflow_mysql_cdc.runs.assets`); each run fills their events' extra with
         what it wrote (docs/assets.md). Pass your own list to replace them, ``[]`` for none. A
-        templated ``lake_root`` has no default assets (a URI must be known when the DAG is parsed).
+        templated ``lake_root`` or ``tables`` has no default assets (a URI must be known when the DAG
+        is parsed).
     :param catch_up_backlog_after: a run that continues the chain and starts more than this after its
         interval end (a backlog: runs queued behind a slow one, a resumed DAG) applies everything
         committed before it started, and its record ends there: the runs queued behind it find their
@@ -124,8 +125,9 @@ class MySqlCdcReplicateOperator(OpenLineageMixin, SparkApplicationOperator):
         max_resnapshot_rounds: int = 3,
         **kwargs: Any,
     ) -> None:
-        if "outlets" not in kwargs and "{{" not in lake_root:
-            kwargs["outlets"] = assets.lake_table_assets(lake_root, tables)
+        if "outlets" not in kwargs and "{{" not in lake_root and "{{" not in str(tables):
+            # The names, not the argument: a comma-separated string is a list of tables too.
+            kwargs["outlets"] = assets.lake_table_assets(lake_root, table_names_argument(tables))
         super().__init__(**kwargs)
         self.pipeline_id = pipeline_id
         self.tables = table_names_argument(tables)
