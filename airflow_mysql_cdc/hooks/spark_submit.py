@@ -48,7 +48,7 @@ import signal
 import subprocess
 import time
 from collections import deque
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from airflow.providers.apache.spark.hooks.spark_submit import _EXCEPTION_START_RE, SparkSubmitHook
@@ -164,6 +164,8 @@ class MySqlCdcSparkSubmitHook(SparkSubmitHook):
         JSON), refused in arguments and masked in logs the same way.
     :param ship_engine: on a master other than ``local[...]``, pass the installed package to the
         executors with ``--py-files`` (:mod:`.engine_archive`), before any ``py_files`` given.
+    :param on_started: called with spark-submit's pid (its process group's id) as soon as it runs,
+        before its output is read: the operator names the application in its attempt's marker.
     """
 
     def __init__(
@@ -173,6 +175,7 @@ class MySqlCdcSparkSubmitHook(SparkSubmitHook):
         secret_environment: Mapping[str, str] | None = None,
         secret_values: Iterable[str] = (),
         ship_engine: bool = True,
+        on_started: Callable[[int], None] | None = None,
         **kwargs: Any,
     ) -> None:
         if "env_vars" in kwargs:
@@ -181,6 +184,7 @@ class MySqlCdcSparkSubmitHook(SparkSubmitHook):
                 "command line for yarn and k8s:// masters): pass environment= or secret_environment="
             )
         self._environment = dict(environment or {})
+        self._on_started = on_started
         self._secret_environment = dict(secret_environment or {})
         self._secrets = _secret_strings(self._secret_environment, secret_values)
         for secret in self._secrets:
@@ -344,6 +348,8 @@ class MySqlCdcSparkSubmitHook(SparkSubmitHook):
                 "set the Spark connection's spark-binary extra to the name your distribution uses."
             ) from None
         try:
+            if self._on_started is not None:
+                self._on_started(self._submit_sp.pid)
             assert self._submit_sp.stdout is not None  # opened with stdout=PIPE above
             self._process_spark_submit_log(iter(self._submit_sp.stdout))
             self._returncode = self._submit_sp.wait()

@@ -4,8 +4,10 @@ The application (maintenance, verification: no Spark) runs in a process of its o
 process group: its output becomes task log lines, each at its level (a WARNING line is a warning:
 :class:`~airflow_mysql_cdc.hooks.spark_output.OutputLevels`), a killed or timed-out task kills it whole, and
 its exit code, the engine's :class:`~airflow_mysql_cdc.engine.errors.ExitCode`, decides whether the
-task fails at once or Airflow retries it. Secrets reach it in its environment only; Airflow's own
-connection and variable secrets in the worker's environment are not passed on.
+task fails at once or Airflow retries it. Its work dir has a marker naming the attempt, so the next
+attempt adopts or stops it when the task process died without stopping it
+(:mod:`.attempt_recovery`). Secrets reach it in its environment only; Airflow's own connection and
+variable secrets in the worker's environment are not passed on.
 """
 
 from __future__ import annotations
@@ -13,11 +15,10 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
-import tempfile
-from pathlib import Path
 from typing import Any
 
 from airflow.sdk import BaseOperator
@@ -25,6 +26,8 @@ from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
 from airflow_mysql_cdc.engine.errors import ExitCode
 from airflow_mysql_cdc.hooks.spark_output import OutputLevels
+from airflow_mysql_cdc.operators.attempt_marker import RESULT_FILE
+from airflow_mysql_cdc.operators.attempt_recovery import ApplicationAttempts, OwnAttempt
 
 _INHERITED_PREFIXES_REFUSED = ("AIRFLOW_CONN_", "AIRFLOW_VAR_")
 
@@ -40,13 +43,21 @@ class EngineProcess:
         self.log = log
         self.task_id = task_id
         self._process: subprocess.Popen[str] | None = None
+        self._attempt: OwnAttempt | None = None
 
     def run(self, module: str, config: dict[str, Any], secret_environment: dict[str, str]) -> dict[str, Any]:
         """``python -m <module> --config C --result-file R``; returns the result file, or raises the
         failure its exit code means."""
-        with tempfile.TemporaryDirectory(prefix="mysql-cdc-") as workdir:
-            config_file, result_file = Path(workdir) / "config.json", Path(workdir) / "result.json"
-            config_file.write_text(json.dumps(config, indent=2))
+        name = re.sub(r"[^A-Za-z0-9_.-]", "_", f"{module.rpartition('.')[2]}-{config.get('pipeline_id', '')}")
+        attempts = ApplicationAttempts(name, self.log)
+        config_json = json.dumps(config, indent=2)
+        adopted = attempts.recover(config_json)
+        if adopted is not None:
+            return adopted
+        with attempts.own(config_json) as own:
+            self._attempt = own
+            config_file, result_file = own.work_dir / "config.json", own.work_dir / RESULT_FILE
+            config_file.write_text(config_json)
             argv = [
                 sys.executable,
                 "-m",
@@ -67,6 +78,7 @@ class EngineProcess:
                 start_new_session=True,
             )  # fmt: skip
             try:
+                own.started(self._process.pid)
                 assert self._process.stdout is not None
                 levels = OutputLevels()  # the engine's WARNING lines are warnings in the task log
                 for line in self._process.stdout:
@@ -88,6 +100,8 @@ class EngineProcess:
     def kill(self) -> None:
         process = self._process
         if process is not None and process.poll() is None:
+            if self._attempt is not None:
+                self._attempt.stopping()
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(process.pid, signal.SIGKILL)
             process.wait()

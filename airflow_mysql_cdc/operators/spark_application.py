@@ -6,7 +6,6 @@ import json
 import os
 import re
 import sys
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +23,8 @@ from airflow_mysql_cdc.operators.links import (
     MySqlCdcSparkUiLink,
     publish_spark_ui_link,
 )
+from airflow_mysql_cdc.operators.attempt_marker import RESULT_FILE
+from airflow_mysql_cdc.operators.attempt_recovery import ApplicationAttempts, OwnAttempt
 from airflow_mysql_cdc.operators.spark_openlineage import SplitConf, inject_openlineage, injection_defaults
 
 
@@ -83,7 +84,10 @@ class SparkApplicationOperator(BaseOperator):
     process environment through :class:`MySqlCdcSparkSubmitHook`, which runs client mode only and
     refuses a command line holding a secret; argv and the config file hold nothing secret.
     spark-submit runs in its own process group, which is killed as a whole on ``on_kill``, on a
-    task timeout and on any failure.
+    task timeout and on any failure. Its work dir (config and result files) lies under a known
+    per-application root with a marker naming the attempt and the process group: when the task
+    process dies without any of that running (``kill -9``), the next attempt adopts or stops the
+    application and removes the dir (:mod:`.attempt_marker`, :mod:`.attempt_recovery`).
 
     :param openlineage_inject_parent_job_info: add the OpenLineage parent job (this task) to the
         Spark properties, as the Spark provider's ``SparkSubmitOperator`` does; default
@@ -124,6 +128,7 @@ class SparkApplicationOperator(BaseOperator):
         self.files = files
         self.archives = archives
         self._hook: MySqlCdcSparkSubmitHook | None = None
+        self._attempt: OwnAttempt | None = None
 
     def run_application(
         self,
@@ -137,9 +142,14 @@ class SparkApplicationOperator(BaseOperator):
         """Run ``application`` and return its result file; ``secrets`` reach its driver's environment only."""
         safe_name = re.sub(r"[^A-Za-z0-9_.-]", "_", name)
         publish_spark_ui_link(self)
-        with tempfile.TemporaryDirectory(prefix=f"{safe_name}-") as workdir:
-            config_file = Path(workdir) / "config.json"
-            result_file = Path(workdir) / "result.json"
+        attempts = ApplicationAttempts(safe_name, self.log)
+        adopted = attempts.recover(config_json)
+        if adopted is not None:
+            return adopted
+        with attempts.own(config_json) as own:
+            self._attempt = own
+            config_file = own.work_dir / "config.json"
+            result_file = own.work_dir / RESULT_FILE
             config_file.write_text(config_json)
             spark_conf = self._spark_conf()
             self._hook = MySqlCdcSparkSubmitHook(
@@ -159,6 +169,7 @@ class SparkApplicationOperator(BaseOperator):
                 environment=driver_environment(),
                 secret_environment={**secrets.environment, **spark_conf.environment()},
                 secret_values=(*secrets.values, *spark_conf.secret.values()),
+                on_started=own.started,
             )
             try:
                 self._hook.submit(application)
@@ -197,5 +208,7 @@ class SparkApplicationOperator(BaseOperator):
         return error
 
     def on_kill(self) -> None:
+        if self._attempt is not None:
+            self._attempt.stopping()
         if self._hook is not None:
             self._hook.kill_process_group()

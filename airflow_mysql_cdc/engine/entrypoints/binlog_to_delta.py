@@ -89,7 +89,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Peak resident memory of this driver process (Linux reports KiB), for capacity planning.
     peak_rss_bytes = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     result.driver_peak_rss_bytes = peak_rss_bytes
-    write_result_atomically(args.result_file, result.to_dict())
+    # A run stopped on request ended short of its stop rule: the Airflow side adopts no such result
+    # from a dead attempt's work dir (operators/attempt_marker.py); readers of the result ignore the key.
+    write_result_atomically(
+        args.result_file, {**result.to_dict(), "stopped_on_request": stop_requested.is_set()}
+    )
     return 0
 
 
