@@ -112,6 +112,19 @@ def _only_zombies(group: int) -> bool:
     return bool(members) and all(state == "Z" for state in members)
 
 
+def group_started_in(work_dir: Path) -> ProcessRef | None:
+    """The process group of an application whose arguments name ``work_dir`` (its config file)."""
+    proc = Path("/proc")
+    needle = str(work_dir).encode()
+    for entry in proc.iterdir() if proc.is_dir() else ():
+        if not entry.name.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            if needle in (entry / "cmdline").read_bytes():
+                return process_ref(os.getpgid(int(entry.name)))
+    return None
+
+
 def stop_group(leader: ProcessRef, *, grace_s: float = STOP_GRACE_S) -> None:
     """SIGTERM the group (the binlog application commits its pending batch and exits), SIGKILL what
     is left after ``grace_s``; returns once the group is gone."""
@@ -194,6 +207,10 @@ class ApplicationAttempts:
             if marker is None:
                 self._sweep_unmarked(work_dir)
                 continue
+            if marker.application is None and marker.host == self.host:
+                # Killed between starting the application and naming it: found by its arguments.
+                found = group_started_in(work_dir)
+                marker = marker.started(found) if found is not None else marker
             decision = decide(marker, self._observe(work_dir, marker), host=self.host,
                               current=self.attempt, digest=digest)  # fmt: skip
             if decision.action is Action.LEAVE:

@@ -111,3 +111,20 @@ def test_an_attempts_work_dir_is_removed_when_it_ends_however_it_ends() -> None:
         assert own.work_dir.parent == work_root("app")
         raise RuntimeError("the application failed")
     assert list(work_root("app").iterdir()) == []
+
+
+def test_an_application_started_but_not_yet_named_in_the_marker_is_found_by_its_arguments() -> None:
+    """The attempt was killed between starting the application and writing its pid to the marker."""
+    attempts = ApplicationAttempts("app", log, attempt=OTHER_RUN)
+    context = attempts.own(CONFIG)
+    _NEVER_EXITED.append(context)
+    own = context.__enter__()
+    application = subprocess.Popen(
+        [sys.executable, "-c", SLEEPS, str(own.work_dir / "config.json")], start_new_session=True
+    )
+    marker = AttemptMarker.from_json((own.work_dir / "attempt.json").read_text())
+    (own.work_dir / "attempt.json").write_text(
+        replace(marker, task_process=process_ref(dead_task_process())).to_json()
+    )
+    assert ApplicationAttempts("app", log, attempt=TRY_1, stop_grace_s=5).recover(CONFIG) is None
+    assert application.wait(timeout=5) is not None and not own.work_dir.exists()

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -11,6 +13,8 @@ from airflow.sdk.exceptions import AirflowFailException
 from airflow_mysql_cdc.engine.errors import ExitCode
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.hooks.spark_submit import SparkSubmitFailed
+from airflow_mysql_cdc.operators.attempt_marker import AttemptMarker
+from airflow_mysql_cdc.operators.attempt_recovery import OwnAttempt, work_root
 from airflow_mysql_cdc.operators.spark_application import ApplicationSecrets, SparkApplicationOperator
 from tests.support.spark_submit import SparkSubmitRecorder
 
@@ -98,3 +102,26 @@ def test_the_result_file_is_the_return_value(recorder: SparkSubmitRecorder) -> N
     operator = SparkApplicationOperator(task_id="app", spark_conn_id="spark_local")
     assert _run(operator) == {"answer": 42}
     assert operator._hook is not None and operator._hook.returncode == 0
+
+
+def test_the_application_runs_in_a_work_dir_whose_marker_names_spark_submit_and_which_is_gone_after(
+    recorder: SparkSubmitRecorder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    markers: list[AttemptMarker] = []
+    naming = OwnAttempt.started
+
+    def started(own: OwnAttempt, pid: int) -> None:
+        naming(own, pid)
+        markers.append(AttemptMarker.from_json((own.work_dir / "attempt.json").read_text()))
+
+    monkeypatch.setattr(OwnAttempt, "started", started)
+    operator = SparkApplicationOperator(task_id="app", spark_conn_id="spark_local")
+    _run(operator)
+    [marker] = markers
+    assert operator._hook is not None and marker.application is not None
+    assert marker.application.pid == operator._hook.pid and marker.task_process.pid == os.getpid()
+    argv = recorder.calls()[-1].argv
+    work_dir = Path(argv[argv.index("--config") + 1]).parent
+    assert work_dir.parent == work_root("exit_codes") and str(work_dir) == marker.work_dir
+    assert not work_dir.exists()
