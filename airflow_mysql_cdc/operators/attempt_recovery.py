@@ -24,6 +24,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from airflow.sdk.exceptions import AirflowException
+
 from airflow_mysql_cdc.operators.attempt_marker import (
     MARKER_FILE,
     RESULT_FILE,
@@ -41,6 +43,10 @@ ROOT_FOLDER = "airflow-mysql-cdc"
 STOP_GRACE_S = 30.0
 """How long a stopped application has to commit its pending batch after SIGTERM, before SIGKILL."""
 WAIT_POLL_S = 1.0
+
+
+class AdoptedApplicationStopped(AirflowException):
+    """``on_kill`` stopped the application this attempt waited for; a retry continues from the lake."""
 
 
 def work_root(name: str) -> Path:
@@ -189,11 +195,13 @@ class ApplicationAttempts:
 
     def __init__(self, name: str, log: Any, *, attempt: TaskAttempt | None = None,
                  stop_grace_s: float = STOP_GRACE_S) -> None:  # fmt: skip
+        self.name = name
         self.root = work_root(name)
         self.log = log
         self.attempt = attempt if attempt is not None else current_attempt()
         self.host = socket.gethostname()
         self.stop_grace_s = stop_grace_s
+        self._adopted: tuple[Path, AttemptMarker] | None = None
 
     def recover(self, config_json: str) -> dict[str, Any] | None:
         """Act on every marker under the root; the result of an application adopted, if one was.
@@ -224,8 +232,20 @@ class ApplicationAttempts:
             if decision.action is Action.WAIT_AND_ADOPT and adopted is None:
                 assert marker.application is not None
                 self.log.warning("Waiting for it to finish; its output went to the log of %s", who)
-                while group_alive(marker.application):
-                    time.sleep(WAIT_POLL_S)
+                self._adopted = (work_dir, marker)
+                try:
+                    while group_alive(marker.application):
+                        time.sleep(WAIT_POLL_S)
+                except BaseException:  # a task timeout: the application goes with this attempt
+                    self.stop_adopted()
+                    raise
+                if self._adopted is None:  # on_kill stopped it meanwhile: nothing more may start
+                    shutil.rmtree(work_dir, ignore_errors=True)
+                    raise AdoptedApplicationStopped(
+                        f"{who}'s application was stopped while this attempt waited for it (the task "
+                        "was marked failed or killed); the next attempt continues from the lake"
+                    )
+                self._adopted = None
                 adopted = _complete_result(work_dir)
                 if adopted is None:
                     self.log.warning("It ended without a complete result; this attempt runs the application")
@@ -239,6 +259,22 @@ class ApplicationAttempts:
                 self.log.warning("Adopted its result: it applied this run's work, whichever attempt ran it")
             shutil.rmtree(work_dir, ignore_errors=True)
         return adopted
+
+    def stop_adopted(self) -> None:
+        """Stop the application this attempt is waiting for (``on_kill``: mark failed, a timeout):
+        adopted, it is this attempt's and ends with it."""
+        if self._adopted is None:
+            return
+        work_dir, marker = self._adopted
+        self._adopted = None
+        assert marker.application is not None
+        self.log.warning(
+            "Stopping the adopted application (pid %d): this attempt ends", marker.application.pid
+        )
+        with contextlib.suppress(OSError):
+            _write_marker(work_dir, replace(marker, stopping=True))
+        stop_group(marker.application, grace_s=self.stop_grace_s)
+        shutil.rmtree(work_dir, ignore_errors=True)
 
     def _observe(self, work_dir: Path, marker: AttemptMarker) -> Observed:
         return Observed(
@@ -259,7 +295,7 @@ class ApplicationAttempts:
         """This attempt's work dir, with its marker; removed when the attempt ends, however it ends
         short of the process being killed (then the next attempt removes it)."""
         self.root.mkdir(parents=True, exist_ok=True)
-        work_dir = Path(tempfile.mkdtemp(prefix=_dir_prefix(self.attempt), dir=self.root))
+        work_dir = Path(tempfile.mkdtemp(prefix=_dir_prefix(self.name, self.attempt), dir=self.root))
         own = OwnAttempt(
             work_dir=work_dir,
             marker=AttemptMarker(
@@ -279,10 +315,10 @@ class ApplicationAttempts:
             shutil.rmtree(work_dir, ignore_errors=True)
 
 
-def _dir_prefix(attempt: TaskAttempt | None) -> str:
-    if attempt is None:
-        return "local-"
-    return f"try{attempt.try_number}-"
+def _dir_prefix(name: str, attempt: TaskAttempt | None) -> str:
+    """``<name>-try<N>-``: the application's name then a dash, as in a plain temporary dir's name,
+    so ``ps`` shows which application and try a process belongs to (tests find them so too)."""
+    return f"{name}-{'local' if attempt is None else f'try{attempt.try_number}'}-"
 
 
 def _read_marker(work_dir: Path) -> AttemptMarker | None:

@@ -44,12 +44,13 @@ class EngineProcess:
         self.task_id = task_id
         self._process: subprocess.Popen[str] | None = None
         self._attempt: OwnAttempt | None = None
+        self._attempts: ApplicationAttempts | None = None
 
     def run(self, module: str, config: dict[str, Any], secret_environment: dict[str, str]) -> dict[str, Any]:
         """``python -m <module> --config C --result-file R``; returns the result file, or raises the
         failure its exit code means."""
         name = re.sub(r"[^A-Za-z0-9_.-]", "_", f"{module.rpartition('.')[2]}-{config.get('pipeline_id', '')}")
-        attempts = ApplicationAttempts(name, self.log)
+        attempts = self._attempts = ApplicationAttempts(name, self.log)
         config_json = json.dumps(config, indent=2)
         adopted = attempts.recover(config_json)
         if adopted is not None:
@@ -98,6 +99,8 @@ class EngineProcess:
         return AirflowException(f"{self.task_id} failed: {meaning} (exit code {code}); a retry may help")
 
     def kill(self) -> None:
+        if self._attempts is not None:
+            self._attempts.stop_adopted()
         process = self._process
         if process is not None and process.poll() is None:
             if self._attempt is not None:

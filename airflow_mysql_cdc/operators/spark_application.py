@@ -129,6 +129,7 @@ class SparkApplicationOperator(BaseOperator):
         self.archives = archives
         self._hook: MySqlCdcSparkSubmitHook | None = None
         self._attempt: OwnAttempt | None = None
+        self._attempts: ApplicationAttempts | None = None
 
     def run_application(
         self,
@@ -142,7 +143,7 @@ class SparkApplicationOperator(BaseOperator):
         """Run ``application`` and return its result file; ``secrets`` reach its driver's environment only."""
         safe_name = re.sub(r"[^A-Za-z0-9_.-]", "_", name)
         publish_spark_ui_link(self)
-        attempts = ApplicationAttempts(safe_name, self.log)
+        attempts = self._attempts = ApplicationAttempts(safe_name, self.log)
         adopted = attempts.recover(config_json)
         if adopted is not None:
             return adopted
@@ -208,6 +209,8 @@ class SparkApplicationOperator(BaseOperator):
         return error
 
     def on_kill(self) -> None:
+        if self._attempts is not None:
+            self._attempts.stop_adopted()
         if self._attempt is not None:
             self._attempt.stopping()
         if self._hook is not None:

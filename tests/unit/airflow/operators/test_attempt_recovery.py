@@ -7,6 +7,7 @@ import logging
 import subprocess
 import sys
 import tempfile
+import threading
 from dataclasses import replace
 from pathlib import Path
 
@@ -14,6 +15,7 @@ import pytest
 
 from airflow_mysql_cdc.operators.attempt_marker import AttemptMarker, TaskAttempt, config_digest
 from airflow_mysql_cdc.operators.attempt_recovery import (
+    AdoptedApplicationStopped,
     ApplicationAttempts,
     group_alive,
     process_ref,
@@ -128,3 +130,14 @@ def test_an_application_started_but_not_yet_named_in_the_marker_is_found_by_its_
     )
     assert ApplicationAttempts("app", log, attempt=TRY_1, stop_grace_s=5).recover(CONFIG) is None
     assert application.wait(timeout=5) is not None and not own.work_dir.exists()
+
+
+def test_on_kill_while_waiting_for_an_adopted_application_stops_it_and_starts_nothing() -> None:
+    work_dir, application = killed_attempt(TRY_1, SLEEPS)
+    attempts = ApplicationAttempts("app", log, attempt=TRY_2, stop_grace_s=5)
+    on_kill = threading.Timer(1.0, attempts.stop_adopted)  # what on_kill does (mark failed)
+    on_kill.start()
+    with pytest.raises(AdoptedApplicationStopped, match="was stopped while this attempt waited for it"):
+        attempts.recover(CONFIG)
+    on_kill.join()
+    assert application.wait(timeout=5) is not None and not work_dir.exists()
