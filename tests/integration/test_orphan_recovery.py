@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import datetime
 import json
-import logging
 import subprocess
 import sys
 import time
@@ -68,7 +67,7 @@ def test_a_retry_after_kill_9_of_the_task_process_adopts_the_orphaned_applicatio
     mysql_database: MySqlEndpoint,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
-    caplog: pytest.LogCaptureFixture,
+    capfd: pytest.CaptureFixture,
 ) -> None:
     database = mysql_database.database
     execute(mysql_database, ConcurrentWriter.DDL)
@@ -80,7 +79,7 @@ def test_a_retry_after_kill_9_of_the_task_process_adopts_the_orphaned_applicatio
     monkeypatch.setenv("AIRFLOW_CONN_SPARK_LOCAL", SPARK_LOCAL)
     pipeline_id = f"orphan_{tmp_path.name[-12:]}"
     # The segment ends a while after the kill: the orphan is still tailing when the retry arrives.
-    segment_end = datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=45)
+    segment_end = datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=30)
     operator_arguments = {
         "task_id": "apply", "mysql_cdc_conn_id": "cdc_source", "spark_conn_id": "spark_local",
         "tables": f"{database}.orders", "lake_root": str(tmp_path / "lake"), "pipeline_id": pipeline_id,
@@ -101,10 +100,12 @@ def test_a_retry_after_kill_9_of_the_task_process_adopts_the_orphaned_applicatio
 
     second_try = TaskAttempt("dag", "run", "apply", -1, 2)
     monkeypatch.setattr(attempt_recovery, "current_attempt", lambda: second_try)
-    caplog.set_level(logging.INFO)
+    capfd.readouterr()
     result = MySqlCdcBinlogApplyOperator(**operator_arguments).execute({})
 
-    assert "Adopted its result" in caplog.text
+    log = capfd.readouterr().out
+    assert "wait for it and adopt its result" in log and "Adopted its result" in log
+    assert "Spark-Submit cmd" not in log, "the retry started an application of its own"
     assert _gone(driver) and _gone(spark_submit)
     root = attempt_recovery.work_root(f"mysql-cdc-apply-{pipeline_id}")
     assert list(root.iterdir()) == [], "the killed attempt's work dir outlived its recovery"
