@@ -1,11 +1,11 @@
 """Work dirs under a known root, and the recovery of the applications earlier attempts left there.
 
-Invariant: no work dir outlives its attempt. An attempt's dir is removed when it ends; one whose
-attempt was killed before it could (``kill -9``) is removed by the next attempt of any task running
-the same application on this host, after that attempt adopted or stopped what ran in it
-(:func:`.attempt_marker.decide` says which). The root is per application name
-(``<temp dir>/airflow-mysql-cdc/<name>``; the binlog application's name holds the pipeline id), so
-a recovery reads only the markers of the applications it could meet in the lake.
+Invariant: no work dir outlives its attempt. An attempt's dir is removed when it ends (and the
+root with it when it is empty); one whose attempt was killed before it could (``kill -9``) is
+removed by the next attempt of any task running the same application on this host, after that
+attempt adopted or stopped what ran in it (:func:`.attempt_marker.decide` says which). The root
+is per application name (``<temp dir>/airflow-mysql-cdc/<name>``; the binlog application's name
+holds the pipeline id), so a recovery reads only the markers of applications it could meet.
 """
 
 from __future__ import annotations
@@ -258,6 +258,9 @@ class ApplicationAttempts:
             if adopted is not None and decision.action in (Action.ADOPT_RESULT, Action.WAIT_AND_ADOPT):
                 self.log.warning("Adopted its result: it applied this run's work, whichever attempt ran it")
             shutil.rmtree(work_dir, ignore_errors=True)
+        if adopted is not None:
+            with contextlib.suppress(OSError):  # not empty: another attempt's dir is in it
+                self.root.rmdir()
         return adopted
 
     def stop_adopted(self) -> None:
@@ -294,8 +297,7 @@ class ApplicationAttempts:
     def own(self, config_json: str) -> Iterator[OwnAttempt]:
         """This attempt's work dir, with its marker; removed when the attempt ends, however it ends
         short of the process being killed (then the next attempt removes it)."""
-        self.root.mkdir(parents=True, exist_ok=True)
-        work_dir = Path(tempfile.mkdtemp(prefix=_dir_prefix(self.name, self.attempt), dir=self.root))
+        work_dir = self._new_work_dir()
         own = OwnAttempt(
             work_dir=work_dir,
             marker=AttemptMarker(
@@ -313,6 +315,16 @@ class ApplicationAttempts:
             yield own
         finally:
             shutil.rmtree(work_dir, ignore_errors=True)
+            with contextlib.suppress(OSError):  # not empty: another attempt's dir is in it
+                self.root.rmdir()
+
+    def _new_work_dir(self) -> Path:
+        """A fresh dir in the root; again if another attempt removed the root, empty, meanwhile."""
+        for _ in range(5):
+            self.root.mkdir(parents=True, exist_ok=True)
+            with contextlib.suppress(FileNotFoundError):
+                return Path(tempfile.mkdtemp(prefix=_dir_prefix(self.name, self.attempt), dir=self.root))
+        raise FileNotFoundError(f"{self.root} kept disappearing while a work dir was made in it")
 
 
 def _dir_prefix(name: str, attempt: TaskAttempt | None) -> str:

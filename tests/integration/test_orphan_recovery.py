@@ -108,7 +108,7 @@ def test_a_retry_after_kill_9_of_the_task_process_adopts_the_orphaned_applicatio
     assert "Spark-Submit cmd" not in log, "the retry started an application of its own"
     assert _gone(driver) and _gone(spark_submit)
     root = attempt_recovery.work_root(f"mysql-cdc-apply-{pipeline_id}")
-    assert list(root.iterdir()) == [], "the killed attempt's work dir outlived its recovery"
+    assert not root.exists(), "the killed attempt's work dir (or the emptied root) outlived its recovery"
     assert not result["already_applied"]
     run_changes = GtidSet.parse(result["end_gtids"]) - start
     entries = changelog_entries(tmp_path / "lake", database, "orders")
