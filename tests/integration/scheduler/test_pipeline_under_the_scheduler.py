@@ -104,6 +104,11 @@ class Pipeline:
         """kill -9 this pipeline's binlog application as soon as it starts (a crash mid-apply)."""
         return _watch_apply(self.pipeline_id, lambda process: process.kill())
 
+    def kill_task_process_mid_apply(self) -> threading.Thread:
+        """kill -9 the Airflow task process (the ``airflow worker -- <ti id>`` task runner) once its
+        binlog application's driver runs: the application is orphaned, nothing of the task runs."""
+        return _watch_apply(self.pipeline_id, _kill_task_process_of)
+
     def record(self, run) -> dict:
         return self.api.xcom(self.dag_id, run.run_id, "replicate")
 
@@ -130,6 +135,37 @@ def _watch_apply(pipeline_id: str, action) -> threading.Thread:
     watcher = threading.Thread(target=watch, daemon=True)
     watcher.start()
     return watcher
+
+
+def _kill_task_process_of(application: psutil.Process) -> None:
+    """SIGKILL the task process that started ``application`` (its nearest ``airflow worker --``
+    ancestor), a few seconds into the driver's run; raises NoSuchProcess (watch on) before that."""
+    if not any("python" in part for part in application.cmdline()[:1]):
+        raise psutil.NoSuchProcess(application.pid)  # the spark-submit JVM: wait for its Python driver
+    time.sleep(3)
+    # The nearest: the supervisor above it is titled "airflow worker -- LocalExecutor: ...".
+    task_process = next(
+        p for p in application.parents() if " ".join(p.cmdline()).startswith("airflow worker --")
+    )
+    task_process.kill()
+
+
+def _assert_nothing_outlived_the_killed_attempt(pipeline: Pipeline, record: dict, database: str) -> None:
+    """No application left running, no work dir left, and the record counts the run's changes
+    (those in the changelog between its start and end sets), which the orphan applied."""
+    from airflow_mysql_cdc.engine.values.gtid import GtidSet
+    from airflow_mysql_cdc.operators.attempt_recovery import work_root
+    from tests.support.lake import changelog_entries
+
+    assert not _apply_processes(pipeline.pipeline_id), "an application outlived the run's attempts"
+    root = work_root(f"mysql-cdc-apply-{pipeline.pipeline_id}")
+    assert not root.is_dir() or not list(root.iterdir()), f"work dirs left: {list(root.iterdir())}"
+    run_gtids = GtidSet.parse(record["end_gtids"]) - GtidSet.parse(record["start_gtids"])
+    assert not record["already_applied"]
+    for table in ("orders", "payments"):
+        entries = changelog_entries(pipeline.lake, database, table)
+        changes = [entry for entry in entries if GtidSet.parse(entry[0]).issubset(run_gtids)]
+        assert record["tables"][f"{database}.{table}"]["rows_applied"] == len(changes) > 0, table
 
 
 def _check(pipeline: Pipeline, replica: FrozenReplica, database: str) -> list[dict]:
@@ -181,14 +217,16 @@ def test_clears_marks_and_backfills_from_the_ui_keep_the_chain_and_the_lake_exac
         assert pipeline.record(failed) == records[-1]
         assert chain_records(pipeline.lake, pipeline.pipeline_id) == records
 
-        # "Clear only failed" after a failed apply: the replicate task runs again and publishes.
-        killer = pipeline.kill_apply_once_it_runs()
+        # "Clear only failed" after the task process was killed with -9 mid-apply: the replicate task
+        # runs again, adopts what the orphaned application applied and publishes it, leaving nothing.
+        killer = pipeline.kill_task_process_mid_apply()
         retried = pipeline.wait(pipeline.trigger_now(), expect="failed")
         killer.join()
         api.clear_run(pipeline.dag_id, retried.run_id, only_failed=True)
         pipeline.wait(retried)
         records = _check(pipeline, frozen_replica, database)
         assert records[-1]["run_id"] == retried.run_id
+        _assert_nothing_outlived_the_killed_attempt(pipeline, records[-1], database)
 
         # "Mark run failed" while the apply runs: the application is stopped (its process group with
         # the task), then "clear only failed" finishes the run with its record (never green without).
