@@ -23,7 +23,8 @@ Each attempt reads the markers under its root and acts on each by one rule, :fun
   by its lease until it finishes a long catch-up.
 - **Running with its task process alive, another task instance**: a live attempt of another run
   (two runs of one pipeline at once); left alone, the pipeline's lease decides who writes.
-- **Gone**: its work dir is removed.
+- **Gone**: its work dir is removed, unless the task process of another task instance still runs
+  (starting its application, or reading its result): that attempt removes its own dir.
 - **Another host** (a shared temporary folder): left alone; its processes are not visible here.
   A worker host that crashed takes its applications with it; the lease (``lease_s``) lets the next
   attempt on another host in once it expires.
@@ -163,8 +164,9 @@ def decide(
     ours = current is not None and current.same_task_instance(marker.attempt)
     same_work = ours and marker.config_digest == digest and not marker.stopping
     if not observed.application_alive:
-        if marker.application is None and observed.task_process_alive and not ours:
-            return Decision(Action.LEAVE, "its attempt is starting it")
+        if observed.task_process_alive and not ours:
+            # Starting its application, or reading its result: that attempt removes its own dir.
+            return Decision(Action.LEAVE, "its task is running and removes its work dir itself")
         if same_work and observed.has_complete_result:
             return Decision(Action.ADOPT_RESULT, "it finished this task's work after its attempt died")
         return Decision(Action.SWEEP, "its application is gone")

@@ -246,22 +246,26 @@ class ApplicationAttempts:
                         "was marked failed or killed); the next attempt continues from the lake"
                     )
                 self._adopted = None
-                adopted = _complete_result(work_dir)
-                if adopted is None:
-                    self.log.warning("It ended without a complete result; this attempt runs the application")
+                adopted = self._adopt(work_dir)
             elif decision.action is Action.ADOPT_RESULT and adopted is None:
-                adopted = _complete_result(work_dir)
+                adopted = self._adopt(work_dir)
             elif decision.action in (Action.STOP, Action.WAIT_AND_ADOPT):
                 assert marker.application is not None
                 _write_marker(work_dir, replace(marker, stopping=True))
                 stop_group(marker.application, grace_s=self.stop_grace_s)
-            if adopted is not None and decision.action in (Action.ADOPT_RESULT, Action.WAIT_AND_ADOPT):
-                self.log.warning("Adopted its result: it applied this run's work, whichever attempt ran it")
             shutil.rmtree(work_dir, ignore_errors=True)
         if adopted is not None:
             with contextlib.suppress(OSError):  # not empty: another attempt's dir is in it
                 self.root.rmdir()
         return adopted
+
+    def _adopt(self, work_dir: Path) -> dict[str, Any] | None:
+        result = _complete_result(work_dir)
+        if result is None:
+            self.log.warning("It ended without a complete result; this attempt runs the application")
+        else:
+            self.log.warning("Adopted its result: it applied this run's work, whichever attempt ran it")
+        return result
 
     def stop_adopted(self) -> None:
         """Stop the application this attempt is waiting for (``on_kill``: mark failed, a timeout):

@@ -74,9 +74,13 @@ def test_a_marker_of_another_host_is_left_alone() -> None:
     assert action(marker(host="worker-2"), seen(app=False)) is Action.LEAVE
 
 
-def test_an_attempt_starting_its_application_is_left_alone_until_its_task_process_is_gone() -> None:
+def test_another_runs_dir_is_left_to_its_attempt_while_its_task_process_runs() -> None:
+    """Starting its application, or reading the result of one that just ended: it removes its dir."""
     assert action(marker(OTHER_RUN, started=False), seen(app=False, task=True)) is Action.LEAVE
+    assert action(marker(OTHER_RUN), seen(app=False, task=True, result=True)) is Action.LEAVE
     assert action(marker(OTHER_RUN, started=False), seen(app=False, task=False)) is Action.SWEEP
+    # An earlier try of this task is over for Airflow, even if its process lives on.
+    assert action(marker(digest="old"), seen(app=False, task=True)) is Action.SWEEP
 
 
 @pytest.mark.parametrize(
