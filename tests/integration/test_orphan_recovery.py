@@ -9,10 +9,10 @@ applied: the record counts the run's changes although the attempt that applied t
 
 from __future__ import annotations
 
-import datetime
 import json
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -50,7 +50,7 @@ def _driver_of(task_process: subprocess.Popen, deadline_s: float = 120) -> psuti
                 command = child.cmdline()
             except psutil.Error:
                 continue
-            if "python" in command[0] and any("binlog_to_delta" in part for part in command):
+            if command and "python" in command[0] and any("binlog_to_delta" in part for part in command):
                 return child
         time.sleep(0.2)
     raise AssertionError("the application's driver never started")
@@ -73,26 +73,27 @@ def test_a_retry_after_kill_9_of_the_task_process_adopts_the_orphaned_applicatio
     execute(mysql_database, ConcurrentWriter.DDL)
     start = GtidSet.parse(scalar(mysql_database, "SELECT @@gtid_executed"))
     ConcurrentWriter(mysql_database, seconds=1).run()
+    # The run ends at transactions not written yet: the orphan is still tailing when its task
+    # process dies and when the retry arrives, however slowly Spark starts on a loaded host.
+    written = GtidSet.parse(scalar(mysql_database, "SELECT @@gtid_executed"))
+    uuid = str(scalar(mysql_database, "SELECT @@server_uuid"))
+    target = written | GtidSet.parse(f"{uuid}:1-{written.max_per_uuid()[uuid] + 5}")
     monkeypatch.setenv(
         "AIRFLOW_CONN_CDC_SOURCE", connection_env(mysql_database.with_database(None), server_id=6131)
     )
     monkeypatch.setenv("AIRFLOW_CONN_SPARK_LOCAL", SPARK_LOCAL)
     pipeline_id = f"orphan_{tmp_path.name[-12:]}"
-    # The segment ends a while after the kill: the orphan is still tailing when the retry arrives.
-    segment_end = datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=30)
     operator_arguments = {
         "task_id": "apply", "mysql_cdc_conn_id": "cdc_source", "spark_conn_id": "spark_local",
         "tables": f"{database}.orders", "lake_root": str(tmp_path / "lake"), "pipeline_id": pipeline_id,
-        "start_gtids": str(start), "segment_end": segment_end.isoformat(),
+        "start_gtids": str(start), "mode": "until_gtid_set", "target_gtids": str(target),
     }  # fmt: skip
     first_try = TaskAttempt("dag", "run", "apply", -1, 1)
     task_process = subprocess.Popen(
         [sys.executable, "-c", TASK_PROCESS, json.dumps(first_try.__dict__), json.dumps(operator_arguments)]
     )
     driver = _driver_of(task_process)
-    spark_submit = next(
-        p for p in driver.parents() if p.pid != task_process.pid and p.ppid() == task_process.pid
-    )
+    spark_submit = next(p for p in driver.parents() if p.ppid() == task_process.pid)
     time.sleep(3)  # mid-apply: the driver claimed the pipeline and applies
     task_process.kill()
     task_process.wait()
@@ -101,15 +102,18 @@ def test_a_retry_after_kill_9_of_the_task_process_adopts_the_orphaned_applicatio
     second_try = TaskAttempt("dag", "run", "apply", -1, 2)
     monkeypatch.setattr(attempt_recovery, "current_attempt", lambda: second_try)
     capfd.readouterr()
+    # The run's last five transactions come while the retry waits for the orphan.
+    late = [f"INSERT INTO orders VALUES ({100_000 + n}, 'late', 1.00, 'new', NULL, NOW(6))" for n in range(5)]
+    threading.Timer(5, execute, (mysql_database, *late)).start()
     result = MySqlCdcBinlogApplyOperator(**operator_arguments).execute({})
 
     log = capfd.readouterr().out
-    assert "wait for it and adopt its result" in log and "Adopted its result" in log
+    assert "wait for it and adopt its result" in log and "Adopted its result" in log, log[-3000:]
     assert "Spark-Submit cmd" not in log, "the retry started an application of its own"
     assert _gone(driver) and _gone(spark_submit)
     root = attempt_recovery.work_root(f"mysql-cdc-apply-{pipeline_id}")
     assert not root.exists(), "the killed attempt's work dir (or the emptied root) outlived its recovery"
-    assert not result["already_applied"]
+    assert not result["already_applied"] and target.issubset(GtidSet.parse(result["end_gtids"]))
     run_changes = GtidSet.parse(result["end_gtids"]) - start
     entries = changelog_entries(tmp_path / "lake", database, "orders")
     changes = [entry for entry in entries if GtidSet.parse(entry[0]).issubset(run_changes)]
