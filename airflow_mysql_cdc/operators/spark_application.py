@@ -18,13 +18,13 @@ from airflow_mysql_cdc.engine.errors import ExitCode
 from airflow_mysql_cdc.engine.lake.storage import secret_storage_options_to_environment
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.hooks.spark_submit import MySqlCdcSparkSubmitHook, SparkSubmitFailed
+from airflow_mysql_cdc.operators.attempt_marker import RESULT_FILE
+from airflow_mysql_cdc.operators.attempt_recovery import ApplicationAttempts, OwnAttempt
 from airflow_mysql_cdc.operators.links import (
     MySqlCdcLakeLocationLink,
     MySqlCdcSparkUiLink,
     publish_spark_ui_link,
 )
-from airflow_mysql_cdc.operators.attempt_marker import RESULT_FILE
-from airflow_mysql_cdc.operators.attempt_recovery import ApplicationAttempts, OwnAttempt
 from airflow_mysql_cdc.operators.spark_openlineage import SplitConf, inject_openlineage, injection_defaults
 
 
