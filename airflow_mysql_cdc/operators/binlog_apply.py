@@ -188,16 +188,7 @@ class MySqlCdcBinlogApplyOperator(OpenLineageMixin, SparkApplicationOperator):
     def planned_lineage(self) -> TaskLineage:
         """The MySQL tables read, their target and changelog tables written."""
         tables = tuple(str(ref) for ref in parse_table_list(self.tables))
-        endpoint = MySqlCdcHook(self.mysql_cdc_conn_id).get_endpoint()
-        return TaskLineage(
-            lake_root=self.lake_root,
-            source=(endpoint.host, endpoint.port),
-            mysql_tables=tables,
-            lake_outputs=tables,
-            storage_options=LakeStorageHook(self.lake_conn_id).get_delta_storage_options(
-                self.storage_options
-            ),
-        )
+        return self.source_to_lake_lineage(tables)
 
 
 ConfigBuilder = Callable[[int | None, dict[str, str]], ApplyConfig]

@@ -37,6 +37,8 @@ from urllib.parse import urlsplit
 
 from airflow_mysql_cdc.engine.lake.layout import LakeLayout
 from airflow_mysql_cdc.engine.mysql.schema import TableRef
+from airflow_mysql_cdc.hooks.lake_storage import LakeStorageHook
+from airflow_mysql_cdc.hooks.mysql_cdc import MySqlCdcHook
 
 if TYPE_CHECKING:
     from airflow.providers.openlineage.extractors import OperatorLineage
@@ -226,6 +228,24 @@ class OpenLineageMixin:
     def planned_lineage(self) -> TaskLineage | None:
         """What the task is to read and write, from its (rendered) arguments; None: nothing."""
         return None
+
+    def source_to_lake_lineage(self, tables: tuple[str, ...], *, changelog: bool = True) -> TaskLineage:
+        """``tables`` read from the operator's MySQL source and written to its lake (their target
+        tables, and their changelogs unless ``changelog`` is False): the replicate, binlog-apply and
+        snapshot operators' plan, from their ``mysql_cdc_conn_id``, ``lake_root``, ``lake_conn_id``
+        and ``storage_options``."""
+        operator: Any = self
+        endpoint = MySqlCdcHook(operator.mysql_cdc_conn_id).get_endpoint()
+        return TaskLineage(
+            lake_root=operator.lake_root,
+            source=(endpoint.host, endpoint.port),
+            mysql_tables=tables,
+            lake_outputs=tables,
+            changelog=changelog,
+            storage_options=LakeStorageHook(operator.lake_conn_id).get_delta_storage_options(
+                operator.storage_options
+            ),
+        )
 
     def get_openlineage_facets_on_start(self) -> OperatorLineage | None:
         planned = self.lineage or self.planned_lineage()

@@ -250,16 +250,7 @@ class MySqlCdcReplicateOperator(OpenLineageMixin, SparkApplicationOperator):
 
     def planned_lineage(self) -> TaskLineage:
         """The MySQL tables read, their target and changelog tables written."""
-        endpoint = MySqlCdcHook(self.mysql_cdc_conn_id).get_endpoint()
-        return TaskLineage(
-            lake_root=self.lake_root,
-            source=(endpoint.host, endpoint.port),
-            mysql_tables=self.tables,
-            lake_outputs=self.tables,
-            storage_options=LakeStorageHook(self.lake_conn_id).get_delta_storage_options(
-                self.storage_options
-            ),
-        )
+        return self.source_to_lake_lineage(self.tables)
 
     def _emit_asset_events(self, context: Any, record: dict[str, Any]) -> dict[str, Any]:
         """Fill the events of the lake table outlets from the run's record (:mod:`..runs.assets`)."""

@@ -94,17 +94,7 @@ class MySqlCdcSnapshotOperator(OpenLineageMixin, SparkApplicationOperator):
         tables = tuple(str(ref) for ref in parse_table_list(self.tables)) if self.tables else ()
         if not tables:
             return None
-        endpoint = MySqlCdcHook(self.mysql_cdc_conn_id).get_endpoint()
-        return TaskLineage(
-            lake_root=self.lake_root,
-            source=(endpoint.host, endpoint.port),
-            mysql_tables=tables,
-            lake_outputs=tables,
-            changelog=False,
-            storage_options=LakeStorageHook(self.lake_conn_id).get_delta_storage_options(
-                self.storage_options
-            ),
-        )
+        return self.source_to_lake_lineage(tables, changelog=False)
 
 
 def snapshot_tables(
