@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
-from tests.support.airflow import migrate_airflow_db
+from tests.support.airflow import airflow_logs_follow_the_current_stdout, migrate_airflow_db
 from tests.support.frozen_replica import REPLICA_FLAGS, FrozenReplica
 from tests.support.mysql import ServerPool, database_name_for, execute, shared_server_endpoint
 from tests.support.object_store import ObjectStore, S3Lake, running_object_store
@@ -36,6 +36,7 @@ os.environ["AWS_EC2_METADATA_DISABLED"] = "true"
 # it earns (a small spark-submit used 23 s of CPU with it, 14 s without, on this 2-core machine), and
 # the suite is CPU-bound. Only the tests' JVMs run so; users' drivers keep the JVM's defaults.
 os.environ.setdefault("SPARK_SUBMIT_OPTS", "-XX:TieredStopAtLevel=1")
+airflow_logs_follow_the_current_stdout()  # after AIRFLOW_HOME: importing Airflow reads it
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import logging
 import re
 import subprocess
 import sys
@@ -19,6 +20,30 @@ from typing import Any
 from tests.support.mysql import REPO_ROOT
 
 TEST_DAGS_DIR = REPO_ROOT / "tests" / "dags"
+
+
+class _CurrentStdout:
+    """A stream that writes to whatever ``sys.stdout`` is at the moment of writing."""
+
+    def write(self, text: str) -> int:
+        return sys.stdout.write(text)
+
+    def flush(self) -> None:
+        sys.stdout.flush()
+
+
+def airflow_logs_follow_the_current_stdout() -> None:
+    """Configures Airflow's logging now and makes its root handler write to the current ``sys.stdout``.
+
+    Importing Airflow configures logging once, binding the root handler to the ``sys.stdout`` of that
+    moment. When the first import happens while collecting tests, that is pytest's global capture
+    stream, so stdlib loggers' lines (ours, and dag.test's ``[DAG TEST]`` markers) would miss a test's
+    ``capfd`` (and, after the run, write to a closed file)."""
+    import airflow  # noqa: F401  (configures logging)
+
+    for handler in logging.getLogger().handlers:
+        if type(handler) is logging.StreamHandler and handler.stream in (sys.stdout, sys.__stdout__):
+            handler.setStream(_CurrentStdout())  # type: ignore[arg-type]
 
 
 def migrate_airflow_db() -> None:
