@@ -55,6 +55,13 @@ METRICS = {
             "Transactions of the tracked tables applied by a binlog application.",
         ),
         Metric(
+            "mysql_cdc.apply.table_transactions",
+            "counter",
+            ("pipeline", "table"),
+            "Applied transactions that changed the table (a transaction changing two tables counts "
+            "for each).",
+        ),
+        Metric(
             "mysql_cdc.apply.rows",
             "counter",
             ("pipeline", "table"),
@@ -195,6 +202,8 @@ def emit_apply(result: ApplyResult, tables: Sequence[str]) -> None:
     pipeline = result.pipeline_id
     emit("mysql_cdc.apply.transactions", result.transactions, pipeline=pipeline)
     for table in sorted({*tables, *result.rows_by_table}):
+        transactions = result.transactions_by_table.get(table, 0)
+        emit("mysql_cdc.apply.table_transactions", transactions, pipeline=pipeline, table=table)
         emit("mysql_cdc.apply.rows", result.rows_by_table.get(table, 0), pipeline=pipeline, table=table)
     if result.lag_s is not None and result.transactions:
         emit("mysql_cdc.apply.lag_seconds", result.lag_s, pipeline=pipeline)

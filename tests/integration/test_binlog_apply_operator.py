@@ -17,7 +17,7 @@ from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from airflow_mysql_cdc.operators.binlog_apply import MySqlCdcBinlogApplyOperator
 from tests.support.airflow import connection_env, run_dag, task_states, xcom_value
-from tests.support.lake import ConcurrentWriter, assert_lake_equals_source
+from tests.support.lake import ConcurrentWriter, assert_lake_equals_source, changelog_entries
 from tests.support.mysql import create_user, execute, scalar
 from tests.support.openlineage import completed_events, openlineage_listener_registered, openlineage_on
 from tests.support.statsd import statsd_listener
@@ -84,6 +84,11 @@ def test_operator_applies_a_segment_through_spark_submit_without_exposing_the_pa
     # Metrics reached a StatsD server, with the tags in the name for a server without tags.
     legacy_rows = f"airflow.mysql_cdc.apply.rows.test.{database}__orders"
     assert statsd.values(legacy_rows) == [f"{rows}|c"]
+    # The transactions that changed the table: the run's, as its changelog holds them (a new lake).
+    transactions = len({gtid for gtid, _, _ in changelog_entries(lake_root, database, "orders")})
+    assert result["transactions_by_table"][f"{database}.orders"] == transactions > 0
+    legacy_transactions = f"airflow.mysql_cdc.apply.table_transactions.test.{database}__orders"
+    assert statsd.values(legacy_transactions) == [f"{transactions}|c"]
     assert statsd.values("airflow.mysql_cdc.binlog.bytes_read.test") == [f"{result['binlog_bytes_read']}|c"]
     # The OpenLineage COMPLETE event names the MySQL table read and the Delta tables written.
     (event,) = events

@@ -52,6 +52,9 @@ def test_batch_is_merged_last_write_wins_and_logged_change_by_change(tmp_path: P
     assert sink.open(through(0)) == through(0)
     result = sink.apply(_first_batch(), through(3))
     assert result.applied_gtids == through(3)
+    # Per table: its changelog rows, and the transactions that changed it (the first changed both).
+    assert result.rows_by_table == {"shop.orders": 4, "shop.items": 1}
+    assert result.transactions_by_table == {"shop.orders": 3, "shop.items": 1}
     target = sink.layout.target("shop", "orders")
     assert _rows(target, "id", "status", "qty") == [(1, "paid", 4_000_000_000)]
     assert _rows(sink.layout.target("shop", "items"), "sku", "price") == [("a", 1.5)]

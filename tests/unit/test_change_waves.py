@@ -57,6 +57,7 @@ def test_a_wave_gives_the_last_row_per_key_and_every_change_like_one_batch(tmp_p
         assert wave.target_rows().to_pylist() == whole.target_rows().to_pylist()
         assert _changelog(wave) == _changelog(whole)
         assert wave.change_count == whole.change_count == 8
+        assert wave.transaction_count == whole.transaction_count == 6
 
 
 def test_a_replay_leaves_out_what_a_table_already_holds_in_a_wave_too(tmp_path: Path) -> None:
@@ -67,6 +68,7 @@ def test_a_replay_leaves_out_what_a_table_already_holds_in_a_wave_too(tmp_path: 
         assert wave.target_rows().to_pylist() == whole.target_rows().to_pylist()
         assert _changelog(wave) == _changelog(whole)
         assert wave.change_count == whole.change_count
+        assert wave.transaction_count == whole.transaction_count == 4  # transactions 1 and 2 held
 
 
 def test_a_wave_spills_its_changelog_rows_above_its_memory_bound_and_deletes_them_when_cleared() -> None:

@@ -215,6 +215,8 @@ class BatchApplier:
         self.result.batches += 1
         for table, table_rows in batch.rows_by_table.items():
             self.result.rows_by_table[table] = self.result.rows_by_table.get(table, 0) + table_rows
+        for table, count in batch.transactions_by_table.items():
+            self.result.transactions_by_table[table] = self.result.transactions_by_table.get(table, 0) + count
         self._progress.rows += rows
         if self.on_batch is not None:
             self.on_batch(self.result.batches, position)

@@ -231,6 +231,8 @@ class ApplyResult:
     end_gtids: GtidSet
     transactions: int = 0
     rows_by_table: dict[str, int] = field(default_factory=dict)
+    transactions_by_table: dict[str, int] = field(default_factory=dict)
+    """Per table, the applied transactions that changed it (one transaction may change several)."""
     batches: int = 0
     duration_s: float = 0.0
     last_commit_timestamp_us: int | None = None
@@ -269,10 +271,13 @@ class ApplyResult:
             raise ValueError("combine needs at least one step")
         first, last = steps[0], steps[-1]
         rows: dict[str, int] = {}
+        transactions: dict[str, int] = {}
         caught_up: dict[str, GtidSet] = {}
         for step in steps:
             for table, count in step.rows_by_table.items():
                 rows[table] = rows.get(table, 0) + count
+            for table, count in step.transactions_by_table.items():
+                transactions[table] = transactions.get(table, 0) + count
             caught_up.update(step.caught_up)
         stamps = [s.last_commit_timestamp_us for s in steps if s.last_commit_timestamp_us is not None]
         return replace(
@@ -281,6 +286,7 @@ class ApplyResult:
             resumed_from=first.resumed_from,
             transactions=sum(step.transactions for step in steps),
             rows_by_table=rows,
+            transactions_by_table=transactions,
             batches=sum(step.batches for step in steps),
             binlog_bytes_read=sum(step.binlog_bytes_read for step in steps),
             duration_s=round(sum(step.duration_s for step in steps), 3),
@@ -297,6 +303,7 @@ class ApplyResult:
         """The JSON form: every GTID set as MySQL's text."""
         data = {item.name: getattr(self, item.name) for item in fields(self)}
         data["rows_by_table"] = dict(self.rows_by_table)
+        data["transactions_by_table"] = dict(self.transactions_by_table)
         data["caught_up"] = {table: str(end) for table, end in self.caught_up.items()}
         data["schema_changes"] = [change.to_json() for change in self.schema_changes]
         for key in _GTID_SET_FIELDS:
@@ -316,7 +323,8 @@ class ApplyResult:
         values = {key: value for key, value in data.items() if key in known}
         for key in _GTID_SET_FIELDS:
             values[key] = GtidSet.parse(values.get(key) or "")
-        values["rows_by_table"] = {str(t): int(n) for t, n in (values.get("rows_by_table") or {}).items()}
+        for key in ("rows_by_table", "transactions_by_table"):  # the latter absent from older results
+            values[key] = {str(t): int(n) for t, n in (values.get(key) or {}).items()}
         values["caught_up"] = {t: GtidSet.parse(end) for t, end in (values.get("caught_up") or {}).items()}
         values["schema_changes"] = [TableEvolution.from_json(c) for c in values.get("schema_changes") or ()]
         return cls(**values)

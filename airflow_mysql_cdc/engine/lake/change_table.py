@@ -61,6 +61,11 @@ class TableChanges(Protocol):
         """Changes that reach the changelog (old-key deletes of key changes not counted)."""
         ...
 
+    @property
+    def transaction_count(self) -> int:
+        """Transactions that changed the table (distinct ``_cdc_gtid``)."""
+        ...
+
     def without(self, skipped: GtidSet) -> TableChanges:
         """The changes minus those of ``skipped`` transactions (a replay after a crash)."""
         ...
@@ -86,6 +91,10 @@ class ChangeTable:
     @property
     def change_count(self) -> int:
         return self.rows.num_rows - len(self.extra_rows)
+
+    @property
+    def transaction_count(self) -> int:
+        return distinct_transactions(self.rows)
 
     def without(self, skipped: GtidSet) -> ChangeTable:
         return without_gtids(self, skipped)
@@ -192,6 +201,11 @@ def concat_change_tables(parts: Sequence[Mapping[str, ChangeTable]]) -> dict[str
                 earlier.extra_rows + tuple(offset + position for position in table.extra_rows),
             )
     return combined
+
+
+def distinct_transactions(rows: pa.Table) -> int:
+    """The number of distinct transactions (``_cdc_gtid``) among ``rows``."""
+    return pc.count_distinct(rows[GTID_COLUMN]).as_py() if rows.num_rows else 0
 
 
 def without_gtids(table: ChangeTable, skipped: GtidSet) -> ChangeTable:

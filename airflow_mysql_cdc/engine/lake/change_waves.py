@@ -28,6 +28,7 @@ from airflow_mysql_cdc.engine.binlog.changes import TableShape
 from airflow_mysql_cdc.engine.lake.change_table import (
     ChangeTable,
     changelog_rows,
+    distinct_transactions,
     final_actions,
     last_per_key,
 )
@@ -47,6 +48,8 @@ class WaveTable:
         self._changes: list[pa.Table | Path] = []
         """The changelog's rows in binlog order: tables in memory, or files they were spilled to."""
         self._count = 0
+        self._transactions = 0
+        """Transactions over the parts: a transaction's changes are all in one part (one batch)."""
         self._skipped = GtidSet()
 
     def add(self, part: ChangeTable) -> None:
@@ -57,6 +60,7 @@ class WaveTable:
         )
         self._changes.append(_without_extra_rows(part))
         self._count += part.change_count
+        self._transactions += part.transaction_count
 
     @property
     def memory_bytes(self) -> int:
@@ -83,14 +87,21 @@ class WaveTable:
             return self._count
         return sum(table.num_rows for table in self._change_parts())
 
+    @property
+    def transaction_count(self) -> int:
+        if not self._skipped:
+            return self._transactions
+        return sum(distinct_transactions(table) for table in self._change_parts())
+
     def without(self, skipped: GtidSet) -> WaveTable:
         if not skipped:
             return self
         view = WaveTable(self.shape, self.spill_dir)
-        view._last, view._changes, view._count, view._skipped = (
+        view._last, view._changes, view._count, view._transactions, view._skipped = (
             self._last,
             self._changes,
             self._count,
+            self._transactions,
             skipped,
         )
         return view

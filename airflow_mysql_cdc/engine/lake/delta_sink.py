@@ -234,17 +234,18 @@ class DeltaSink:
         batch = self._begin(position_after)
         result = BatchResult(batch.seq, position_after, transactions)
         for name in batch.each(sorted(tables)):
-            counts = []
+            applied = []
             target = tables[name].without(self._handle(name, "target").already_applied)
             if target.change_count:
                 self._merge_target(name, target, batch.final)
-                counts.append(target.change_count)
+                applied.append(target)
             changelog = tables[name].without(self._handle(name, "changelog").already_applied)
             if changelog.change_count:
                 self._append_changelog(name, changelog, batch.final, batch.before)
-                counts.append(changelog.change_count)
-            if counts:
-                result.rows_by_table[name] = max(counts)
+                applied.append(changelog)
+            if applied:  # a replay after a crash may have found one of the two already written
+                result.rows_by_table[name] = max(changes.change_count for changes in applied)
+                result.transactions_by_table[name] = max(changes.transaction_count for changes in applied)
         self._committed(batch)
         return result
 

@@ -46,12 +46,14 @@ class SinkDivergedError(LakeMismatchError, RuntimeError):
 
 @dataclass
 class BatchResult:
-    """What one micro-batch committed: its number, the position it recorded and its rows per table."""
+    """What one micro-batch committed: its number, the position it recorded, its rows and
+    transactions per table."""
 
     batch_seq: int
     applied_gtids: GtidSet
     transactions: int
     rows_by_table: dict[str, int] = field(default_factory=dict)
+    transactions_by_table: dict[str, int] = field(default_factory=dict)
 
 
 class Sink(Protocol):

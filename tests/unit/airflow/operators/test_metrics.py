@@ -50,6 +50,7 @@ def test_an_application_emits_rows_per_table_transactions_lag_and_binlog_bytes(r
         end_gtids=GtidSet(),
         transactions=5,
         rows_by_table={"shop.orders": 40, "shop.customers": 2},
+        transactions_by_table={"shop.orders": 5, "shop.customers": 1},
         duration_s=2.5,
         lag_s=1.25,
         binlog_bytes_read=8192,
@@ -64,6 +65,14 @@ def test_an_application_emits_rows_per_table_transactions_lag_and_binlog_bytes(r
         (40, {"pipeline": "shop", "table": "shop.orders"}),
         (0, {"pipeline": "shop", "table": "shop.refunds"}),  # no change: 0, its series goes on
     ]
+    name_wanted = "mysql_cdc.apply.table_transactions"
+    per_table = [(value, tags) for _, name, value, tags in recorder.calls if name == name_wanted]
+    assert per_table == [
+        (1, {"pipeline": "shop", "table": "shop.customers"}),
+        (5, {"pipeline": "shop", "table": "shop.orders"}),
+        (0, {"pipeline": "shop", "table": "shop.refunds"}),
+    ]
+    assert calls[("incr", "mysql_cdc.apply.table_transactions.shop.shop__orders")] == (5, None)
     assert calls[("incr", "mysql_cdc.apply.rows.shop.shop__orders")] == (40, None)
     assert calls[("incr", "mysql_cdc.apply.rows.shop.shop__customers")] == (2, None)
     assert calls[("gauge", "mysql_cdc.apply.lag_seconds")] == (1.25, {"pipeline": "shop"})
