@@ -9,6 +9,9 @@ from airflow_mysql_cdc import __version__
 CONNECTION_TYPE = "mysql_cdc"
 INTEGRATION = "MySQL CDC"
 _PACKAGE = "airflow_mysql_cdc"
+TLS_MODES = ("DISABLED", "PREFERRED", "REQUIRED", "VERIFY_CA", "VERIFY_IDENTITY")
+"""The connection form's TLS modes: ``engine.values.tls.TLS_MODES`` (a test holds them equal), not
+imported from there, since Airflow reads this module in every process and that one imports pymysql."""
 HOW_TO_GUIDES = (
     "prerequisites",
     "snapshot",
@@ -93,14 +96,9 @@ def get_provider_info() -> dict[str, Any]:
                         "(the MySQL client's --ssl-mode); empty: VERIFY_CA with a CA file, else PREFERRED.",
                         "schema": {
                             "type": ["string", "null"],
-                            "enum": [
-                                None,
-                                "DISABLED",
-                                "PREFERRED",
-                                "REQUIRED",
-                                "VERIFY_CA",
-                                "VERIFY_IDENTITY",
-                            ],
+                            "enum": [None, *TLS_MODES],
+                            # The UI shows an enum member's text ("null" for None) unless it is named here.
+                            "values_display": {"null": "(automatic)", **{mode: mode for mode in TLS_MODES}},
                         },
                     },
                     "ssl_ca": {"label": "TLS CA file", "schema": {"type": ["string", "null"]}},

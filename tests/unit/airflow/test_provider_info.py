@@ -14,6 +14,7 @@ from airflow.sdk import BaseHook, BaseOperator
 from airflow.triggers.base import BaseTrigger
 
 import airflow_mysql_cdc
+from airflow_mysql_cdc.engine.values.tls import TLS_MODES
 from airflow_mysql_cdc.get_provider_info import get_provider_info
 
 LAYERS = {"hooks": BaseHook, "operators": BaseOperator, "sensors": BaseOperator, "triggers": BaseTrigger}
@@ -85,3 +86,12 @@ def test_every_extra_link_an_operator_shows_is_listed_and_imports() -> None:
                     }
     assert shown, "no operator shows a link: the walk is broken"
     assert shown <= listed  # Airflow's API server finds a link's class through this list
+
+
+def test_the_tls_mode_picker_offers_every_mode_the_engine_knows_and_names_the_empty_choice() -> None:
+    (connection_type,) = get_provider_info()["connection-types"]
+    schema = connection_type["conn-fields"]["ssl_mode"]["schema"]
+    assert schema["enum"] == [None, *TLS_MODES]
+    # The UI renders an enum member without a display name as its JSON text: "null" for None.
+    assert set(schema["values_display"]) == {"null", *TLS_MODES}
+    assert schema["values_display"]["null"] == "(automatic)"
