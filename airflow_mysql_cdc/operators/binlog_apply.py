@@ -21,6 +21,7 @@ from airflow_mysql_cdc.engine.apply.config import (
     check_statement_change_mode,
 )
 from airflow_mysql_cdc.engine.lake.storage import check_storage_options
+from airflow_mysql_cdc.engine.runtime.progress import PROGRESS_INTERVAL_S, check_progress_interval
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from airflow_mysql_cdc.hooks.lake_storage import LakeStorageHook
 from airflow_mysql_cdc.hooks.mysql_cdc import MySqlCdcHook
@@ -70,6 +71,7 @@ class MySqlCdcBinlogApplyOperator(OpenLineageMixin, SparkApplicationOperator):
     :param statement_changes: ``stop`` (default) fails before a statement-logged data change of a
         tracked table (its rows are not in the binlog); ``resnapshot`` takes the table out of the
         pipeline to be snapshotted again, like a schema change's. See docs/operations.md.
+    :param progress_interval_s: seconds between two progress lines of the application in the log.
     :param spark_conn_id: a ``spark`` connection (master ``local[*]`` when it does not exist).
     """
 
@@ -107,9 +109,12 @@ class MySqlCdcBinlogApplyOperator(OpenLineageMixin, SparkApplicationOperator):
         catchup_parallelism: int = 1,
         schema_changes: SchemaChangeMode = "evolve",
         statement_changes: StatementChangeMode = "stop",
+        progress_interval_s: float = PROGRESS_INTERVAL_S,
         **kwargs: Any,
     ) -> None:
+        check_progress_interval(progress_interval_s, ApplyConfigError)
         super().__init__(**kwargs)
+        self.progress_interval_s = progress_interval_s
         self.tables = tables
         self.lake_root = lake_root
         # Refused when the DAG is parsed, before a credential reaches a config file or a log.
@@ -170,6 +175,7 @@ class MySqlCdcBinlogApplyOperator(OpenLineageMixin, SparkApplicationOperator):
             rebase=str(self.rebase).strip().lower() in ("true", "1", "yes"),
             schema_changes=self.schema_changes,
             statement_changes=self.statement_changes,
+            progress_interval_s=self.progress_interval_s,
         )
 
     def execute(self, context: Any) -> dict[str, Any]:

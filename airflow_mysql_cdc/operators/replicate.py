@@ -39,6 +39,7 @@ from airflow_mysql_cdc.engine.apply.config import (
     check_statement_change_mode,
 )
 from airflow_mysql_cdc.engine.lake.storage import check_storage_options
+from airflow_mysql_cdc.engine.runtime.progress import PROGRESS_INTERVAL_S, check_progress_interval
 from airflow_mysql_cdc.engine.verify.settings import VerifySettings
 from airflow_mysql_cdc.hooks.lake_storage import LakeStorageHook
 from airflow_mysql_cdc.hooks.mysql_cdc import MySqlCdcHook
@@ -88,6 +89,8 @@ class MySqlCdcReplicateOperator(OpenLineageMixin, SparkApplicationOperator):
         that table is snapshotted again within the run like a schema change's (docs/operations.md).
     :param max_resnapshot_rounds: how often one run re-snapshots tables whose schema changed (a
         table that changes again during its re-snapshot needs another round).
+    :param progress_interval_s: seconds between two progress lines of the snapshot and the binlog
+        application in the task log.
     :param outlets: by default the Airflow Assets of the lake's tables (per table its target and its
         changelog, :mod:`airflow_mysql_cdc.runs.assets`); each run fills their events' extra with
         what it wrote (docs/assets.md). Pass your own list to replace them, ``[]`` for none. A
@@ -123,8 +126,10 @@ class MySqlCdcReplicateOperator(OpenLineageMixin, SparkApplicationOperator):
         schema_changes: SchemaChangeMode = "evolve",
         statement_changes: StatementChangeMode = "stop",
         max_resnapshot_rounds: int = 3,
+        progress_interval_s: float = PROGRESS_INTERVAL_S,
         **kwargs: Any,
     ) -> None:
+        check_progress_interval(progress_interval_s, ValueError)
         if "outlets" not in kwargs and "{{" not in lake_root and "{{" not in str(tables):
             # The names, not the argument: a comma-separated string is a list of tables too.
             kwargs["outlets"] = assets.lake_table_assets(lake_root, table_names_argument(tables))
@@ -146,6 +151,7 @@ class MySqlCdcReplicateOperator(OpenLineageMixin, SparkApplicationOperator):
             statement_changes, where=f"task {self.task_id!r}"
         )
         self.max_resnapshot_rounds = max_resnapshot_rounds
+        self.progress_interval_s = progress_interval_s
         self._engine: EngineProcess | None = None
 
     def execute(self, context: Any) -> dict[str, Any]:
@@ -204,6 +210,7 @@ class MySqlCdcReplicateOperator(OpenLineageMixin, SparkApplicationOperator):
             restart=plan["restart"],
             base_server_id=None,
             mysql_cdc_conn_id=self.mysql_cdc_conn_id,
+            progress_interval_s=self.progress_interval_s,
         )
         push("snapshot", snapshot)
         start = segment_start(plan, snapshot)
@@ -229,6 +236,7 @@ class MySqlCdcReplicateOperator(OpenLineageMixin, SparkApplicationOperator):
                 pause=actions.pause,
                 resume=actions.resume,
                 run_id=str(context["run_id"]),
+                progress_interval_s=self.progress_interval_s,
             )
 
         result = self._apply(build_config)
@@ -332,6 +340,7 @@ class MySqlCdcReplicateOperator(OpenLineageMixin, SparkApplicationOperator):
                 restart=True,
                 base_server_id=None,
                 mysql_cdc_conn_id=self.mysql_cdc_conn_id,
+                progress_interval_s=self.progress_interval_s,
             )
             applications.append(self._apply_once(build_config))
         waiting = applications[-1].to_resnapshot

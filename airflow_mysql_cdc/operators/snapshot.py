@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from airflow_mysql_cdc.engine.lake.storage import check_storage_options
+from airflow_mysql_cdc.engine.runtime.progress import PROGRESS_INTERVAL_S, check_progress_interval
 from airflow_mysql_cdc.hooks.lake_storage import LakeStorageHook
 from airflow_mysql_cdc.hooks.mysql_cdc import MySqlCdcHook
 from airflow_mysql_cdc.operators import metrics
@@ -40,6 +41,7 @@ class MySqlCdcSnapshotOperator(OpenLineageMixin, SparkApplicationOperator):
         "true"/"false" are understood).
     :param base_server_id: replication server_ids ``base + chunk index`` are used by windows that
         reconcile; defaults to the connection's ``server_id`` extra plus 1000.
+    :param progress_interval_s: seconds between two progress lines of a table's snapshot in the log.
     """
 
     template_fields: Sequence[str] = (
@@ -58,8 +60,10 @@ class MySqlCdcSnapshotOperator(OpenLineageMixin, SparkApplicationOperator):
         restart: bool | str = False,
         base_server_id: int | None = None,
         mysql_cdc_conn_id: str = MySqlCdcHook.default_conn_name,
+        progress_interval_s: float = PROGRESS_INTERVAL_S,
         **kwargs: Any,
     ) -> None:
+        check_progress_interval(progress_interval_s, ValueError)
         super().__init__(**kwargs)
         self.tables = tables
         self.lake_root = lake_root
@@ -70,6 +74,7 @@ class MySqlCdcSnapshotOperator(OpenLineageMixin, SparkApplicationOperator):
         self.restart = restart
         self.base_server_id = base_server_id
         self.mysql_cdc_conn_id = mysql_cdc_conn_id
+        self.progress_interval_s = progress_interval_s
 
     def execute(self, context: Any) -> dict[str, Any]:
         result = snapshot_tables(
@@ -82,6 +87,7 @@ class MySqlCdcSnapshotOperator(OpenLineageMixin, SparkApplicationOperator):
             restart=str(self.restart).strip().lower() in ("true", "1", "yes"),
             base_server_id=self.base_server_id,
             mysql_cdc_conn_id=self.mysql_cdc_conn_id,
+            progress_interval_s=self.progress_interval_s,
         )
         planned = self.planned_lineage()
         if planned is not None:
@@ -108,6 +114,7 @@ def snapshot_tables(
     restart: bool,
     base_server_id: int | None,
     mysql_cdc_conn_id: str,
+    progress_interval_s: float = PROGRESS_INTERVAL_S,
 ) -> dict[str, Any]:
     """Run the snapshot application for ``tables`` under ``runner`` (the operator whose task this is)."""
     from airflow_mysql_cdc.engine.entrypoints.snapshot_to_delta import SnapshotConfig  # Spark, Delta: lazily
@@ -128,6 +135,7 @@ def snapshot_tables(
         chunk_size=chunk_size,
         restart=restart,
         base_server_id=base_id,
+        progress_interval_s=progress_interval_s,
     )
     runner.log.info("Snapshotting %s from %s into %s", ", ".join(config.tables), endpoint, config.lake_root)
     result = runner.run_application(

@@ -27,6 +27,7 @@ from airflow_mysql_cdc.engine.apply.config import (
 from airflow_mysql_cdc.engine.lake.layout import lake_uri
 from airflow_mysql_cdc.engine.lake.maintenance.policy import MaintenancePolicy, MaintenancePolicyError
 from airflow_mysql_cdc.engine.lake.storage import StorageOptionsError, check_storage_options
+from airflow_mysql_cdc.engine.runtime.progress import PROGRESS_INTERVAL_S, check_progress_interval
 from airflow_mysql_cdc.engine.verify.settings import VerifySettings, VerifySettingsError
 from airflow_mysql_cdc.hooks.gtid_conditions import OnPurged
 from airflow_mysql_cdc.pipeline.spark_settings import SparkSettings, SparkSettingsError
@@ -90,6 +91,8 @@ class PipelineConfig:
     ``deferrable`` hands the wait to the triggerer. Unset: ``deferrable`` when Airflow's ``[operators]
     default_deferrable`` is true, else ``reschedule`` (:meth:`sensor_arguments`)."""
     batch_max_seconds: float = 1.0
+    progress_interval_s: float = PROGRESS_INTERVAL_S
+    """Seconds between two progress lines of the snapshot and the binlog application in the log."""
     catchup_parallelism: int = 1
     """K > 1: a run whose interval already ended (catch-up, backfill) reads it with K range readers."""
     catch_up_backlog: bool = True
@@ -151,6 +154,7 @@ class PipelineConfig:
                 f"binlog_retention_hours must be more than 0 hours, not {self.binlog_retention_hours!r} "
                 "(leave it out to read the retention from the server)"
             )
+        check_progress_interval(self.progress_interval_s, PipelineConfigError)
         if self.stale_after_hours is not None and not self.stale_after_hours >= 0:
             raise PipelineConfigError(
                 f"stale_after_hours must be 0 (never warn) or more, not {self.stale_after_hours!r}"

@@ -149,6 +149,7 @@ def _replicate(config: PipelineConfig) -> MySqlCdcReplicateOperator:
         spark_conn_id=config.spark_conn_id,
         chunk_size=config.chunk_size,
         batch_max_seconds=config.batch_max_seconds,
+        progress_interval_s=config.progress_interval_s,
         soft_deletes=config.soft_deletes,
         schema_changes=config.schema_changes,
         statement_changes=config.statement_changes,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from airflow_mysql_cdc.engine.apply.config import ApplyConfig
 from airflow_mysql_cdc.engine.runtime.progress import PROGRESS_INTERVAL_S, Cadence
 
@@ -28,3 +30,24 @@ def test_a_line_is_due_once_per_interval_passed_and_a_late_check_does_not_shift_
 def test_the_snapshot_and_the_apply_report_every_30_seconds_by_default() -> None:
     assert PROGRESS_INTERVAL_S == 30.0
     assert ApplyConfig(pipeline_id="p", lake_root="/lake", tables=("s.t",)).progress_interval_s == 30.0
+
+
+def test_the_applications_take_the_configured_interval_and_refuse_one_that_never_moves_on(tmp_path) -> None:
+    from airflow_mysql_cdc.engine.apply.config import ApplyConfigError
+    from airflow_mysql_cdc.engine.entrypoints.snapshot_to_delta import SnapshotConfig
+
+    snapshot = SnapshotConfig(lake_root="/lake", tables=("s.t",), progress_interval_s=5.0)
+    (tmp_path / "config.json").write_text(snapshot.to_json())
+    assert SnapshotConfig.from_file(tmp_path / "config.json").progress_interval_s == 5.0
+    assert (
+        ApplyConfig(
+            pipeline_id="p", lake_root="/l", tables=("s.t",), progress_interval_s=5
+        ).progress_interval_s
+        == 5
+    )
+    with pytest.raises(
+        ApplyConfigError, match="progress_interval_s must be a number of seconds above 0, not 0"
+    ):
+        ApplyConfig(pipeline_id="p", lake_root="/l", tables=("s.t",), progress_interval_s=0)
+    with pytest.raises(ValueError, match="progress_interval_s must be a number of seconds above 0"):
+        SnapshotConfig(lake_root="/lake", tables=("s.t",), progress_interval_s=-1)

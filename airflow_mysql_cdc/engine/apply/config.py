@@ -29,7 +29,7 @@ from airflow_mysql_cdc.engine.binlog.stop_rules import (
 from airflow_mysql_cdc.engine.errors import ConfigurationError
 from airflow_mysql_cdc.engine.lake.evolution import TableEvolution
 from airflow_mysql_cdc.engine.lake.storage import check_storage_options, merged_storage_options
-from airflow_mysql_cdc.engine.runtime.progress import PROGRESS_INTERVAL_S
+from airflow_mysql_cdc.engine.runtime.progress import PROGRESS_INTERVAL_S, check_progress_interval
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 
 Mode = Literal["segment", "until_gtid_set", "until_caught_up", "live"]
@@ -142,6 +142,7 @@ class ApplyConfig:
             raise ApplyConfigError("batch_max_rows and batch_max_seconds must be positive")
         if self.wave_max_rows < 1 or self.wave_memory_mb <= 0:
             raise ApplyConfigError("wave_max_rows and wave_memory_mb must be positive")
+        check_progress_interval(self.progress_interval_s, ApplyConfigError)
         check_storage_options(self.storage_options, where="the binlog application's configuration")
 
     @property

@@ -42,6 +42,7 @@ from airflow_mysql_cdc.engine.lake.storage import (
 )
 from airflow_mysql_cdc.engine.runtime.executor_probe import EXECUTOR_REQUIREMENTS
 from airflow_mysql_cdc.engine.runtime.executor_secrets import ExecutorSecrets
+from airflow_mysql_cdc.engine.runtime.progress import PROGRESS_INTERVAL_S, check_progress_interval
 from airflow_mysql_cdc.engine.runtime.spark_tasks import SparkTasks
 from airflow_mysql_cdc.engine.snapshot.runner import snapshot_table
 from airflow_mysql_cdc.engine.snapshot.window_task import (
@@ -73,9 +74,12 @@ class SnapshotConfig:
     executor_writes: bool = True
     """False: windows hand their rows to the driver, which writes them (benchmarks compare the two;
     lakes on stores executors do not write to, such as gs://, always do)."""
+    progress_interval_s: float = PROGRESS_INTERVAL_S
+    """How often each table's snapshot logs a progress line (chunks done/total, rows/s, ETA)."""
 
     def __post_init__(self) -> None:
         check_storage_options(self.storage_options, where="the snapshot application's configuration")
+        check_progress_interval(self.progress_interval_s, ValueError)
 
     def lake_storage_options(self) -> dict[str, str] | None:
         """What delta-rs gets to reach the lake: public and secret options (None: its defaults)."""
@@ -176,6 +180,7 @@ def run(config: SnapshotConfig, endpoint: MySqlEndpoint, runner: WindowRunner) -
             base_server_id=config.base_server_id,
             storage_options=config.lake_storage_options(),
             executor_writes=config.executor_writes,
+            progress_interval_s=config.progress_interval_s,
         )
         for table in config.tables
     ]

@@ -14,7 +14,17 @@ import time
 from collections.abc import Callable
 
 PROGRESS_INTERVAL_S = 30.0
-"""How often the snapshot and the binlog application log a progress line."""
+"""How often the snapshot and the binlog application log a progress line, unless configured
+(``progress_interval_s`` in the pipeline JSON and the operators)."""
+
+
+def check_progress_interval(seconds: object, error: type[Exception]) -> None:
+    """Raise ``error`` unless ``seconds`` is a number of seconds above 0 (a cadence of 0 never moves on)."""
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not seconds > 0:
+        raise error(
+            f"progress_interval_s must be a number of seconds above 0, not {seconds!r} (the task log "
+            f"gets a progress line that often; leave it out for {PROGRESS_INTERVAL_S:.0f})"
+        )
 
 
 class Cadence:

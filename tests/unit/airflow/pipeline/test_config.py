@@ -138,3 +138,15 @@ def test_the_dags_resumability_sensor_defers_when_airflow_defaults_to_deferrable
 def test_a_wrong_sensor_mode_is_refused_naming_the_modes() -> None:
     with pytest.raises(PipelineConfigError, match="sensor_mode must be one of poke, reschedule, deferrable"):
         PipelineConfig(sensor_mode="wait")  # type: ignore[arg-type]
+
+
+def test_the_progress_interval_reaches_the_replicate_task_and_a_non_positive_one_is_refused() -> None:
+    replicate = build_pipeline_dag(PipelineConfig(dag_id="chatty", progress_interval_s=5)).get_task(
+        "replicate"
+    )
+    assert replicate.progress_interval_s == 5
+    for wrong in (0, -1, "30", True):
+        with pytest.raises(
+            PipelineConfigError, match="progress_interval_s must be a number of seconds above 0"
+        ):
+            PipelineConfig.from_dict({"progress_interval_s": wrong})
