@@ -32,6 +32,8 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
+import pymysql
+
 from airflow_mysql_cdc.engine.apply.config import ApplyConfig
 from airflow_mysql_cdc.engine.apply.parallel_catchup import run_parallel_catchup
 from airflow_mysql_cdc.engine.apply.range_reader import spark_range_runner
@@ -39,7 +41,7 @@ from airflow_mysql_cdc.engine.apply.single_reader import run_apply
 from airflow_mysql_cdc.engine.entrypoints.common import (
     argument_parser,
     configure_logging,
-    exit_code_of,
+    exit_code_of_running_failure,
     exit_hard,
     read_configuration,
     write_result_atomically,
@@ -84,8 +86,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         else:
             result = run_apply(config, endpoint, stop_requested=stop_requested)
-    except CdcError as error:
-        return exit_code_of(error)
+    except (CdcError, pymysql.err.OperationalError) as error:
+        return exit_code_of_running_failure(error)
     # Peak resident memory of this driver process (Linux reports KiB), for capacity planning.
     peak_rss_bytes = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     result.driver_peak_rss_bytes = peak_rss_bytes

@@ -16,9 +16,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
+import pymysql
+
 from airflow_mysql_cdc.engine.errors import ERROR_PREFIX, CdcError, ExitCode
 from airflow_mysql_cdc.engine.lake.storage import secret_storage_options_from_environment
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
+from airflow_mysql_cdc.engine.values.tls import MySqlLoginError
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -27,6 +30,8 @@ CONFIGURATION_FAILURES = (CdcError, LookupError, ValueError, TypeError)
 """What reading a configuration and the environment may raise: every one of them is a configuration error."""
 
 Config = TypeVar("Config", bound="DataclassInstance")
+LOGIN_REFUSED = (1044, 1045, 1130)
+"""Access denied to the database, access denied, host not allowed: the account or password changed."""
 
 
 def read_configuration(
@@ -56,6 +61,33 @@ def exit_code_of(error: CdcError) -> ExitCode:
     return error.exit_code
 
 
+def login_refused_while_running(error: pymysql.err.OperationalError) -> MySqlLoginError | None:
+    """What to do when the source refuses a login the application opens while it runs (a reconnect,
+    a new connection), None for any other error.
+
+    The task checked the login before it started the application, so the account or its password
+    changed since (a rotation, a dropped account): a retry would be refused the same way, hence a
+    configuration error (no retries) with the fix, not the driver's raw error and a traceback."""
+    if not error.args or error.args[0] not in LOGIN_REFUSED:
+        return None
+    return MySqlLoginError(
+        f"the MySQL server refused a login of this application while it ran ({error.args[-1]}): the "
+        "password or the account changed after the task checked the connection (a password rotation, "
+        "a dropped or altered account). Update the Airflow connection (or restore the account), then "
+        "clear the task: what was applied is in the lake, and the next attempt continues from there."
+    )
+
+
+def exit_code_of_running_failure(error: Exception) -> ExitCode:
+    """The exit code of an error that ended an application's work (printed for the task log); an
+    error without one (a bug, an unexpected driver error) is raised again, traceback and all."""
+    if isinstance(error, CdcError):
+        return exit_code_of(error)
+    if isinstance(error, pymysql.err.OperationalError) and (refused := login_refused_while_running(error)):
+        return exit_code_of(refused)
+    raise error
+
+
 def configuration_exit_code(error: Exception) -> ExitCode:
     """Print an error met while reading the configuration; it always means the configuration is wrong."""
     print(f"{ERROR_PREFIX} {ExitCode.CONFIGURATION.label}: {error}", file=sys.stderr)
@@ -69,8 +101,8 @@ def run_to_result_file(work: Callable[[], dict], result_file: Path) -> ExitCode:
     """
     try:
         result = work()
-    except CdcError as error:
-        return exit_code_of(error)
+    except (CdcError, pymysql.err.OperationalError) as error:
+        return exit_code_of_running_failure(error)
     write_result_atomically(result_file, result)
     return ExitCode.OK
 
