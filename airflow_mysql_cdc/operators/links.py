@@ -14,11 +14,12 @@ may see the run):
   turned the UI on (``"spark.ui.enabled": "true"`` in its ``spark.conf``; it is off by default,
   :func:`~airflow_mysql_cdc.operators.spark_application.driver_conf`). The driver runs on the
   worker (client mode only), so the URL is ``spark.ui.reverseProxyUrl`` when set, else
-  ``http://<spark.driver.host or the worker's name>:<spark.ui.port or 4040>``. The operator pushes
-  it when the application starts (:func:`publish_spark_ui_link`), so it can be opened while the
-  application runs; the UI ends with the application. Spark moves to the next port when the port
-  is taken (a second application on the worker): set ``spark.ui.port`` for a link that is always
-  right.
+  ``http://<spark.driver.host or the worker's name>:<spark.ui.port>``. Without ``spark.ui.port``
+  the operator sets one that is free on the worker when the application starts
+  (:func:`with_free_ui_port`): Spark's default, 4040, moves on to the next port when taken (a
+  second application on the worker), and the link would name the other application's UI. The
+  operator pushes the link when the application starts (:func:`publish_spark_ui_link`), so it can
+  be opened while the application runs; the UI ends with the application.
 
 Registered in the provider info's ``extra-links``; guarded by
 tests/unit/airflow/operators/test_links.py and the daily DAG test (the links a real run pushed).
@@ -75,6 +76,20 @@ def spark_ui_url(spark_conf: Mapping[str, Any]) -> str:
     host = str(spark_conf.get("spark.driver.host") or "").strip() or socket.getfqdn()
     port = str(spark_conf.get("spark.ui.port") or "4040").strip()
     return f"http://{host}:{port}"
+
+
+def with_free_ui_port(spark_conf: dict[str, Any] | None) -> dict[str, Any] | None:
+    """``spark_conf`` with ``spark.ui.port`` set to a port free on this worker now, when the UI is on
+    and neither a port nor a reverse proxy is set (then the link names the port Spark binds, not
+    4040, which another application may hold); else ``spark_conf`` as it is."""
+    conf = spark_conf or {}
+    ui_on = str(conf.get("spark.ui.enabled", "false")).strip().lower() in _TRUE
+    if not ui_on or conf.get("spark.ui.port") or conf.get("spark.ui.reverseProxyUrl"):
+        return spark_conf
+    with socket.socket() as probe:  # the port is free now; Spark binds it a few seconds later
+        probe.bind(("", 0))
+        port = probe.getsockname()[1]
+    return {**conf, "spark.ui.port": str(port)}
 
 
 class MySqlCdcLakeLocationLink(BaseOperatorLink):

@@ -24,6 +24,7 @@ from airflow_mysql_cdc.operators.links import (
     MySqlCdcLakeLocationLink,
     MySqlCdcSparkUiLink,
     publish_spark_ui_link,
+    with_free_ui_port,
 )
 from airflow_mysql_cdc.operators.spark_openlineage import SplitConf, inject_openlineage, injection_defaults
 
@@ -142,6 +143,7 @@ class SparkApplicationOperator(BaseOperator):
     ) -> dict[str, Any]:
         """Run ``application`` and return its result file; ``secrets`` reach its driver's environment only."""
         safe_name = re.sub(r"[^A-Za-z0-9_.-]", "_", name)
+        self.spark_conf = with_free_ui_port(self.spark_conf)
         publish_spark_ui_link(self)
         attempts = self._attempts = ApplicationAttempts(safe_name, self.log)
         adopted = attempts.recover(config_json)

@@ -59,6 +59,19 @@ def test_the_spark_ui_link_is_empty_while_the_ui_is_off_and_names_the_driver_whe
     assert spark_ui_url(proxied) == "https://spark.example.com/worker-3"
 
 
+def test_an_application_with_the_ui_on_and_no_port_gets_a_port_free_on_the_worker() -> None:
+    assert links.with_free_ui_port(None) is None  # UI off (the default): nothing to choose
+    chosen = links.with_free_ui_port({"spark.ui.enabled": "true"})
+    assert chosen is not None
+    port = int(chosen["spark.ui.port"])
+    with socket.socket() as probe:
+        probe.bind(("", port))  # free: Spark binds it, and the link names it
+    assert spark_ui_url(chosen) == f"http://{socket.getfqdn()}:{port}"
+    stated = {"spark.ui.enabled": "true", "spark.ui.port": "4091"}
+    proxied = {"spark.ui.enabled": "true", "spark.ui.reverseProxyUrl": "https://spark.example.com/w3"}
+    assert links.with_free_ui_port(stated) is stated and links.with_free_ui_port(proxied) is proxied
+
+
 def _rendered(operator_class: type, **arguments: Any):
     with DAG("links", schedule="@daily", start_date=datetime.datetime(2026, 11, 1), params={"lake": ""}):
         operator = operator_class(task_id="task", pipeline_id="shop", tables=["shop.orders"], **arguments)
