@@ -5,7 +5,8 @@ root with it when it is empty); one whose attempt was killed before it could (``
 removed by the next attempt of any task running the same application on this host, after that
 attempt adopted or stopped what ran in it (:func:`.attempt_marker.decide` says which). The root
 is per application name (``<temp dir>/airflow-mysql-cdc/<name>``; the binlog application's name
-holds the pipeline id), so a recovery reads only the markers of applications it could meet.
+holds the pipeline id, the snapshot application's a digest of its lake location), so a recovery
+reads only the markers of applications of its own pipeline.
 """
 
 from __future__ import annotations

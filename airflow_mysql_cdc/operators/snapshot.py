@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -103,6 +104,13 @@ class MySqlCdcSnapshotOperator(OpenLineageMixin, SparkApplicationOperator):
         return self.source_to_lake_lineage(tables, changelog=False)
 
 
+def snapshot_application_name(lake_root: str) -> str:
+    """The snapshot application's name (Spark's, and its work root's): one per lake, so the recovery
+    of a killed attempt meets only snapshots of its own lake (one lake holds one pipeline), never
+    stops another pipeline's orphaned snapshot (:mod:`.attempt_recovery`)."""
+    return f"mysql-cdc-snapshot-{hashlib.sha256(lake_root.encode()).hexdigest()[:10]}"
+
+
 def snapshot_tables(
     runner: SparkApplicationOperator,
     *,
@@ -140,7 +148,7 @@ def snapshot_tables(
     runner.log.info("Snapshotting %s from %s into %s", ", ".join(config.tables), endpoint, config.lake_root)
     result = runner.run_application(
         APPLICATION,
-        name="mysql-cdc-snapshot",
+        name=snapshot_application_name(lake_root),
         config_json=config.to_json(),
         secrets=ApplicationSecrets.of(endpoint, secret_options),
     )

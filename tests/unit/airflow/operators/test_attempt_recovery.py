@@ -141,3 +141,12 @@ def test_on_kill_while_waiting_for_an_adopted_application_stops_it_and_starts_no
         attempts.recover(CONFIG)
     on_kill.join()
     assert application.wait(timeout=5) is not None and not work_dir.exists()
+
+
+def test_each_lake_has_its_own_snapshot_application_root_so_recovery_never_meets_another_pipeline() -> None:
+    from airflow_mysql_cdc.operators.snapshot import snapshot_application_name
+
+    shop, billing = snapshot_application_name("s3://lake/shop"), snapshot_application_name("/data/billing")
+    assert shop.startswith("mysql-cdc-snapshot-") and shop != billing
+    assert shop == snapshot_application_name("s3://lake/shop")  # the same lake, the same root
+    assert work_root(shop) != work_root(billing)
