@@ -35,7 +35,7 @@ from tests.support.mysql import execute, scalar
 
 pytestmark = [pytest.mark.mysql, pytest.mark.usefixtures("airflow_db")]
 SPARK_LOCAL = json.dumps({"conn_type": "spark", "host": "local[2]"})
-SEGMENT_S = 45
+SEGMENT_S = 60
 """The segment ends this long after the test starts: Spark starts and claims well within it, even on a
 loaded host, so the orphan is tailing the live binlog when it is orphaned and when the retry comes."""
 LATE_AFTER_S = 3
