@@ -20,6 +20,7 @@ from tests.support.airflow import connection_env, run_dag, task_states, xcom_val
 from tests.support.lake import ConcurrentWriter, assert_lake_equals_source, changelog_entries
 from tests.support.mysql import create_user, execute, scalar
 from tests.support.openlineage import completed_events, openlineage_listener_registered, openlineage_on
+from tests.support.processes import binlog_driver_under, command_line, gone
 from tests.support.statsd import statsd_listener
 
 pytestmark = [pytest.mark.mysql, pytest.mark.usefixtures("airflow_db")]
@@ -104,13 +105,6 @@ def test_operator_applies_a_segment_through_spark_submit_without_exposing_the_pa
     assert password not in events_file.read_text()
 
 
-def _command_line(process: psutil.Process) -> str:
-    try:
-        return " ".join(process.cmdline())
-    except (psutil.ZombieProcess, psutil.NoSuchProcess):
-        return ""
-
-
 def _start_live_operator(
     endpoint: MySqlEndpoint, lake: Path, monkeypatch: pytest.MonkeyPatch, server_id: int
 ):
@@ -148,17 +142,9 @@ def _start_live_operator(
         pid = operator._hook.pid if operator._hook else None
         if pid is None:
             continue
-        children = psutil.Process(pid).children(recursive=True)
-        driver = next((c for c in children if "binlog_to_delta" in _command_line(c)), None)
+        driver = binlog_driver_under(pid)
     assert driver is not None, "the Python driver never started"
     return operator, thread, failure, driver
-
-
-def _gone(process: psutil.Process) -> bool:
-    try:
-        return not process.is_running() or process.status() == psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return True
 
 
 def test_on_kill_stops_spark_submit_and_the_python_driver(
@@ -170,7 +156,7 @@ def test_on_kill_stops_spark_submit_and_the_python_driver(
     thread.join(timeout=60)
     assert not thread.is_alive()
     assert failure, "execute should fail once its application is killed"
-    assert _gone(driver) and _gone(spark_submit)
+    assert gone(driver) and gone(spark_submit)
 
 
 def test_task_timeout_stops_the_whole_application(
@@ -193,7 +179,7 @@ def test_task_timeout_stops_the_whole_application(
     leftovers = [
         p
         for p in psutil.process_iter()
-        if "mysql-cdc-apply-timeout-" in _command_line(p) and p.create_time() >= started and not _gone(p)
+        if "mysql-cdc-apply-timeout-" in command_line(p) and p.create_time() >= started and not gone(p)
     ]
     assert leftovers == []
     started_writing = lake_table_exists(LakeLayout(lake).state)

@@ -13,7 +13,6 @@ wait for it, not start an application of its own.
 
 from __future__ import annotations
 
-import contextlib
 import datetime
 import json
 import subprocess
@@ -32,6 +31,7 @@ from airflow_mysql_cdc.operators.binlog_apply import MySqlCdcBinlogApplyOperator
 from tests.support.airflow import connection_env
 from tests.support.lake import ConcurrentWriter, assert_lake_equals_source, changelog_entries
 from tests.support.mysql import execute, scalar
+from tests.support.processes import binlog_driver_under, gone
 
 pytestmark = [pytest.mark.mysql, pytest.mark.usefixtures("airflow_db")]
 SPARK_LOCAL = json.dumps({"conn_type": "spark", "host": "local[2]"})
@@ -63,19 +63,9 @@ def _claimed_driver(task_process: subprocess.Popen, deadline_s: float = 180) -> 
     threading.Thread(target=drain, daemon=True).start()
     if not claimed.wait(deadline_s):
         raise AssertionError(f"the application did not claim the pipeline within {deadline_s:.0f} s")
-    for child in psutil.Process(task_process.pid).children(recursive=True):
-        with contextlib.suppress(psutil.Error):
-            command = child.cmdline()
-            if command and "python" in command[0] and any("binlog_to_delta" in part for part in command):
-                return child
-    raise AssertionError("the application claimed the pipeline but its driver is not running")
-
-
-def _gone(process: psutil.Process) -> bool:
-    try:
-        return not process.is_running() or process.status() == psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return True
+    driver = binlog_driver_under(task_process.pid)
+    assert driver is not None, "the application claimed the pipeline but its driver is not running"
+    return driver
 
 
 def test_a_retry_after_kill_9_of_the_task_process_adopts_the_orphaned_application_and_its_count(
@@ -111,7 +101,7 @@ def test_a_retry_after_kill_9_of_the_task_process_adopts_the_orphaned_applicatio
     spark_submit = next(p for p in driver.parents() if p.ppid() == task_process.pid)
     task_process.kill()
     task_process.wait()
-    assert not _gone(driver) and not _gone(spark_submit), "the application should outlive its task process"
+    assert not gone(driver) and not gone(spark_submit), "the application should outlive its task process"
     left_s = (segment_end - datetime.datetime.now(datetime.UTC)).total_seconds()
     assert left_s > LATE_AFTER_S + 5, f"Spark started slowly: the segment ends {left_s:.0f} s after the kill"
 
@@ -128,7 +118,7 @@ def test_a_retry_after_kill_9_of_the_task_process_adopts_the_orphaned_applicatio
     recovery = [line for line in log.splitlines() if any(marker in line for marker in markers)]
     assert "wait for it and adopt its result" in log and "Adopted its result" in log, "\n".join(recovery)
     assert "Spark-Submit cmd" not in log, "the retry started an application of its own"
-    assert _gone(driver) and _gone(spark_submit)
+    assert gone(driver) and gone(spark_submit)
     root = attempt_recovery.work_root(f"mysql-cdc-apply-{pipeline_id}")
     assert not root.exists(), "the killed attempt's work dir (or the emptied root) outlived its recovery"
     assert not result["already_applied"] and written.issubset(GtidSet.parse(result["end_gtids"]))
