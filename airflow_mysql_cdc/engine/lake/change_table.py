@@ -25,6 +25,7 @@ positions are kept in :attr:`ChangeTable.extra_rows`.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from operator import itemgetter
@@ -92,8 +93,9 @@ class ChangeTable:
     def change_count(self) -> int:
         return self.rows.num_rows - len(self.extra_rows)
 
-    @property
+    @functools.cached_property
     def transaction_count(self) -> int:
+        # Cached: the sink asks for the target's and the changelog's, most often the same table.
         return distinct_transactions(self.rows)
 
     def without(self, skipped: GtidSet) -> ChangeTable:
