@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import decimal
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import pyarrow as pa
 
+from airflow_mysql_cdc.engine.lake.file_statistics import STATISTICS_COLUMNS_PROPERTY, statistics_property
 from airflow_mysql_cdc.engine.mysql.types import ColumnType
 
 GTID_COLUMN = "_cdc_gtid"
@@ -107,9 +108,20 @@ def changelog_schema(columns: tuple[ColumnType, ...]) -> pa.Schema:
     )
 
 
-def table_properties(row_key: Sequence[str] | None = None) -> dict[str, str]:
-    """The properties a target (with its ``row_key``) or a changelog is created with."""
-    properties = {TARGET_FILE_SIZE_PROPERTY: str(DEFAULT_TARGET_FILE_BYTES)}
+def table_properties(
+    schema: pa.Schema, row_key: Sequence[str] | None = None, partition_by: Sequence[str] = ()
+) -> dict[str, str]:
+    """The properties a target (with its ``row_key``) or a changelog of ``schema`` is created with:
+    its file size, its row key, and the columns that keep statistics (:mod:`.file_statistics`)."""
+    properties = {
+        TARGET_FILE_SIZE_PROPERTY: str(DEFAULT_TARGET_FILE_BYTES),
+        STATISTICS_COLUMNS_PROPERTY: statistics_property(schema, row_key or (), partition_by),
+    }
     if row_key:
         properties[ROW_KEY_PROPERTY] = json.dumps(list(row_key))
     return properties
+
+
+def recorded_row_key(configuration: Mapping[str, str]) -> tuple[str, ...]:
+    """The row key a target's properties record (empty for a changelog or a table without one)."""
+    return tuple(json.loads(configuration.get(ROW_KEY_PROPERTY) or "[]"))

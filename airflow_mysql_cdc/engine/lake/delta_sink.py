@@ -368,9 +368,8 @@ class DeltaSink:
     def _merge_target(self, name: str, batch: TableChanges, properties: CommitProperties) -> None:
         handle = self._handle(name, "target")
         key = batch.shape.primary_key
-        target = self._handles.checked(
-            handle, target_schema(batch.shape.columns), None, self.epoch, table_properties(key)
-        )
+        schema = target_schema(batch.shape.columns)
+        target = self._handles.checked(handle, schema, None, self.epoch, table_properties(schema, key))
         merge = TargetMerge.of(batch, source_fields(target), self.soft_deletes, properties)
         self.merge_metrics.append(self._handles.commit(handle, self.epoch, merge.execute))
 
@@ -380,7 +379,10 @@ class DeltaSink:
         """Append the batch's changes (:func:`.table_writes.append_changes`)."""
         handle = self._handle(name, "changelog")
         schema = changelog_schema(batch.shape.columns)
-        self._handles.checked(handle, schema, [COMMIT_DATE_COLUMN], self.epoch, table_properties())
+        partitions = [COMMIT_DATE_COLUMN]
+        self._handles.checked(
+            handle, schema, partitions, self.epoch, table_properties(schema, (), partitions)
+        )
 
         def append(table: DeltaTable) -> None:
             def prepared(version: int) -> None:

@@ -36,9 +36,11 @@ from airflow_mysql_cdc.engine.lake.delta_layout import (
     METADATA_PREFIX,
     OP_COLUMN,
     SEQUENCE_COLUMN,
+    recorded_row_key,
 )
 from airflow_mysql_cdc.engine.lake.departures import Departure, mark_departed
 from airflow_mysql_cdc.engine.lake.evolution import AddedColumn, TableEvolution
+from airflow_mysql_cdc.engine.lake.file_statistics import sync_statistics_columns
 
 DROPPED_COLUMNS_PROPERTY = "airflow_mysql_cdc.dropped_columns"
 TRUNCATE_OP = "truncate"
@@ -58,6 +60,7 @@ def add_columns(table: DeltaTable, added: tuple[AddedColumn, ...], properties: C
     ]
     if missing:
         table.alter.add_columns(missing, commit_properties=properties)
+        _sync_statistics(table, properties)
 
 
 def set_existing_rows(
@@ -203,6 +206,7 @@ def changelog_fitter(
     ]
     if missing:
         table.alter.add_columns([Field.from_arrow(field) for field in missing], commit_properties=properties)
+        _sync_statistics(table, properties)
         table.update_incremental()
         lake = pa.schema(table.schema().to_arrow())
 
@@ -223,6 +227,12 @@ def with_dropped_columns(rows: pa.Table, lake_schema: pa.Schema) -> pa.Table:
             for field in lake_schema
         }
     ).cast(lake_schema)
+
+
+def _sync_statistics(table: DeltaTable, properties: CommitProperties) -> None:
+    """Added columns keep statistics only if their type's are exact (:mod:`.file_statistics`)."""
+    table.update_incremental()
+    sync_statistics_columns(table, recorded_row_key(table.metadata().configuration), properties)
 
 
 def _timestamp(microseconds: int) -> pa.Array:

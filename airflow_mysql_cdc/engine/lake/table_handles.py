@@ -23,6 +23,8 @@ import pyarrow as pa
 from deltalake import DeltaTable
 from deltalake.exceptions import CommitFailedError, DeltaError, TableNotFoundError
 
+from airflow_mysql_cdc.engine.lake.delta_layout import recorded_row_key
+from airflow_mysql_cdc.engine.lake.file_statistics import sync_statistics_columns
 from airflow_mysql_cdc.engine.lake.foreign_commits import check_writable, commits_since, rearranged_only
 from airflow_mysql_cdc.engine.lake.layout import LakeLayout
 from airflow_mysql_cdc.engine.lake.state.pipeline_state import PipelineFencedError, PipelineState
@@ -85,6 +87,8 @@ class TableHandles:
         ahead = GtidSet()
         if table is not None:
             check_writable(table, f"{kind} of {name}", updates_rows=kind == "target")
+            if sync_statistics_columns(table, recorded_row_key(table.metadata().configuration)):
+                log.info("sink: %s %s now keeps statistics only where they are exact", kind, name)
             ahead = ahead_of_state(path, table.transaction_version(self.app_id), state)
             if ahead:
                 log.info("sink: %s %s already has %s; those changes are skipped for it", kind, name, ahead)

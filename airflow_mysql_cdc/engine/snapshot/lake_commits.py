@@ -29,7 +29,13 @@ from deltalake.transaction import AddAction
 
 from airflow_mysql_cdc.engine.errors import LakeMismatchError
 from airflow_mysql_cdc.engine.lake.data_files import require_written
-from airflow_mysql_cdc.engine.lake.delta_layout import snapshot_rows, table_properties, target_schema
+from airflow_mysql_cdc.engine.lake.delta_layout import (
+    ROW_KEY_PROPERTY,
+    snapshot_rows,
+    table_properties,
+    target_schema,
+)
+from airflow_mysql_cdc.engine.lake.file_statistics import sync_statistics_columns
 from airflow_mysql_cdc.engine.lake.foreign_commits import check_writable
 from airflow_mysql_cdc.engine.lake.layout import LakeRoot
 from airflow_mysql_cdc.engine.lake.state.snapshot_log import SNAPSHOT_APP_ID, snapshot_transaction
@@ -114,6 +120,12 @@ class SnapshotProgress:
 
     def snapshotted_chunks(self) -> list[SnapshottedChunk]:
         return [SnapshottedChunk(done.chunk, done.high_watermark) for done in self.done.values()]
+
+
+def _created_with(schema: pa.Schema, key: Sequence[str]) -> dict[str, str]:
+    """A target's properties when its snapshot creates it, but its row key: ``write_deltalake`` refuses
+    a property it does not know on create, and the snapshot log records the key."""
+    return {name: value for name, value in table_properties(schema, key).items() if name != ROW_KEY_PROPERTY}
 
 
 def _chunk_json(chunk: Chunk) -> dict[str, Any]:
@@ -223,6 +235,8 @@ class DeltaSnapshotWriter:
         empty = schema.empty_table()
         table = self._table()
         link = self._log.intend(record, previous=None)
+        if table is not None:  # a re-snapshot: the columns (and their statistics) may change
+            sync_statistics_columns(table, key, CommitProperties(max_commit_retries=0), schema=schema)
         write_deltalake(
             table if table is not None else self.path,
             empty,
@@ -230,7 +244,7 @@ class DeltaSnapshotWriter:
             schema_mode="overwrite",
             storage_options=None if table is not None else self.storage_options,
             commit_properties=self._properties(record, link),
-            configuration=table_properties() if table is None else None,
+            configuration=_created_with(schema, key) if table is None else None,
         )
         self._head = link
         return SnapshotProgress(snapshot_id, tuple(key), list(plan), definition=definition)

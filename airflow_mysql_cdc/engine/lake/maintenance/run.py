@@ -186,7 +186,11 @@ def _tables(lake: LakeState, tables: Sequence[str]) -> Iterator[MaintainedTable]
     for ref in refs:
         key = _row_key(lake, ref)
         yield MaintainedTable(
-            layout.target(ref.schema, ref.table), "target", str(ref), key[0] if key else None
+            layout.target(ref.schema, ref.table),
+            "target",
+            str(ref),
+            key[0] if key else None,
+            tuple(key or ()),
         )
         yield MaintainedTable(layout.changelog(ref.schema, ref.table), "changelog", str(ref))
     yield MaintainedTable(layout.state, "own", "_cdc/state")

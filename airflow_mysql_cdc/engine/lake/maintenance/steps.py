@@ -42,11 +42,18 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from deltalake import DeltaTable
 
-from airflow_mysql_cdc.engine.lake.delta_layout import COMMIT_DATE_COLUMN, TARGET_FILE_SIZE_PROPERTY
+from airflow_mysql_cdc.engine.lake.delta_layout import (
+    COMMIT_DATE_COLUMN,
+    COMMIT_TS_COLUMN,
+    TARGET_FILE_SIZE_PROPERTY,
+)
+from airflow_mysql_cdc.engine.lake.file_statistics import files_with_stale_statistics, sync_statistics_columns
 from airflow_mysql_cdc.engine.lake.layout import OWN_TABLE_PROPERTIES
 from airflow_mysql_cdc.engine.lake.maintenance.policy import MaintenancePolicy
 
 _OWN_RETENTION_HOURS = 1
+_STALE_BYTES_PER_RUN = 8 * 1024**3
+"""Changelog bytes one maintenance run rewrites at most to make old files' statistics exact."""
 _MAX_OVERLAP = 4
 """A target whose files' key ranges overlap deeper than this is sorted again."""
 _DURATION = re.compile(r"^\s*interval\s+(\d+)\s+(second|minute|hour|day|week)s?\s*$", re.IGNORECASE)
@@ -63,6 +70,8 @@ class MaintainedTable:
     name: str
     """``schema.table`` for targets and changelogs; the table's place under ``_cdc`` otherwise."""
     sort_column: str | None = None
+    row_key: tuple[str, ...] = ()
+    """A target's row key (its columns keep statistics wherever they are, :mod:`...file_statistics`)."""
 
 
 @dataclass
@@ -100,6 +109,8 @@ def maintain_table(table: DeltaTable, spec: MaintainedTable, policy: Maintenance
     if spec.role != "own" and files.num_rows:
         policy = policy.sized_for(int(pc.sum(files.column("num_records")).as_py() or 0), report.bytes_before)
     _set_properties(table, spec, policy, report)
+    if spec.role != "own" and _rewrite_stale_statistics(table, spec, policy, report):
+        files = _files(table)
     if spec.role == "target":
         _sort_target(table, spec, policy, files, report)
     elif spec.role == "changelog":
@@ -138,6 +149,47 @@ def _set_properties(
     if missing:
         table.alter.set_table_properties(missing, raise_if_not_exists=False)
         report.actions.append("set " + ", ".join(f"{key}={value}" for key, value in sorted(missing.items())))
+    if spec.role != "own" and sync_statistics_columns(table, spec.row_key):
+        report.actions.append("statistics kept only where exact")
+
+
+def _rewrite_stale_statistics(
+    table: DeltaTable, spec: MaintainedTable, policy: MaintenancePolicy, report: TableReport
+) -> bool:
+    """Rewrite the files written before the table's statistics became exact (:mod:`...file_statistics`):
+    DuckDB's Delta reader still trusts their old statistics, and skipped files holding rows it looked
+    for. A target is rewritten whole, sorted; a changelog day by day, up to :data:`_STALE_BYTES_PER_RUN`
+    a run (the next run goes on). True when anything was rewritten."""
+    stale = files_with_stale_statistics(table)
+    if not stale.num_rows:
+        return False
+    if spec.role == "target":
+        column = spec.sort_column or table.schema().to_arrow().field(0).name
+        sorted_rewrite(table, column, policy.target_file_bytes)
+        report.actions.append(f"rewritten {stale.num_rows} file(s) whose statistics were inexact")
+        return True
+    column = f"partition.{COMMIT_DATE_COLUMN}"
+    days: list[str] = []
+    budget = _STALE_BYTES_PER_RUN
+    for day, size in sorted(
+        zip(stale.column(column).to_pylist(), stale.column("size_bytes").to_pylist(), strict=True)
+    ):
+        if budget <= 0:
+            break
+        if _as_date(day).isoformat() not in days:
+            days.append(_as_date(day).isoformat())
+        budget -= size
+    table.optimize.z_order(
+        [COMMIT_TS_COLUMN],
+        partition_filters=[(COMMIT_DATE_COLUMN, "in", days)],
+        target_size=policy.target_file_bytes,
+    )
+    left = files_with_stale_statistics(table).num_rows
+    report.actions.append(
+        f"rewritten {len(days)} day(s) whose files' statistics were inexact"
+        + (f"; {left} file(s) left for the next run" if left else "")
+    )
+    return True
 
 
 def _sort_target(
@@ -157,8 +209,15 @@ def _sort_target(
         table.optimize.compact(target_size=policy.target_file_bytes)
         report.actions.append("compacted (no key known to sort by)")
         return
-    table.optimize.z_order([spec.sort_column], target_size=policy.target_file_bytes)
+    sorted_rewrite(table, spec.sort_column, policy.target_file_bytes)
     report.actions.append(f"rewritten sorted by {spec.sort_column} (key ranges overlapped {depth} deep)")
+
+
+def sorted_rewrite(table: DeltaTable, column: str, target_file_bytes: int) -> None:
+    """Rewrite every file of ``table`` sorted by ``column`` (``z_order`` on one column is a sort), in
+    files of about ``target_file_bytes``: a rearrangement, the rows unchanged. The write-path test lays
+    a target out with it (tests/integration/test_write_path_differential.py)."""
+    table.optimize.z_order([column], target_size=target_file_bytes)
 
 
 def _overlap_depth(files: pa.Table, column: str | None) -> int:
