@@ -54,7 +54,13 @@ class TargetMerge:
         return cls(source, merge_plan(source, batch.shape.primary_key), upsert, soft_deletes, properties)
 
     def execute(self, table: DeltaTable) -> dict[str, Any]:
-        """Run the MERGE on ``table``; returns delta-rs's metrics (files scanned, removed, added)."""
+        """Run the MERGE on ``table``; returns delta-rs's metrics (files scanned, removed, added).
+
+        With soft deletes a deleted key keeps one row flagged deleted, holding the values it had when
+        it was deleted (the delete's before image), whether the batch found it in the target or
+        inserted it itself and deleted it again: the target is what applying the changes one by one
+        gives, however they were cut into batches (tests/integration/test_write_path_differential.py).
+        """
         merger = table.merge(
             self.source,
             self.plan.predicate,
@@ -63,19 +69,16 @@ class TargetMerge:
             commit_properties=self.properties,
             streamed_exec=self.plan.streamed_exec,
         ).when_matched_update(self.upsert, predicate=f"s.{ACTION_COLUMN} = 'upsert'")
-        if self.soft_deletes:
-            deleted = {
-                GTID_COLUMN: f"s.{GTID_COLUMN}",
-                COMMIT_TS_COLUMN: f"s.{COMMIT_TS_COLUMN}",
-                DELETED_COLUMN: "true",
-                DELETED_AT_COLUMN: f"s.{COMMIT_TS_COLUMN}",
-            }
-            merger = merger.when_matched_update(deleted, predicate=f"s.{ACTION_COLUMN} = 'delete'")
-        else:
-            merger = merger.when_matched_delete(predicate=f"s.{ACTION_COLUMN} = 'delete'")
-        return merger.when_not_matched_insert(
-            self.upsert, predicate=f"s.{ACTION_COLUMN} = 'upsert'"
-        ).execute()
+        upserted = merger.when_not_matched_insert(self.upsert, predicate=f"s.{ACTION_COLUMN} = 'upsert'")
+        if not self.soft_deletes:
+            return upserted.when_matched_delete(predicate=f"s.{ACTION_COLUMN} = 'delete'").execute()
+        tombstone = self.upsert | {DELETED_COLUMN: "true", DELETED_AT_COLUMN: f"s.{COMMIT_TS_COLUMN}"}
+        deleted = f"s.{ACTION_COLUMN} = 'delete'"
+        return (
+            upserted.when_matched_update(tombstone, predicate=deleted)
+            .when_not_matched_insert(tombstone, predicate=deleted)
+            .execute()
+        )
 
 
 def append_changes(
