@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import os
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -28,6 +29,7 @@ from airflow_mysql_cdc.engine.lake.merge_plan import MergePlan
 from tests.support.write_path import (
     KEY_SHAPES,
     LAYOUTS,
+    SINGLE_KEYS_BY_NAME,
     KeyShape,
     Lake,
     Reference,
@@ -37,6 +39,7 @@ from tests.support.write_path import (
     expected_changelog,
     expected_target,
     initial_rows,
+    layout_fresh,
     readers_missing_rows,
 )
 
@@ -130,3 +133,36 @@ def maintain(lake: Lake) -> None:
 @pytest.fixture(scope="module")
 def duckdb() -> Any:
     return duckdb_connection()
+
+
+_RANGES = {
+    "keys 0..3000": 0,
+    "keys around 2^62": 2**62,
+    "keys across 2^63": 2**63 - 1500,
+    "keys near 2^64": 2**64 - 3001,
+}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("first_key", _RANGES.values(), ids=_RANGES.keys())
+def test_updates_of_bigint_unsigned_keys_update_their_rows_and_insert_none_in_both_modes(
+    first_key: int, mode: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 33's reproduction on the sink: four files of BIGINT UNSIGNED keys, five of them updated.
+    With the early filter, keys from 2^63 on were inserted a second time (2 updated, 3 inserted
+    across 2^63; 0 and 5 near 2^64)."""
+    shape = SINGLE_KEYS_BY_NAME["bigint unsigned"]
+    lake = Lake(tmp_path / "lake", shape, soft_deletes=False)
+    rows = {(first_key + offset,): 0 for offset in range(3001)}
+    reference = Reference()
+    layout_fresh(lake, rows, reference)
+    assert lake.files(lake.target) == 4
+    updated = [(first_key + offset,) for offset in (5, 1500, 2500, 2900, 3000)]
+    monkeypatch.setattr(table_writes, "merge_plan", _forcing(MODES[mode]))
+    with lake:
+        lake.apply([Step("update", key, 1) for key in updated], dict(reference.rows))
+        metrics = lake.last_merge
+    assert (metrics["num_target_rows_updated"], metrics["num_target_rows_inserted"]) == (5, 0)
+    target = lake.target_rows()
+    assert len(target) == len(rows) and len({key for key, _, _ in target}) == len(rows)
+    assert sorted(key[0] for key, value, _ in target if value == 1) == [key[0] for key in updated]

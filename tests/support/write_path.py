@@ -264,6 +264,7 @@ class KeyShape:
 
 
 SINGLE_KEYS = tuple(KeyShape(kind.name, (kind,)) for kind in KEY_KINDS)
+SINGLE_KEYS_BY_NAME = {shape.name: shape for shape in SINGLE_KEYS}
 COMPOSITE_KEYS = (
     KeyShape("int, varchar", (KINDS_BY_NAME["int"], KINDS_BY_NAME["varchar"])),
     KeyShape("bigint unsigned, date", (KINDS_BY_NAME["bigint unsigned"], KINDS_BY_NAME["date"])),
@@ -434,6 +435,16 @@ class Lake:
         if batch:
             self.gtid += len(batch)
             self._sink.apply(batch, through(self.gtid))
+
+    @staticmethod
+    def files(path: str) -> int:
+        return len(DeltaTable(path).file_uris())
+
+    @property
+    def last_merge(self) -> dict[str, Any]:
+        """delta-rs's metrics of the latest MERGE into the target."""
+        assert self._sink is not None and self._sink.merge_metrics, "no MERGE yet"
+        return self._sink.merge_metrics[-1]
 
     def copy(self, root: Path) -> Lake:
         shutil.copytree(self.root, root)
