@@ -7,7 +7,9 @@
     spread uniformly over the key space; each target first snapshotted, then maintained by the
     built-in maintenance, and measured twice: as the maintenance left it, and after another writer's
     ``optimize.compact()`` with no arguments. Prints seconds, the ratio large/small, and the files
-    each MERGE rewrote (delta-rs's ``num_target_files_removed``).
+    each MERGE rewrote (delta-rs's ``num_target_files_removed``). ``7a-unsigned`` does the same with
+    BIGINT UNSIGNED keys near 2^64: a decimal(20,0) in the lake, whose statistics delta-rs cannot
+    write exactly, so its MERGEs read every file (engine/lake/file_statistics.py).
 7b. **Files per table** after ``--live-batches`` live micro-batches (one transaction each, two
     tables), then after one maintenance run; and the bound maintenance keeps.
 7c. **Catch-up waves.** A backlog of ``--backlog`` row changes on 5 tables applied by the single
@@ -50,7 +52,10 @@ from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint  # noqa: E402
 from airflow_mysql_cdc.engine.values.gtid import Gtid, GtidSet  # noqa: E402
 
 SCHEMA = "bench_life"
-COLUMNS = "id BIGINT PRIMARY KEY, qty INT, name VARCHAR(40), amount DECIMAL(12,2), updated DATETIME(6)"
+COLUMNS = "id {key} PRIMARY KEY, qty INT, name VARCHAR(40), amount DECIMAL(12,2), updated DATETIME(6)"
+KEYS = {"bigint": ("BIGINT", 0), "unsigned": ("BIGINT UNSIGNED", 2**64 - 10**8)}
+"""7a's key: its MySQL type and the first key's offset (BIGINT UNSIGNED keys near 2^64, as hashed,
+``UUID_SHORT()`` and snowflake ids are: a decimal(20,0) in the lake, with no statistics)."""
 MAINTAINED = MaintenancePolicy(small_files=2)
 
 
@@ -67,13 +72,17 @@ def _run(endpoint: MySqlEndpoint, sql: list[str]) -> None:
             cursor.execute(statement)
 
 
-def _fill(endpoint: MySqlEndpoint, table: str, rows: int) -> None:
-    statements = [f"DROP TABLE IF EXISTS {SCHEMA}.{table}", f"CREATE TABLE {SCHEMA}.{table} ({COLUMNS})"]
+def _fill(endpoint: MySqlEndpoint, table: str, rows: int, key: str) -> None:
+    mysql_type, offset = KEYS[key]
+    statements = [
+        f"DROP TABLE IF EXISTS {SCHEMA}.{table}",
+        f"CREATE TABLE {SCHEMA}.{table} ({COLUMNS.format(key=mysql_type)})",
+    ]
     for first in range(1, rows + 1, 100_000):
         last = min(rows, first + 99_999)
         statements.append(
             f"INSERT INTO {SCHEMA}.{table} WITH RECURSIVE n (i) AS (SELECT {first} UNION ALL "
-            f"SELECT i + 1 FROM n WHERE i < {last}) SELECT i, i % 1000, CONCAT('name-', i), i / 100, "
+            f"SELECT i + 1 FROM n WHERE i < {last}) SELECT i + {offset}, i % 1000, CONCAT('name-', i), i / 100, "
             "NOW(6) FROM n"
         )
     _run(endpoint, statements)
@@ -96,13 +105,17 @@ def _apply(endpoint: MySqlEndpoint, config: ApplyConfig) -> tuple[float, list[di
 # --- 7a ---------------------------------------------------------------------------------------------
 
 
-def merge_cost(endpoint: MySqlEndpoint, workdir: Path, small: int, large: int, changes: int) -> None:
+def merge_cost(
+    endpoint: MySqlEndpoint, workdir: Path, small: int, large: int, changes: int, key: str = "bigint"
+) -> None:
     _run(endpoint, [f"CREATE DATABASE IF NOT EXISTS {SCHEMA}"])
+    offset = KEYS[key][1]
+    print(f"   key: {KEYS[key][0]}" + (f", from {offset:,} on" if offset else ""), flush=True)
     results: dict[tuple[str, str, int], tuple[float, list[int]]] = {}
     for size in (small, large):
         table = f"t{size}"
         name = f"{SCHEMA}.{table}"
-        _fill(endpoint, table, size)
+        _fill(endpoint, table, size, key)
         base = workdir / f"base-{size}"
         snapshot = snapshot_table(endpoint, base, name, chunk_size=100_000)
         start = _executed(endpoint)
@@ -112,8 +125,8 @@ def merge_cost(endpoint: MySqlEndpoint, workdir: Path, small: int, large: int, c
         print(
             f"   {size:,}-row target after the built-in maintenance: {target.files_after} files", flush=True
         )
-        recent = _updates(endpoint, table, range(size - changes + 1, size + 1))
-        keys = random.Random(size).sample(range(1, size + 1), changes)
+        recent = _updates(endpoint, table, range(offset + size - changes + 1, offset + size + 1))
+        keys = random.Random(size).sample(range(offset + 1, offset + size + 1), changes)
         uniform = _updates(endpoint, table, keys)
         for layout in ("maintained", "compacted"):
             lake = workdir / f"{layout}-{size}"
@@ -140,6 +153,7 @@ def merge_cost(endpoint: MySqlEndpoint, workdir: Path, small: int, large: int, c
             ratio = results[(layout, pattern, large)][0] / results[(layout, pattern, small)][0]
             print(
                 f"7a. {changes:,} changes, {pattern:<7} keys, {layout:<10}: {large:,}/{small:,} = {ratio:.2f}"
+                + (f" ({KEYS[key][0]})" if key != "bigint" else "")
             )
 
 
@@ -285,6 +299,8 @@ def run(endpoint: MySqlEndpoint, args: argparse.Namespace) -> None:
         sections = set(args.lake_sections.split(","))
         if "7a" in sections:
             merge_cost(endpoint, workdir, args.small, args.large, args.changes)
+        if "7a-unsigned" in sections:  # what exact statistics cost a key delta-rs keeps none for
+            merge_cost(endpoint, workdir, args.small, args.large, args.changes, key="unsigned")
         if "7b" in sections:
             files_after_live_batches(workdir, args.live_batches)
         if "7c" in sections:
@@ -299,7 +315,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--changes", type=int, default=100_000, help="7a: row changes applied")
     parser.add_argument("--live-batches", type=int, default=1_000, help="7b: live micro-batches")
     parser.add_argument("--backlog", type=int, default=1_000_000, help="7c: row changes of the catch-up")
-    parser.add_argument("--lake-sections", default="7a,7b,7c", help="which parts of section 7 to run")
+    parser.add_argument(
+        "--lake-sections", default="7a,7a-unsigned,7b,7c", help="which parts of section 7 to run"
+    )
 
 
 def main() -> int:
