@@ -82,8 +82,8 @@ def _fill(endpoint: MySqlEndpoint, table: str, rows: int, key: str) -> None:
         last = min(rows, first + 99_999)
         statements.append(
             f"INSERT INTO {SCHEMA}.{table} WITH RECURSIVE n (i) AS (SELECT {first} UNION ALL "
-            f"SELECT i + 1 FROM n WHERE i < {last}) SELECT i + {offset}, i % 1000, CONCAT('name-', i), i / 100, "
-            "NOW(6) FROM n"
+            f"SELECT i + 1 FROM n WHERE i < {last}) SELECT i + {offset}, i % 1000, CONCAT('name-', i), "
+            "i / 100, NOW(6) FROM n"
         )
     _run(endpoint, statements)
 
