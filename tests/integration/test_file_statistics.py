@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from deltalake import CommitProperties, DeltaTable, write_deltalake
+from deltalake import CommitProperties, DeltaTable, QueryBuilder, write_deltalake
 
 from airflow_mysql_cdc.engine.lake.delta_layout import target_schema
 from airflow_mysql_cdc.engine.lake.evolution import AddedColumn
@@ -56,15 +56,36 @@ def test_delta_rs_still_writes_decimal_statistics_through_a_float(tmp_path: Path
     )
 
 
+def test_delta_rs_still_misreads_datetime_statistics_after_2262(tmp_path: Path) -> None:
+    """Why DATETIME columns keep no statistics (engine/lake/file_statistics.py): delta-rs records
+    timestamps to the millisecond and its reader skips a file whose maximum lost its microseconds
+    after 2262. When this fails, delta-rs reads them right: prove it with the write-path test."""
+    path = str(tmp_path / "t")
+    late = datetime.datetime(4920, 10, 27, 5, 41, 36, 1957)
+    write_deltalake(
+        path, pa.table({"k": pa.array([datetime.datetime(2000, 1, 1), late], pa.timestamp("us"))})
+    )
+    literal = "arrow_cast('4920-10-27T05:41:36.001957', 'Timestamp(Microsecond, None)')"
+    sql = f"SELECT count(*) AS n FROM t WHERE k = {literal}"
+    found = (
+        pa.table(QueryBuilder().register("t", DeltaTable(path)).execute(sql).read_all())
+        .column("n")[0]
+        .as_py()
+    )
+    assert found == 0, "delta-rs now finds a DATETIME after 2262 by its file statistics"
+
+
 def test_statistics_are_kept_for_exact_types_of_the_first_32_columns_and_the_key() -> None:
     fields = [pa.field(f"c{index}", pa.int32()) for index in range(40)]
     fields[3] = pa.field("c3", UNSIGNED)
     fields[4] = pa.field("c4", pa.decimal128(15, 2))
     fields[5] = pa.field("c5", pa.decimal128(16, 2))
     fields[6] = pa.field("c6", pa.binary())
+    fields[7] = pa.field("c7", pa.timestamp("us"))
+    fields[8] = pa.field("c8", pa.timestamp("us", tz="UTC"))
     schema = pa.schema([*fields, pa.field("day", pa.date32())])
     kept = statistics_columns(schema, row_key=("c35",), partition_by=("day",))
-    assert kept == [f"c{index}" for index in range(32) if index not in (3, 5, 6)] + ["c35"]
+    assert kept == [f"c{index}" for index in range(32) if index not in (3, 5, 6, 7)] + ["c35"]
 
 
 def test_the_property_names_any_column_and_delta_rs_keeps_exactly_those(tmp_path: Path) -> None:

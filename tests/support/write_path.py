@@ -183,6 +183,7 @@ KEY_KINDS: tuple[KeyKind, ...] = (
         (
             datetime.datetime(1000, 1, 1),
             datetime.datetime(9999, 12, 31, 23, 59, 59, 999_999),
+            datetime.datetime(4920, 10, 27, 5, 41, 36, 1957),  # delta-rs's reader missed it by its statistics
             *(datetime.datetime.combine(day, time) for day in _DAYS for time in _TIMES),
         ),
         _datetimes(datetime.datetime(1000, 1, 1), datetime.datetime(9999, 12, 31, 23, 59, 59, 999_999)),
