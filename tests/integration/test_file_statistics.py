@@ -174,6 +174,17 @@ def test_columns_added_by_a_schema_change_keep_statistics_only_where_exact(tmp_p
     assert "`qty`" in columns and "`big`" not in columns
 
 
+def test_a_lake_without_inexact_columns_is_not_rewritten_on_upgrade(tmp_path: Path) -> None:
+    path = str(tmp_path / "t")
+    write_deltalake(
+        path, pa.table({"id": [1, 2], "amount": pa.array([D("1.50"), D("2.25")], pa.decimal128(12, 2))})
+    )
+    table = DeltaTable(path)
+    assert sync_statistics_columns(table, ("id",))
+    assert EXACT_STATISTICS_SINCE_PROPERTY not in table.metadata().configuration
+    assert files_with_stale_statistics(table).num_rows == 0
+
+
 @pytest.mark.parametrize("precision", [15, 16])
 def test_decimals_keep_statistics_up_to_15_digits(precision: int) -> None:
     schema = pa.schema([pa.field("amount", pa.decimal128(precision, 2))])

@@ -108,8 +108,9 @@ def sync_statistics_columns(
     """Set :data:`STATISTICS_COLUMNS_PROPERTY` for the table's columns (or ``schema``, the columns it
     is about to get); True if it changed.
 
-    A table that had files and no such property yet also gets :data:`EXACT_STATISTICS_SINCE_PROPERTY`:
-    its older files are rewritten by the maintenance. One commit when anything changes, none otherwise.
+    A table that had files, no such property yet, and a column delta-rs kept inexact statistics of
+    (:func:`_inexact_when_written`) also gets :data:`EXACT_STATISTICS_SINCE_PROPERTY`: its older files
+    are rewritten by the maintenance. One commit when anything changes, none otherwise.
     """
     metadata = table.metadata()
     columns = schema if schema is not None else pa.schema(table.schema().to_arrow())
@@ -117,10 +118,22 @@ def sync_statistics_columns(
     current = metadata.configuration
     if current.get(STATISTICS_COLUMNS_PROPERTY) == wanted[STATISTICS_COLUMNS_PROPERTY]:
         return False
-    if STATISTICS_COLUMNS_PROPERTY not in current and table.file_uris():
+    if STATISTICS_COLUMNS_PROPERTY not in current and table.file_uris() and _inexact_when_written(table):
         wanted[EXACT_STATISTICS_SINCE_PROPERTY] = str(int(time.time() * 1000))
     table.alter.set_table_properties(wanted, raise_if_not_exists=False, commit_properties=commit_properties)
     return True
+
+
+def _inexact_when_written(table: DeltaTable) -> bool:
+    """Whether delta-rs, keeping Delta's default statistics (the first 32 columns), recorded some of
+    this table's inexactly: a decimal of more than 15 digits or a DATETIME among them."""
+    partitions = set(table.metadata().partition_columns)
+    leading = [field for field in pa.schema(table.schema().to_arrow()) if field.name not in partitions]
+    return any(
+        (pa.types.is_decimal(field.type) and field.type.precision > EXACT_DECIMAL_DIGITS)
+        or (pa.types.is_timestamp(field.type) and field.type.tz is None)
+        for field in leading[:INDEXED_COLUMNS]
+    )
 
 
 def files_with_stale_statistics(table: DeltaTable) -> pa.Table:
