@@ -101,6 +101,41 @@ def repair_target(
     return Repair(upserts.num_rows, len(deletes), table.version())
 
 
+def remove_live_rows(
+    table: DeltaTable,
+    role: str,
+    keys: Sequence[Key],
+    key: Sequence[str],
+    schema: pa.Schema,
+    *,
+    position: GtidSet,
+) -> Repair:
+    """One MERGE deleting every live row of ``keys``: a key the target holds twice, before
+    :func:`repair_target` puts its one row back. Needed because a MERGE updates every target row its
+    key matches, so an upsert alone left both copies (equal now, still two). Between the two commits
+    the key is missing from the target, which the next verification would prove and repair, and the
+    next run's MERGE would insert; both are made under the pipeline's lease, between runs."""
+    check_writable(table, role, updates_rows=True)
+    source = pa.table(
+        {
+            name: pa.array([row_key[index] for row_key in keys], schema.field(name).type)
+            for index, name in enumerate(key)
+        }
+    )
+    metadata = {"position": str(position), "removed_keys_held_twice": len(keys)}
+    merged = table.merge(
+        source,
+        merge_plan(source, key).predicate,
+        source_alias="s",
+        target_alias="t",
+        commit_properties=CommitProperties(
+            custom_metadata={REPAIR_COMMIT_METADATA: json.dumps(metadata)}, max_commit_retries=0
+        ),
+    ).when_matched_delete(predicate=f"t.{DELETED_COLUMN} IS NULL OR NOT t.{DELETED_COLUMN}").execute()
+    table.update_incremental()
+    return Repair(0, int(merged.get("num_target_rows_deleted", 0)), table.version())
+
+
 def _merge_source(upserts: pa.Table, deletes: Sequence[Key], key: Sequence[str], at_us: int) -> pa.Table:
     count = len(deletes)
     columns: dict[str, Any] = {}

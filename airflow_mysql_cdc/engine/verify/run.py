@@ -7,14 +7,23 @@ refused it: ``PipelineBusyError``, a retryable failure, as for maintenance), rea
 batch lands during the comparison, and every target the state names as streamed holds the source
 at ``E`` unless something broke it: what :mod:`.table_check` proves or rules out, chunk by chunk.
 
-A table is not compared (``inconclusive``, with the reason, never a failure) when the lake cannot
-be expected to hold it at ``E``: no target yet, not a member of the stream yet (it joins at a later
-run), its snapshot unfinished, ahead of the state after an interrupted run, or left the pipeline;
-or when a DDL after ``E`` may have changed it. A table without a row key cannot be in the pipeline
-(the snapshot refuses it), so none reaches here.
+A table is not compared (``inconclusive`` or ``skipped``, with the reason, never a failure, but a
+warning and a coverage of 0: :mod:`.report`) when the lake cannot be expected to hold it at ``E``:
+no target yet, not a member of the stream yet (it joins at a later run), its snapshot unfinished,
+ahead of the state after an interrupted run, or out of the pipeline by a departure mark no later
+snapshot lifted (:func:`~..lake.departures.departure_holds`: a table re-snapshotted within a run is
+compared, ``test_a_table_re_snapshotted_within_a_run_is_verified_and_shown_as_a_member``); or when a
+DDL or a statement-logged change after ``E`` may have changed it. A table without a row key cannot
+be in the pipeline (the snapshot refuses it), so none reaches here.
 
-With ``repair``, the differing keys of a table are set to their values at ``E`` (:mod:`.repair`)
-and their chunks compared again; the table is ``repaired`` only if they are then equal.
+What a table's verification compares, in order: the chunks an earlier verification left to check
+again (:mod:`.pending`), then the keys the whole target holds twice outside the chunks planned (a
+chunk ending at each, :mod:`.lake_rows`), then this run's chunks (the sample's next ones, or all).
+
+With ``repair``, the differing keys of a table are set to their values at ``E`` (:mod:`.repair`; a
+key held twice loses its copies first) and their chunks compared again; the table is ``repaired``
+only if they are then equal. What still differs, and what had keys left out, is kept for the next
+verification (:mod:`.pending`).
 """
 
 from __future__ import annotations
@@ -29,6 +38,7 @@ import pyarrow as pa
 import pymysql
 
 from airflow_mysql_cdc.engine.binlog.stream import random_server_id
+from airflow_mysql_cdc.engine.lake.departures import departure_holds
 from airflow_mysql_cdc.engine.lake.state.pipeline_state import (
     PipelineState,
     PipelineStateStore,
@@ -51,9 +61,10 @@ from airflow_mysql_cdc.engine.snapshot.window import open_window_connection
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from airflow_mysql_cdc.engine.verify.changed_keys import BinlogFollower
-from airflow_mysql_cdc.engine.verify.comparable import RowDiff, example
-from airflow_mysql_cdc.engine.verify.lake_rows import LakeRows, LakeSchemaDifferenceError
-from airflow_mysql_cdc.engine.verify.repair import repair_target
+from airflow_mysql_cdc.engine.verify.comparable import Key, RowDiff, duplicate_example, example
+from airflow_mysql_cdc.engine.verify.lake_rows import KeyedRows, LakeRows, LakeSchemaDifferenceError
+from airflow_mysql_cdc.engine.verify.pending import PendingChunk, as_chunks, still_pending
+from airflow_mysql_cdc.engine.verify.repair import remove_live_rows, repair_target
 from airflow_mysql_cdc.engine.verify.report import TableReport, VerifyReport
 from airflow_mysql_cdc.engine.verify.rotation import SampleCursor
 from airflow_mysql_cdc.engine.verify.settings import VerifySettings, VerifySettingsError
@@ -62,6 +73,9 @@ from airflow_mysql_cdc.engine.verify.table_check import ChunkFinding, SchemaChan
 from airflow_mysql_cdc.engine.verify.verify_log import VerifyLog, VerifyRecord
 
 log = logging.getLogger("airflow_mysql_cdc.verify")
+MAX_DUPLICATE_CHUNKS = 100
+"""Keys held twice outside the planned chunks that one verification compares (each a chunk of its
+own, so a repair rewrites them); the rest are counted and named, and compared by a later run."""
 
 
 class Lease:
@@ -87,11 +101,20 @@ class _Planned:
     columns: tuple[ColumnType, ...]
     lake_rows: LakeRows
     chunks: list[Chunk]
+    """This run's planned chunks (the sample's next ones, every one, or a key range's)."""
     cursor: SampleCursor
+    again: list[Chunk] = field(default_factory=list)
+    """Checked first: an earlier verification's pending chunks, then chunks ending at keys held twice."""
+    why_again: dict[int, str] = field(default_factory=dict)
+    """Why each chunk of ``again`` is checked (by chunk index)."""
+    held_twice: list[tuple[Key, int]] = field(default_factory=list)
+    previous_pending: tuple[PendingChunk, ...] = ()
+    pending: tuple[PendingChunk, ...] = ()
+    """What this verification leaves to the next (set once compared)."""
     report: TableReport = field(init=False)
 
     def __post_init__(self) -> None:
-        self.report = TableReport(str(self.ref), chunks_planned=len(self.chunks))
+        self.report = TableReport(str(self.ref), chunks_planned=len(self.chunks) + len(self.again))
 
 
 def verify_lake(
@@ -126,8 +149,9 @@ def verify_lake(
         with open_window_connection(endpoint) as connection, endpoint.connect() as planning:
             planned = []
             for name in tables:
-                cursor = previous[name].cursor if name in previous else SampleCursor()
-                outcome = _plan(lake, lease.state, planning, TableRef.parse(name), settings, cursor)
+                outcome = _plan(
+                    lake, lease.state, planning, TableRef.parse(name), settings, previous.get(name)
+                )
                 if isinstance(outcome, TableReport):
                     log.warning("verify: %s", outcome.describe())
                     report.tables.append(outcome)
@@ -138,7 +162,8 @@ def verify_lake(
             for table in planned:
                 _verify_table(table, connection, follower, position, settings, lease, soft_deletes, lake)
                 report.tables.append(table.report)
-                log.info("verify: %s", table.report.describe())
+                fully = table.report.compared and not table.report.low_coverage
+                log.log(logging.INFO if fully else logging.WARNING, "verify: %s", table.report.describe())
                 if not settings.key_range:  # a re-load of a key range leaves the sample's rotation alone
                     records[str(table.ref)] = _record(table, settings, position)
         if records:
@@ -165,7 +190,7 @@ def _plan(
     connection: pymysql.connections.Connection,
     ref: TableRef,
     settings: VerifySettings,
-    cursor: SampleCursor,
+    previous: VerifyRecord | None,
 ) -> _Planned | TableReport:
     """The table's chunks to compare, or why it is not compared."""
     name = str(ref)
@@ -176,9 +201,14 @@ def _plan(
     target = lake.target(ref)
     if target is None:
         return not_compared("the lake has no target table for it yet (its first run has not finished)")
-    if lake.departure(ref) is not None:
+    progress = progress_from_records(lake.snapshot_records(ref, target))
+    departure = lake.departure(ref)
+    if departure_holds(departure, progress.stream_start if progress is not None else None):
+        assert departure is not None
         return not_compared(
-            "it left the pipeline (dropped, renamed, or waiting for its re-snapshot)", "skipped"
+            f"it left the pipeline: {departure.describe()}; its target keeps the rows it had there, and "
+            "a snapshot taken after that brings it back",
+            "skipped",
         )
     if state.members is not None and name not in state.members:
         mark = lake.pause(ref)
@@ -187,7 +217,6 @@ def _plan(
                 f"{mark.describe()}: its rows are frozen there, not at the position", "skipped"
             )
         return not_compared("the pipeline does not stream it yet: it joins at its next run")
-    progress = progress_from_records(lake.snapshot_records(ref, target))
     if progress is not None and not progress.complete:
         return not_compared("its snapshot is unfinished; the next run finishes it")
     if target.transaction_version(pipeline_app_id(lake.pipeline_id)) in (state.intents or {}):
@@ -212,8 +241,44 @@ def _plan(
             name, status="mismatch", reason=f"the lake's columns differ from the source's: {error}"
         )
         return report
+    cursor = previous.cursor if previous is not None else SampleCursor()
     chunks, cursor = _chunks(connection, metadata, settings, cursor)
-    return _Planned(ref, metadata, columns, lake_rows, chunks, cursor)
+    planned = _Planned(ref, metadata, columns, lake_rows, chunks, cursor)
+    if not settings.key_range:
+        planned.previous_pending = previous.pending if previous is not None else ()
+        _plan_again(planned, connection, settings)
+    return planned
+
+
+def _plan_again(
+    table: _Planned, connection: pymysql.connections.Connection, settings: VerifySettings
+) -> None:
+    """What ``table`` checks first: the pending chunks (a full verification's plan holds them all),
+    then a chunk ending at each key the target holds twice outside the planned chunks."""
+    again = as_chunks(table.previous_pending, len(table.chunks)) if settings.mode == "sample" else []
+    table.why_again = {
+        chunk.index: item.describe() for chunk, item in zip(again, table.previous_pending, strict=False)
+    }
+    table.held_twice = table.lake_rows.held_twice()
+    if table.held_twice:
+        keys = pa.table(
+            {
+                name: [key[index] for key, _ in table.held_twice]
+                for index, name in enumerate(table.metadata.key_columns)
+            },
+            schema=pa.schema([table.lake_rows.schema.field(name) for name in table.metadata.key_columns]),
+        )
+        placed = KeyedRows(keys, table.metadata.key_columns, table.lake_rows.order).by_chunk(
+            table.chunks + again
+        )
+        covered = {key for rows in placed.values() for key in zip(*rows.to_pydict().values(), strict=True)}
+        outside = [key for key, _ in table.held_twice if key not in covered][:MAX_DUPLICATE_CHUNKS]
+        for key in outside:
+            chunk = Chunk(len(table.chunks) + len(again), _key_before(connection, table.metadata, key), key)
+            again.append(chunk)
+            table.why_again[chunk.index] = "a key the target holds twice"
+    table.again = again
+    table.report.chunks_planned = len(table.chunks) + len(again)
 
 
 def _chunks(
@@ -278,14 +343,7 @@ def _settle_schema_differences(
     for report in differing:
         ddl = follower.changed.schema_changes(report.table, now)
         if ddl:
-            report.status, report.reason = "inconclusive", _ddl_reason(ddl)
-
-
-def _ddl_reason(gtids: Sequence[object]) -> str:
-    return (
-        f"a DDL after the position may have changed it ({', '.join(map(str, gtids))}); the run that applies "
-        "it evolves or re-snapshots the table, and a later verification compares it"
-    )
+            report.status, report.reason = "inconclusive", SchemaChangedAfterPosition(ddl).reason
 
 
 def _verify_table(
@@ -303,24 +361,47 @@ def _verify_table(
         settle_s=settings.settle_s, heartbeat=lease.heartbeat,
     )  # fmt: skip
     report = table.report
-    total = len(table.chunks)
+    chunks = table.again + table.chunks
+    total = len(chunks)
 
     def progress(done: int) -> None:
         log.info("verify of %s: %d/%d chunks done", table.ref, done, total)
 
+    report.table_rows = table.lake_rows.live_rows
     try:
-        findings = check.compare(table.chunks, progress)
+        findings = check.compare(chunks, progress)
     except SchemaChangedAfterPosition as change:
-        report.status, report.reason = "inconclusive", _ddl_reason(str(change).split(", "))
+        report.status, report.reason = "inconclusive", change.reason
         return
-    _tally(report, findings, table.metadata.key_columns, settings)
+    for finding in findings:
+        finding.report.again = table.why_again.get(finding.chunk.index, "")
+    report.rechecked = len(table.again) - sum(1 for why in table.why_again.values() if "twice" in why)
+    _tally(report, findings, table, settings)
     if settings.mode == "sample":
         report.cursor = table.cursor.advanced(table.chunks).to_json()
-    if not report.differences:
-        return
+    still = {finding.chunk.index for finding in findings if finding.diff}
+    if report.differences and settings.repair:
+        still = _repair_and_recheck(table, check, findings, soft_deletes, position, lake)
+    elif report.differences:
+        report.status = "mismatch"
+    table.pending = still_pending(
+        ((finding.chunk, finding.chunk.index in still, finding.report.excluded) for finding in findings),
+        str(position),
+    )
+    report.pending = len(table.pending)
+
+
+def _repair_and_recheck(
+    table: _Planned,
+    check: TableCheck,
+    findings: Sequence[ChunkFinding],
+    soft_deletes: bool,
+    position: GtidSet,
+    lake: LakeState,
+) -> set[int]:
+    """Repair the differing keys, compare their chunks again; the indexes of chunks still differing."""
+    report = table.report
     report.status = "mismatch"
-    if not settings.repair:
-        return
     diffs = [finding.diff for finding in findings if finding.diff]
     repaired = _repair(table, diffs, soft_deletes, position, lake)
     check.lake_rows = table.lake_rows  # the target as the repair left it
@@ -328,34 +409,42 @@ def _verify_table(
     try:
         recheck = check.compare(again)
     except SchemaChangedAfterPosition as change:
-        repaired["outcome"] = "not verified again: " + _ddl_reason(str(change).split(", "))
+        repaired["outcome"] = "not verified again: " + change.reason
         report.repair = repaired
-        return
-    left = sum(1 for finding in recheck if finding.diff)
-    repaired["outcome"] = "equal to the source" if not left else f"{left} chunk(s) still differ"
+        return {chunk.index for chunk in again}
+    still = {finding.chunk.index for finding in recheck if finding.diff}
+    repaired["outcome"] = "equal to the source" if not still else f"{len(still)} chunk(s) still differ"
     report.repair = repaired
-    if not left:
+    if not still:
         report.status = "repaired"
+    return still
 
 
 def _tally(
-    report: TableReport, findings: Sequence[ChunkFinding], key: Sequence[str], settings: VerifySettings
+    report: TableReport, findings: Sequence[ChunkFinding], table: _Planned, settings: VerifySettings
 ) -> None:
+    key = table.metadata.key_columns
+    held = {row_key for row_key, _ in table.held_twice}
+    report.duplicated = len(table.held_twice)
+    for row_key, rows in table.held_twice[: settings.max_examples]:
+        report.examples.append(duplicate_example(row_key, rows, key, mask_values=settings.mask_values))
     for finding in findings:
         report.chunks.append(finding.report)
         report.chunks_checked += 1
         report.rows_compared += finding.rows_compared
+        report.from_binlog += finding.from_binlog
         report.excluded += finding.report.excluded
         diff = finding.diff
         if not diff:
             continue
+        only_held_twice = [k for k, columns in diff.differing.items() if k in held and columns == ("*",)]
         report.missing += len(diff.missing)
         report.extra += len(diff.extra)
-        report.differing += len(diff.differing)
+        report.differing += len(diff.differing) - len(only_held_twice)
         for kind, keys in (
             ("missing", diff.missing),
             ("extra", diff.extra),
-            ("differing", list(diff.differing)),
+            ("differing", [k for k in diff.differing if k not in only_held_twice]),
         ):
             for row_key in keys:
                 if len(report.examples) < settings.max_examples:
@@ -372,6 +461,17 @@ def _repair(
     deleted = [row_key for diff in diffs for row_key in diff.extra]
     target = lake.target(table.ref)
     assert target is not None
+    held = {row_key for row_key, _ in table.held_twice}
+    copies = [row_key for diff in diffs for row_key in diff.differing if row_key in held]
+    if copies:  # a MERGE updates every copy of a key: take the copies out, the upsert puts one back
+        removed = remove_live_rows(
+            target, f"target of {table.ref}", copies, table.metadata.key_columns, schema,
+            position=position,
+        )  # fmt: skip
+        log.warning(
+            "verify: removed the %d live row(s) of %d key(s) %s holds twice (target version %d)",
+            removed.deleted, len(copies), table.ref, removed.version,
+        )  # fmt: skip
     done = repair_target(
         target, f"target of {table.ref}", pa.Table.from_pylist(upserted, schema=schema), deleted,
         table.metadata.key_columns, soft_deletes=soft_deletes, position=position,
@@ -398,9 +498,15 @@ def _record(table: _Planned, settings: VerifySettings, position: GtidSet) -> Ver
         cursor = SampleCursor(None, table.cursor.passes + 1)
     summary = {
         key: getattr(report, key)
-        for key in ("chunks_checked", "rows_compared", "excluded", "missing", "extra", "differing")
-    }
+        for key in (
+            "chunks_checked", "rows_compared", "excluded", "from_binlog", "table_rows", "missing", "extra",
+            "differing", "duplicated",
+        )
+    }  # fmt: skip
+    summary["coverage"] = round(report.coverage, 4)
+    compared = report.status not in ("inconclusive", "skipped")
     return VerifyRecord(
         table=report.table, cursor=cursor, position=str(position), verified_at_us=time.time_ns() // 1000,
         mode=settings.mode, status=report.status, summary=summary,
+        pending=table.pending if compared else table.previous_pending,
     )  # fmt: skip
