@@ -123,15 +123,19 @@ def remove_live_rows(
         }
     )
     metadata = {"position": str(position), "removed_keys_held_twice": len(keys)}
-    merged = table.merge(
-        source,
-        merge_plan(source, key).predicate,
-        source_alias="s",
-        target_alias="t",
-        commit_properties=CommitProperties(
-            custom_metadata={REPAIR_COMMIT_METADATA: json.dumps(metadata)}, max_commit_retries=0
-        ),
-    ).when_matched_delete(predicate=f"t.{DELETED_COLUMN} IS NULL OR NOT t.{DELETED_COLUMN}").execute()
+    merged = (
+        table.merge(
+            source,
+            merge_plan(source, key).predicate,
+            source_alias="s",
+            target_alias="t",
+            commit_properties=CommitProperties(
+                custom_metadata={REPAIR_COMMIT_METADATA: json.dumps(metadata)}, max_commit_retries=0
+            ),
+        )
+        .when_matched_delete(predicate=f"t.{DELETED_COLUMN} IS NULL OR NOT t.{DELETED_COLUMN}")
+        .execute()
+    )
     table.update_incremental()
     return Repair(0, int(merged.get("num_target_rows_deleted", 0)), table.version())
 

@@ -17,6 +17,7 @@ an INFO line).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
@@ -97,14 +98,14 @@ class TableReport:
         return self.compared and self.coverage < LOW_COVERAGE
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self) | {"coverage": round(self.coverage, 4), "low_coverage": self.low_coverage}
+        return asdict(self) | {"coverage": self.coverage, "low_coverage": self.low_coverage}
 
     def describe_coverage(self) -> str:
         """``55 of 826 rows compared (6.7%)`` and, for a sample, its share of the target."""
         meant = self.rows_compared + self.excluded
-        text = f"{self.rows_compared} of {meant} rows compared ({_percent(self.coverage)})"
+        text = f"{self.rows_compared} of {meant} rows compared ({percent(self.coverage)})"
         if self.table_rows is not None and meant < self.table_rows:
-            share = _percent(self.rows_compared / self.table_rows)
+            share = percent(self.rows_compared / self.table_rows)
             text += f", {share} of the {self.table_rows} the target holds"
         return text
 
@@ -170,8 +171,11 @@ class VerifyReport:
         )
 
 
-def _percent(share: float) -> str:
-    return f"{share:.0%}" if share in (0.0, 1.0) or share >= 0.1 else f"{share:.1%}"
+def percent(share: float) -> str:
+    """``100%`` only for all of it, ``0%`` only for none: a share in between is rounded down."""
+    if share in (0.0, 1.0):
+        return f"{share:.0%}"
+    return f"{max(math.floor(share * 1000) / 10, 0.1):g}%"
 
 
 def unchecked(tables: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -185,7 +189,7 @@ def unchecked(tables: Sequence[Mapping[str, Any]]) -> list[str]:
             meant = table["rows_compared"] + table["excluded"]
             lines.append(
                 f"{table['table']} only {table['rows_compared']} of {meant} rows compared "
-                f"({_percent(table['coverage'])}): {table['excluded']} key(s) changed after the position "
+                f"({percent(table['coverage'])}): {table['excluded']} key(s) changed after the position "
                 "with their rows there unknown were left out; their chunks are checked again by the next "
                 "verification"
             )

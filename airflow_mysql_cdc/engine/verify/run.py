@@ -503,7 +503,7 @@ def _record(table: _Planned, settings: VerifySettings, position: GtidSet) -> Ver
             "differing", "duplicated",
         )
     }  # fmt: skip
-    summary["coverage"] = round(report.coverage, 4)
+    summary["coverage"] = report.coverage
     compared = report.status not in ("inconclusive", "skipped")
     return VerifyRecord(
         table=report.table, cursor=cursor, position=str(position), verified_at_us=time.time_ns() // 1000,
