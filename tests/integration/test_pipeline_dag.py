@@ -244,6 +244,7 @@ def test_daily_runs_keep_the_lake_exact_through_maintenance_by_another_writer_an
     # The default, a sample (of one chunk here, which the full verification left at the first key):
     # it checks the chunk that proved 1017 again first, and proves a row no source ever had in its own.
     pipeline.configure(verify=None, verify_sample_chunks=1)
+    target = DeltaTable(LakeLayout(pipeline.lake).target(database, "orders"))  # as the run left it
     rows = target.to_pyarrow_table()
     ghost = rows.filter(pc.equal(rows.column("id"), 1017))
     ghost = ghost.set_column(ghost.schema.get_field_index("id"), "id", pa.array([-17], pa.int32()))

@@ -68,6 +68,7 @@ class ChangedKeys:
         self.position = position
         self._keys: dict[str, dict[Gtid, set[Key]]] = defaultdict(dict)
         self._first: dict[str, dict[Key, FirstChange]] = defaultdict(dict)
+        self._first_order: dict[str, list[Key]] = defaultdict(list)
         self._schema_changes: dict[str, list[Gtid]] = defaultdict(list)
         self._statement_changes: dict[str, list[Gtid]] = defaultdict(list)
 
@@ -75,7 +76,7 @@ class ChangedKeys:
         """``keys`` changed by ``gtid`` (no rows known: each is left out where the window holds it)."""
         self._keys[table].setdefault(gtid, set()).update(keys)
         for key in self._keys[table][gtid]:
-            self._first[table].setdefault(key, FirstChange(gtid, None, known=False))
+            self._add_first(table, key, FirstChange(gtid, None, known=False))
 
     def record_images(
         self, gtid: Gtid, table: str, images: Sequence[tuple[Key, Mapping[str, Any] | None]]
@@ -83,12 +84,15 @@ class ChangedKeys:
         """The keys ``gtid`` changed, in event order, each with its row before that event (None:
         absent); the first image of a key after the position is its row there (module docstring)."""
         known = not self._blind(table)
-        first = self._first[table]
         changed = self._keys[table].setdefault(gtid, set())
         for key, row in images:
             changed.add(key)
-            if key not in first:
-                first[key] = FirstChange(gtid, row, known)
+            self._add_first(table, key, FirstChange(gtid, row, known))
+
+    def _add_first(self, table: str, key: Key, first: FirstChange) -> None:
+        if key not in self._first[table]:  # the first change after the position wins, for good
+            self._first[table][key] = first
+            self._first_order[table].append(key)
 
     def record_schema_change(self, gtid: Gtid, tables: Iterable[str]) -> None:
         for table in tables:
@@ -109,9 +113,15 @@ class ChangedKeys:
                 changed |= keys
         return changed
 
-    def rows_at_position(self, table: str) -> dict[Key, Mapping[str, Any] | None]:
-        """Every changed key whose row at the position is known: that row (None: it did not exist)."""
-        return {key: first.row for key, first in self._first.get(table, {}).items() if first.known}
+    def rows_at_position(self, table: str, since: int = 0) -> dict[Key, Mapping[str, Any] | None]:
+        """Every changed key whose row at the position is known: that row (None: it did not exist);
+        ``since``: only keys recorded after the first ``since`` (a key's entry never changes)."""
+        first = self._first.get(table, {})
+        return {key: first[key].row for key in self._first_order.get(table, [])[since:] if first[key].known}
+
+    def recorded(self, table: str) -> int:
+        """How many keys of ``table`` have a first change recorded (see ``since``)."""
+        return len(self._first_order.get(table, []))
 
     def left_out(self, table: str, window: GtidSet) -> set[Key]:
         """Keys a transaction in ``window - position`` changed whose row at the position is unknown."""

@@ -52,13 +52,30 @@ class LakeSchemaDifferenceError(LakeMismatchError, ValueError):
 class KeyedRows:
     """Rows sorted once by their keys in MySQL's order, sliced by chunk (module docstring)."""
 
-    def __init__(self, rows: pa.Table, key: Sequence[str], order: KeyOrder) -> None:
+    def __init__(
+        self,
+        rows: pa.Table,
+        key: Sequence[str],
+        order: KeyOrder,
+        sort_keys: Sequence[tuple[Any, ...]] | None = None,
+    ) -> None:
+        """``sort_keys``: the rows' sort keys when already known (else asked of ``order``)."""
         self.rows = rows
         self.key = tuple(key)
         self.order = order
-        sort_keys = order.sort_keys(key_tuples(rows, self.key)) if rows.num_rows else []
-        self._permutation = sorted(range(len(sort_keys)), key=sort_keys.__getitem__)
-        self._sorted = [sort_keys[index] for index in self._permutation]
+        if sort_keys is None:
+            sort_keys = order.sort_keys(key_tuples(rows, self.key)) if rows.num_rows else []
+        self.sort_keys = list(sort_keys)
+        self._permutation = sorted(range(len(self.sort_keys)), key=self.sort_keys.__getitem__)
+        self._sorted = [self.sort_keys[index] for index in self._permutation]
+
+    def extended(self, more: pa.Table) -> KeyedRows:
+        """These rows and ``more`` (only the new rows' sort keys are asked for)."""
+        if not more.num_rows:
+            return self
+        added = self.order.sort_keys(key_tuples(more, self.key))
+        rows = pa.concat_tables([self.rows, more.cast(self.rows.schema)]) if self.rows.num_rows else more
+        return KeyedRows(rows, self.key, self.order, [*self.sort_keys, *added])
 
     def by_chunk(self, chunks: Sequence[Chunk]) -> dict[int, pa.Table]:
         """Each chunk's rows, by chunk index (chunks in any order, consecutive or not)."""

@@ -1,12 +1,14 @@
 """Repair: exactly the differing keys of a target set to their values at the verified position.
 
-Invariant: a key is repaired only when the verification found it differing in a chunk whose read
-saw no transaction after the position ``E`` touch that key (:mod:`.run`, point 1), so the row read
-from the source *is* the key's row at ``E`` (absent: the key did not exist at ``E``). One MERGE on
-the key upserts the rows the lake lacks or holds wrongly and deletes (with ``soft_deletes``: flags
-deleted) the rows the source lacks; no other row is touched. The target then equals the source at
-``E`` for those keys, which is what the pipeline's state says it holds, so the next run continues
-from ``E`` as if the damage never happened.
+Invariant: a key is repaired only when the verification found it differing with the source's row
+for it being its row at the position ``E`` (:mod:`.table_check`: the row read when no transaction
+after ``E`` touched the key, else the binlog's before image of its first change after ``E``; absent:
+the key did not exist at ``E``). One MERGE on the key upserts the rows the lake lacks or holds
+wrongly and deletes (with ``soft_deletes``: flags deleted) the rows the source lacks; no other row
+is touched. A key the target holds twice first loses its live copies (:func:`remove_live_rows`, a
+MERGE of its own: the upsert alone would update every copy and leave two). The target then equals
+the source at ``E`` for those keys, which is what the pipeline's state says it holds, so the next
+run continues from ``E`` as if the damage never happened.
 
 How the next run sees this commit: it carries no app transaction, so the table's own applied set
 (:mod:`..lake.state.table_positions`) stays the state's, and it is made under the pipeline's lease,

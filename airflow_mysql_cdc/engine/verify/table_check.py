@@ -137,7 +137,11 @@ class TableCheck:
         self.position = position
         self.settle_s = settle_s
         self.heartbeat = heartbeat
-        self._at_position: tuple[int, set[Key], KeyedRows] | None = None
+        self._replaced: set[Key] = set()
+        """Keys changed after the position whose row there is known (the read's row is replaced)."""
+        self._at_position: KeyedRows | None = None
+        """Those rows that existed, placed by key: grown as the follower reads on."""
+        self._recorded = 0
 
     def compare(
         self, chunks: Sequence[Chunk], progress: Callable[[int], None] = lambda done: None
@@ -192,17 +196,22 @@ class TableCheck:
 
     def _rows_at_position(self) -> tuple[set[Key], KeyedRows]:
         """The keys changed after the position whose row there is known, and those rows (the ones
-        that existed), placed by key; rebuilt only when the follower has read more."""
-        read = self.follower.transactions
-        if self._at_position is None or self._at_position[0] != read:
-            rows = self.follower.changed.rows_at_position(self.table)
-            existing = [row for row in rows.values() if row is not None]
-            try:
-                table = rows_table(self.columns, existing)
-            except KeyError as missing:  # an image without a column the source has now: redefined
-                raise SchemaChangedAfterPosition([f"a column {missing} the binlog's rows lack"]) from None
-            self._at_position = (read, set(rows), KeyedRows(table, self.key, self.lake_rows.order))
-        return self._at_position[1], self._at_position[2]
+        that existed), placed by key; only the keys the follower met since the last call are added
+        (a key's row at the position never changes once recorded)."""
+        changed = self.follower.changed
+        rows = changed.rows_at_position(self.table, since=self._recorded)
+        self._recorded = changed.recorded(self.table)
+        self._replaced |= rows.keys()
+        existing = [row for row in rows.values() if row is not None]
+        try:
+            table = rows_table(self.columns, existing)
+        except KeyError as missing:  # an image without a column the source has now: redefined
+            raise SchemaChangedAfterPosition([f"a column {missing} the binlog's rows lack"]) from None
+        if self._at_position is None:
+            self._at_position = KeyedRows(table, self.key, self.lake_rows.order)
+        else:
+            self._at_position = self._at_position.extended(table)
+        return self._replaced, self._at_position
 
     def _compare_chunk(
         self,
