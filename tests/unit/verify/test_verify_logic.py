@@ -188,3 +188,31 @@ def test_the_failure_message_names_each_table_what_differs_and_the_repair() -> N
     )
     assert '{"resnapshot": ["db.u"]}' in message and "db.ok" not in message
     assert message.splitlines()[-1].startswith('What to do: set "verify_repair": true in the pipeline JSON')
+
+
+def test_a_verify_log_written_before_the_pending_column_gains_it_at_its_next_write(tmp_path) -> None:
+    """A lake verified by the version before pending chunks: its rows read as nothing pending, and
+    the next verification's write adds the column (a schema merge), keeping the other tables' rows."""
+    import json
+
+    from deltalake import write_deltalake
+
+    from airflow_mysql_cdc.engine.verify.verify_log import VerifyLog, VerifyRecord
+
+    path = str(tmp_path / "_cdc" / "verify")
+    old = {"pipeline_id": ["p"], "table": ["db.old"], "cursor": [json.dumps({"after": [5], "passes": 2})],
+           "position": [f"{UUID}:1-3"], "verified_at_us": [1], "mode": ["sample"], "status": ["clean"],
+           "summary": ["{}"]}  # fmt: skip
+    write_deltalake(path, pa.table(old))
+    log = VerifyLog(path, "p")
+    assert log.records()["db.old"].pending == () and log.records()["db.old"].cursor == SampleCursor((5,), 2)
+    pending = (PendingChunk((5,), (9,), "differed", f"{UUID}:1-4"),)
+    log.write(
+        {
+            "db.new": VerifyRecord(
+                "db.new", SampleCursor(), f"{UUID}:1-4", 2, "sample", "mismatch", {}, pending
+            )
+        }
+    )
+    records = VerifyLog(path, "p").records()
+    assert records["db.new"].pending == pending and records["db.old"].cursor == SampleCursor((5,), 2)
