@@ -17,7 +17,8 @@ Reading order:
 - ``pending``        the chunks a verification leaves to the next (proven different, keys left out).
 - ``verify_log``     ``_cdc/verify``: each table's latest result, cursor and pending chunks, one row each.
 - ``report``         statuses, coverage, the summary, and the failure message a user reads.
-- ``run``            the lease, which tables can be compared, the order of it all.
+- ``planning``       which tables can be compared, and what of each, in which order.
+- ``run``            the lease, the order of it all, repair, what is kept for the next one.
 
 Invariant of the folder: a table is reported different only when the difference is proven at the
 position the lake says it holds; everything undecidable is ``inconclusive``, never a failure, and

@@ -12,13 +12,10 @@ warning and a coverage of 0: :mod:`.report`) when the lake cannot be expected to
 no target yet, not a member of the stream yet (it joins at a later run), its snapshot unfinished,
 ahead of the state after an interrupted run, or out of the pipeline by a departure mark no later
 snapshot lifted (:func:`~..lake.departures.departure_holds`: a table re-snapshotted within a run is
-compared, ``test_a_table_re_snapshotted_within_a_run_is_verified_and_shown_as_a_member``); or when a
-DDL or a statement-logged change after ``E`` may have changed it. A table without a row key cannot
-be in the pipeline (the snapshot refuses it), so none reaches here.
-
-What a table's verification compares, in order: the chunks an earlier verification left to check
-again (:mod:`.pending`), then the keys the whole target holds twice outside the chunks planned (a
-chunk ending at each, :mod:`.lake_rows`), then this run's chunks (the sample's next ones, or all).
+compared, test_pipeline_dag_statement_changes.py); or when a DDL or a statement-logged change after
+``E`` may have changed it. A table without a row key cannot be in the pipeline (the snapshot refuses
+it), so none reaches here. Which tables are compared, and what of each in which order, is
+:mod:`.planning`.
 
 With ``repair``, the differing keys of a table are set to their values at ``E`` (:mod:`.repair`; a
 key held twice loses its copies first) and their chunks compared again; the table is ``repaired``
@@ -31,51 +28,36 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any
 
 import pyarrow as pa
 import pymysql
 
 from airflow_mysql_cdc.engine.binlog.stream import random_server_id
-from airflow_mysql_cdc.engine.lake.departures import departure_holds
 from airflow_mysql_cdc.engine.lake.state.pipeline_state import (
     PipelineState,
     PipelineStateStore,
     default_owner,
 )
 from airflow_mysql_cdc.engine.lake.state.store import LakeState
-from airflow_mysql_cdc.engine.lake.state.table_positions import pipeline_app_id
-from airflow_mysql_cdc.engine.mysql.definition import TableDefinition
-from airflow_mysql_cdc.engine.mysql.schema import (
-    TableMetadata,
-    TableRef,
-    quote_identifier,
-    read_table_metadata,
-)
+from airflow_mysql_cdc.engine.mysql.schema import TableRef
 from airflow_mysql_cdc.engine.mysql.types import ColumnType
-from airflow_mysql_cdc.engine.snapshot.chunks import Chunk, plan_chunks
-from airflow_mysql_cdc.engine.snapshot.key_order import KeyOrder
-from airflow_mysql_cdc.engine.snapshot.lake_commits import progress_from_records
 from airflow_mysql_cdc.engine.snapshot.window import open_window_connection
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from airflow_mysql_cdc.engine.verify.changed_keys import BinlogFollower
-from airflow_mysql_cdc.engine.verify.comparable import Key, RowDiff, duplicate_example, example
-from airflow_mysql_cdc.engine.verify.lake_rows import KeyedRows, LakeRows, LakeSchemaDifferenceError
-from airflow_mysql_cdc.engine.verify.pending import PendingChunk, as_chunks, still_pending
+from airflow_mysql_cdc.engine.verify.comparable import RowDiff, duplicate_example, example
+from airflow_mysql_cdc.engine.verify.lake_rows import LakeRows
+from airflow_mysql_cdc.engine.verify.pending import still_pending
+from airflow_mysql_cdc.engine.verify.planning import PlannedTable, plan_table
 from airflow_mysql_cdc.engine.verify.repair import remove_live_rows, repair_target
 from airflow_mysql_cdc.engine.verify.report import TableReport, VerifyReport
 from airflow_mysql_cdc.engine.verify.rotation import SampleCursor
-from airflow_mysql_cdc.engine.verify.settings import VerifySettings, VerifySettingsError
+from airflow_mysql_cdc.engine.verify.settings import VerifySettings
 from airflow_mysql_cdc.engine.verify.source_chunks import gtid_executed
 from airflow_mysql_cdc.engine.verify.table_check import ChunkFinding, SchemaChangedAfterPosition, TableCheck
 from airflow_mysql_cdc.engine.verify.verify_log import VerifyLog, VerifyRecord
 
 log = logging.getLogger("airflow_mysql_cdc.verify")
-MAX_DUPLICATE_CHUNKS = 100
-"""Keys held twice outside the planned chunks that one verification compares (each a chunk of its
-own, so a repair rewrites them); the rest are counted and named, and compared by a later run."""
 
 
 class Lease:
@@ -92,29 +74,6 @@ class Lease:
 
     def release(self) -> None:
         self.store.commit(self.state, self.state.applied_gtids, self.state.batch_seq, release=True)
-
-
-@dataclass
-class _Planned:
-    ref: TableRef
-    metadata: TableMetadata
-    columns: tuple[ColumnType, ...]
-    lake_rows: LakeRows
-    chunks: list[Chunk]
-    """This run's planned chunks (the sample's next ones, every one, or a key range's)."""
-    cursor: SampleCursor
-    again: list[Chunk] = field(default_factory=list)
-    """Checked first: an earlier verification's pending chunks, then chunks ending at keys held twice."""
-    why_again: dict[int, str] = field(default_factory=dict)
-    """Why each chunk of ``again`` is checked (by chunk index)."""
-    held_twice: list[tuple[Key, int]] = field(default_factory=list)
-    previous_pending: tuple[PendingChunk, ...] = ()
-    pending: tuple[PendingChunk, ...] = ()
-    """What this verification leaves to the next (set once compared)."""
-    report: TableReport = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.report = TableReport(str(self.ref), chunks_planned=len(self.chunks) + len(self.again))
 
 
 def verify_lake(
@@ -149,7 +108,7 @@ def verify_lake(
         with open_window_connection(endpoint) as connection, endpoint.connect() as planning:
             planned = []
             for name in tables:
-                outcome = _plan(
+                outcome = plan_table(
                     lake, lease.state, planning, TableRef.parse(name), settings, previous.get(name)
                 )
                 if isinstance(outcome, TableReport):
@@ -175,160 +134,13 @@ def verify_lake(
     return report
 
 
-def _key_types(planned: Sequence[_Planned]) -> dict[str, tuple[ColumnType, ...]]:
+def _key_types(planned: Sequence[PlannedTable]) -> dict[str, tuple[ColumnType, ...]]:
     return {
         str(table.ref): tuple(
             column for name in table.metadata.key_columns for column in table.columns if column.name == name
         )
         for table in planned
     }
-
-
-def _plan(
-    lake: LakeState,
-    state: PipelineState,
-    connection: pymysql.connections.Connection,
-    ref: TableRef,
-    settings: VerifySettings,
-    previous: VerifyRecord | None,
-) -> _Planned | TableReport:
-    """The table's chunks to compare, or why it is not compared."""
-    name = str(ref)
-
-    def not_compared(reason: str, status: str = "inconclusive") -> TableReport:
-        return TableReport(name, status=status, reason=reason)  # type: ignore[arg-type]
-
-    target = lake.target(ref)
-    if target is None:
-        return not_compared("the lake has no target table for it yet (its first run has not finished)")
-    progress = progress_from_records(lake.snapshot_records(ref, target))
-    departure = lake.departure(ref)
-    if departure_holds(departure, progress.stream_start if progress is not None else None):
-        assert departure is not None
-        return not_compared(
-            f"it left the pipeline: {departure.describe()}; its target keeps the rows it had there, and "
-            "a snapshot taken after that brings it back",
-            "skipped",
-        )
-    if state.members is not None and name not in state.members:
-        mark = lake.pause(ref)
-        if mark is not None:
-            return not_compared(
-                f"{mark.describe()}: its rows are frozen there, not at the position", "skipped"
-            )
-        return not_compared("the pipeline does not stream it yet: it joins at its next run")
-    if progress is not None and not progress.complete:
-        return not_compared("its snapshot is unfinished; the next run finishes it")
-    if target.transaction_version(pipeline_app_id(lake.pipeline_id)) in (state.intents or {}):
-        return not_compared(
-            "it holds changes beyond the position after an interrupted run; the next run settles it"
-        )
-    with connection.cursor() as meta_cursor:
-        metadata = read_table_metadata(meta_cursor, ref)
-    if metadata is None or not metadata.has_row_key:
-        return not_compared("the source table is gone or has no row key now (a DDL after the position?)")
-    columns = TableDefinition.of(metadata).column_types
-    try:
-        lake_rows = LakeRows(
-            target,
-            columns,
-            metadata.key_columns,
-            metadata.row_key_columns,
-            KeyOrder(connection, metadata.row_key_columns),
-        )
-    except LakeSchemaDifferenceError as error:
-        report = TableReport(
-            name, status="mismatch", reason=f"the lake's columns differ from the source's: {error}"
-        )
-        return report
-    cursor = previous.cursor if previous is not None else SampleCursor()
-    chunks, cursor = _chunks(connection, metadata, settings, cursor)
-    planned = _Planned(ref, metadata, columns, lake_rows, chunks, cursor)
-    if not settings.key_range:
-        planned.previous_pending = previous.pending if previous is not None else ()
-        _plan_again(planned, connection, settings)
-    return planned
-
-
-def _plan_again(
-    table: _Planned, connection: pymysql.connections.Connection, settings: VerifySettings
-) -> None:
-    """What ``table`` checks first: the pending chunks (a full verification's plan holds them all),
-    then a chunk ending at each key the target holds twice outside the planned chunks."""
-    again = as_chunks(table.previous_pending, len(table.chunks)) if settings.mode == "sample" else []
-    table.why_again = {
-        chunk.index: item.describe() for chunk, item in zip(again, table.previous_pending, strict=False)
-    }
-    table.held_twice = table.lake_rows.held_twice()
-    if table.held_twice:
-        keys = pa.table(
-            {
-                name: [key[index] for key, _ in table.held_twice]
-                for index, name in enumerate(table.metadata.key_columns)
-            },
-            schema=pa.schema([table.lake_rows.schema.field(name) for name in table.metadata.key_columns]),
-        )
-        placed = KeyedRows(keys, table.metadata.key_columns, table.lake_rows.order).by_chunk(
-            table.chunks + again
-        )
-        covered = {key for rows in placed.values() for key in zip(*rows.to_pydict().values(), strict=True)}
-        outside = [key for key, _ in table.held_twice if key not in covered][:MAX_DUPLICATE_CHUNKS]
-        for key in outside:
-            chunk = Chunk(len(table.chunks) + len(again), _key_before(connection, table.metadata, key), key)
-            again.append(chunk)
-            table.why_again[chunk.index] = "a key the target holds twice"
-    table.again = again
-    table.report.chunks_planned = len(table.chunks) + len(again)
-
-
-def _chunks(
-    connection: pymysql.connections.Connection,
-    metadata: TableMetadata,
-    settings: VerifySettings,
-    cursor: SampleCursor,
-) -> tuple[list[Chunk], SampleCursor]:
-    """This run's chunks of the table: the sample's next ones, every one, or those of a key range."""
-    after = cursor.after if settings.mode == "sample" else None
-    if after is not None and len(after) != len(metadata.key_columns):
-        cursor = SampleCursor(None, cursor.passes)  # the key changed: start the rotation again
-        after = None
-    if settings.key_range:
-        after = _key_before(connection, metadata, settings.key_from) if settings.key_from else None
-    chunks = plan_chunks(
-        connection, metadata, settings.chunk_size, after=after,
-        max_chunks=settings.sample_chunks if settings.mode == "sample" else None, until=settings.key_to,
-    )  # fmt: skip
-    return chunks, cursor
-
-
-def _key_before(
-    connection: pymysql.connections.Connection, metadata: TableMetadata, key_from: tuple[Any, ...]
-) -> tuple[Any, ...] | None:
-    """The greatest key below ``key_from`` in MySQL's order (None: none): the exclusive lower bound of
-    a re-load from ``key_from`` on. A lake key between it and ``key_from`` is then compared too: the
-    source lacks it, so it is extra either way."""
-    if len(key_from) != len(metadata.key_columns):
-        raise VerifySettingsError(
-            f"key_from {list(key_from)} must hold one value per key column of {metadata.ref} "
-            f"({', '.join(metadata.key_columns)})"
-        )
-    table = metadata.ref.quoted
-    key = ", ".join(f"{table}.{quote_identifier(name)}" for name in metadata.key_columns)
-    columns = metadata.row_key_columns
-    compared = ", ".join(
-        f"({quote_identifier(c.name)} + 0)" if c.ordered_by_number else quote_identifier(c.name)
-        for c in columns
-    )
-    values = [c.number_of(v) if c.ordered_by_number else v for c, v in zip(columns, key_from, strict=True)]
-    order = ", ".join(f"{table}.{quote_identifier(name)} DESC" for name in metadata.key_columns)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT {key} FROM {table} WHERE ({compared}) < ({', '.join(['%s'] * len(values))}) "
-            f"ORDER BY {order} LIMIT 1",
-            values,
-        )
-        row = cursor.fetchone()
-    return tuple(row) if row is not None else None
 
 
 def _settle_schema_differences(
@@ -347,7 +159,7 @@ def _settle_schema_differences(
 
 
 def _verify_table(
-    table: _Planned,
+    table: PlannedTable,
     connection: pymysql.connections.Connection,
     follower: BinlogFollower,
     position: GtidSet,
@@ -392,7 +204,7 @@ def _verify_table(
 
 
 def _repair_and_recheck(
-    table: _Planned,
+    table: PlannedTable,
     check: TableCheck,
     findings: Sequence[ChunkFinding],
     soft_deletes: bool,
@@ -421,7 +233,7 @@ def _repair_and_recheck(
 
 
 def _tally(
-    report: TableReport, findings: Sequence[ChunkFinding], table: _Planned, settings: VerifySettings
+    report: TableReport, findings: Sequence[ChunkFinding], table: PlannedTable, settings: VerifySettings
 ) -> None:
     key = table.metadata.key_columns
     held = {row_key for row_key, _ in table.held_twice}
@@ -454,7 +266,7 @@ def _tally(
 
 
 def _repair(
-    table: _Planned, diffs: Sequence[RowDiff], soft_deletes: bool, position: GtidSet, lake: LakeState
+    table: PlannedTable, diffs: Sequence[RowDiff], soft_deletes: bool, position: GtidSet, lake: LakeState
 ) -> dict[str, object]:
     schema = table.lake_rows.schema
     upserted = [diff.source_rows[row_key] for diff in diffs for row_key in [*diff.missing, *diff.differing]]
@@ -491,7 +303,7 @@ def _repair(
     return {"upserted": done.upserted, "deleted": done.deleted, "version": done.version}
 
 
-def _record(table: _Planned, settings: VerifySettings, position: GtidSet) -> VerifyRecord:
+def _record(table: PlannedTable, settings: VerifySettings, position: GtidSet) -> VerifyRecord:
     report = table.report
     cursor = SampleCursor.from_json(report.cursor) if report.cursor else table.cursor
     if settings.mode == "full" and report.status in ("clean", "repaired", "mismatch"):
