@@ -60,6 +60,8 @@ class PlannedTable:
     """Why each chunk of ``again`` is checked (by chunk index)."""
     held_twice: list[tuple[Key, int]] = field(default_factory=list)
     previous_pending: tuple[PendingChunk, ...] = ()
+    rechecking: int = 0
+    """How many of ``again`` are an earlier verification's pending chunks (the first ones)."""
     pending: tuple[PendingChunk, ...] = ()
     """What this verification leaves to the next (set once compared)."""
     report: TableReport = field(init=False)
@@ -152,10 +154,15 @@ def _plan_again(
 ) -> None:
     """What ``table`` checks first: the pending chunks (a full verification's plan holds them all),
     then a chunk ending at each key the target holds twice outside the planned chunks."""
-    again = as_chunks(table.previous_pending, len(table.chunks)) if settings.mode == "sample" else []
-    table.why_again = {
-        chunk.index: item.describe() for chunk, item in zip(again, table.previous_pending, strict=False)
-    }
+    planned = {(repr(chunk.lower), repr(chunk.upper)) for chunk in table.chunks}
+    pending = [
+        item
+        for item in (table.previous_pending if settings.mode == "sample" else ())
+        if (repr(item.lower), repr(item.upper)) not in planned  # the sample checks it anyway
+    ]
+    again = as_chunks(pending, len(table.chunks))
+    table.why_again = {chunk.index: item.describe() for chunk, item in zip(again, pending, strict=True)}
+    table.rechecking = len(again)
     table.held_twice = table.lake_rows.held_twice()
     if table.held_twice:
         keys = pa.table(

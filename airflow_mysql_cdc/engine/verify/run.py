@@ -187,7 +187,7 @@ def _verify_table(
         return
     for finding in findings:
         finding.report.again = table.why_again.get(finding.chunk.index, "")
-    report.rechecked = len(table.again) - sum(1 for why in table.why_again.values() if "twice" in why)
+    report.rechecked = table.rechecking
     _tally(report, findings, table, settings)
     if settings.mode == "sample":
         report.cursor = table.cursor.advanced(table.chunks).to_json()

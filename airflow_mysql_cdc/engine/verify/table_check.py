@@ -227,7 +227,7 @@ class TableCheck:
             if excluded
             else set()
         )
-        source, _ = without_keys(source, self.key, left_out | replaced)
+        source, _ = without_keys(source, self.key, left_out | replaced if left_out else replaced)
         if before.num_rows:
             source = pa.concat_tables([source, before.cast(source.schema)])
         lake, _ = without_keys(lake, self.key, left_out)
