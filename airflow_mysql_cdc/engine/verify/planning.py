@@ -60,6 +60,8 @@ class PlannedTable:
     """Why each chunk of ``again`` is checked (by chunk index)."""
     held_twice: list[tuple[Key, int]] = field(default_factory=list)
     previous_pending: tuple[PendingChunk, ...] = ()
+    held_twice_left: int = 0
+    """Keys held twice that no chunk of this verification holds (over :data:`MAX_DUPLICATE_CHUNKS`)."""
     rechecking: int = 0
     """How many of ``again`` are an earlier verification's pending chunks (the first ones)."""
     pending: tuple[PendingChunk, ...] = ()
@@ -176,8 +178,9 @@ def _plan_again(
             table.chunks + again
         )
         covered = {key for rows in placed.values() for key in zip(*rows.to_pydict().values(), strict=True)}
-        outside = [key for key, _ in table.held_twice if key not in covered][:MAX_DUPLICATE_CHUNKS]
-        for key in outside:
+        outside = [key for key, _ in table.held_twice if key not in covered]
+        table.held_twice_left = len(outside[MAX_DUPLICATE_CHUNKS:])
+        for key in outside[:MAX_DUPLICATE_CHUNKS]:
             chunk = Chunk(len(table.chunks) + len(again), _key_before(connection, table.metadata, key), key)
             again.append(chunk)
             table.why_again[chunk.index] = "a key the target holds twice"
