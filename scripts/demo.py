@@ -173,6 +173,7 @@ def run_results(environment: dict[str, str], logical_date: datetime.datetime) ->
 import json
 from airflow.models.asset import AssetEvent, AssetModel
 from airflow.models.dagrun import DagRun
+from airflow.models.taskinstance import TaskInstance
 from airflow.models.xcom import XComModel
 from airflow.utils.session import create_session
 from sqlalchemy import select
@@ -197,6 +198,9 @@ with create_session() as session:
                                                   dag_ids={DAG_ID!r})).scalars().all() if run else []
         value = XComModel.deserialize_value(rows[0]) if rows else None
         out[task_id] = json.loads(value) if isinstance(value, str) else value
+    out["verify_lake_s"] = session.scalar(select(TaskInstance.duration).where(
+        TaskInstance.dag_id == {DAG_ID!r}, TaskInstance.run_id == run.run_id,
+        TaskInstance.task_id == "verify_lake")) if run else None
 print(json.dumps(out))
 """
     completed = subprocess.run(
@@ -210,7 +214,7 @@ def write_config(config_file: Path, lake: Path, first_end: datetime.datetime, in
         "dag_id": DAG_ID, "pipeline_id": "demo", "tables": list(TABLES), "lake_root": str(lake),
         "schedule": f"every {interval_s}s", "start_date": first_end.isoformat(), "catchup": False,
         "chunk_size": 400, "retries": 0, "sensor_mode": "poke", "sensor_poke_interval_s": 2,
-        "batch_max_seconds": 0.5, "verify": "sample", "verify_sample_chunks": 4,
+        "batch_max_seconds": 0.5,  # verify: the shipped default, sample
     }  # fmt: skip
     config_file.write_text(json.dumps(config, indent=2))
 
@@ -244,7 +248,7 @@ def run_interval(
         + (f"\n   {summary_line(ApplyResult.from_dict(applied))}" if applied else "")
         + f"\n   checkpoint {record['start_gtids']} -> {record['end_gtids']}"
         + f"\n   {headroom_line(results.get('resumability'))}"
-        + f"\n   {verify_line(results.get('verify_lake'))}"
+        + f"\n   {verify_line(results.get('verify_lake'), results.get('verify_lake_s'))}"
         + "".join(f"\n   {line}" for line in asset_event_lines(results.get("asset_events") or [])),
         flush=True,
     )
@@ -274,18 +278,22 @@ def headroom_line(resumability: Any) -> str:
     return looked_ahead["headroom"]["message"]
 
 
-def verify_line(verified: Any) -> str:
-    """What the run's verify task found: the lake against live MySQL at the run's position (sampled)."""
+def verify_line(verified: Any, task_s: float | None = None) -> str:
+    """What the run's verify task found: the lake against live MySQL at the run's position (sampled),
+    each table's coverage, and what the task cost (its duration, process start included)."""
     if not isinstance(verified, dict):
         return "verify: no result"
     if verified.get("skipped"):
         return f"verify: skipped ({verified['skipped']})"
     tables = ", ".join(
-        f"{table['table'].split('.')[-1]} {table['status']} ({table['rows_compared']} rows, "
-        f"{table['excluded']} changed since left out)"
+        f"{table['table'].split('.')[-1]} {table['status']} ({table['rows_compared']} of "
+        f"{table['table_rows']} rows, {table['from_binlog']} through the binlog)"
+        if table["status"] not in ("inconclusive", "skipped")
+        else f"{table['table'].split('.')[-1]} {table['status']}: {table['reason']}"
         for table in verified["tables"]
     )
-    return f"verify ({verified['mode']}) against live MySQL at the run's end set: {tables}"
+    cost = f"; task {task_s:.1f} s, comparing {verified['seconds']:.1f} s" if task_s is not None else ""
+    return f"verify ({verified['mode']}) against live MySQL at the run's end set: {tables}{cost}"
 
 
 def print_comparison(comparisons: list[TableComparison], indent: str = "") -> bool:

@@ -33,8 +33,9 @@ state (``lake/state/``: nothing in commit history alone), maintenance, the check
 comparison with the source.
 
 The verification (``verify/``): the lake compared with the source at the pipeline's position while
-writes go on, leaving out keys changed after it (``verify/table_check``), with repair of exactly
-the differing keys (``verify/repair``); its map is ``verify/__init__``.
+writes go on, a key changed after it through the binlog's image of its row there
+(``verify/table_check``), with repair of exactly the differing keys (``verify/repair``); its map is
+``verify/__init__``.
 
 Entry points (``entrypoints/``): ``snapshot_to_delta`` and ``binlog_to_delta``, run by spark-submit;
 ``maintain_lake`` and ``verify_lake``, run as plain processes.

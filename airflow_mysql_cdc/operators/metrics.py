@@ -153,7 +153,22 @@ METRICS = {
             "mysql_cdc.verify.mismatched_rows",
             "counter",
             ("pipeline", "table"),
-            "Rows a verification found missing, extra or differing in the lake.",
+            "Rows a verification found missing, extra or differing in the lake, and keys it holds twice.",
+        ),
+        Metric(
+            "mysql_cdc.verify.coverage",
+            "gauge",
+            ("pipeline", "table"),
+            "Share (0 to 1) of the rows in the key ranges a verification checked that it compared; 0 for "
+            "a table it did not compare (skipped, inconclusive). Alert below 0.9: the task is green, but "
+            "the table went (partly) unchecked.",
+        ),
+        Metric(
+            "mysql_cdc.verify.left_out_rows",
+            "counter",
+            ("pipeline", "table"),
+            "Keys a verification left out (changed after the position, their rows there unknown); their "
+            "chunks are checked again by the next verification.",
         ),
     )  # fmt: skip
 }
@@ -245,5 +260,7 @@ def emit_verify(result: Mapping[str, Any]) -> None:
     for table in result.get("tables", ()):
         name = str(table["table"])
         emit("mysql_cdc.verify.rows_compared", table.get("rows_compared", 0), pipeline=pipeline, table=name)
-        mismatched = sum(int(table.get(key) or 0) for key in ("missing", "extra", "differing"))
+        mismatched = sum(int(table.get(key) or 0) for key in ("missing", "extra", "differing", "duplicated"))
         emit("mysql_cdc.verify.mismatched_rows", mismatched, pipeline=pipeline, table=name)
+        emit("mysql_cdc.verify.coverage", float(table.get("coverage") or 0.0), pipeline=pipeline, table=name)
+        emit("mysql_cdc.verify.left_out_rows", int(table.get("excluded") or 0), pipeline=pipeline, table=name)

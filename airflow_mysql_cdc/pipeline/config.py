@@ -115,9 +115,11 @@ class PipelineConfig:
     maintenance: dict[str, Any] = field(default_factory=dict)
     """The lake's upkeep after each run (on by default): cadence, thresholds, file size, vacuum
     retention (docs/operations.md, "Lake maintenance"); ``{"enabled": false}`` turns it off."""
-    verify: str = "off"
+    verify: str = "sample"
     """``off``, ``sample`` or ``full``: a ``verify_lake`` task after each run compares the lake with
-    the source at the run's position (docs/operations.md, "Verifying the lake")."""
+    the source at the run's position (docs/operations.md, "Verifying the lake"). ``sample`` by
+    default: a user who never turns it on still learns of a wrong table, at a cost measured in
+    docs/pipeline-dag.md ("What a run costs")."""
     verify_sample_chunks: int = 4
     """Chunks (of ``chunk_size`` rows) per table a ``sample`` verification checks; the next run goes on."""
     verify_max_examples: int = 10

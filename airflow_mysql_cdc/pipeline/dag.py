@@ -16,10 +16,11 @@ are safe (docs/pipeline-dag.md).
 expired-log clean-up, vacuum) when the configuration's ``maintenance.interval_hours`` has passed
 since the last time; it takes the pipeline's lease, so it never runs beside an application.
 
-``verify_lake`` (only with ``verify`` set to ``sample`` or ``full``) compares each table in the lake
-with the source at the run's position, under the pipeline's lease, while writes go on; it fails on a
-proven difference and names the repair (docs/operations.md, "Verifying the lake"). It runs after
-maintenance, which it never runs beside (both take the lease), and reads the compacted files.
+``verify_lake`` (on by default, ``verify: sample``; none with ``verify: off``) compares each table in
+the lake with the source at the run's position, under the pipeline's lease, while writes go on; it
+fails on a proven difference and names the repair, and warns of a table it did not compare in full
+(docs/operations.md, "Verifying the lake"). It runs after maintenance, which it never runs beside
+(both take the lease), and reads the compacted files.
 
 ``dags/mysql_cdc_daily.py`` builds this DAG from the configuration file; a custom DAG can use
 the same operators and :mod:`airflow_mysql_cdc.runs.checkpoint_chain` (docs/custom-dags.md).

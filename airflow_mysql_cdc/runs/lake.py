@@ -48,6 +48,7 @@ __all__ = [
     "checkpoint_log",
     "delta_figures",
     "departure",
+    "departure_holds",
     "lake_table",
     "maintenance_due",
     "pause",
@@ -82,6 +83,14 @@ def checkpoint_log(lake_root: str, pipeline_id: str, storage_options: StorageOpt
 def departure(lake_root: str, ref: TableRef, storage_options: StorageOptions) -> Departure | None:
     """The mark of a table that left the pipeline at a DDL (None: it never did, or has no target)."""
     return _lake(lake_root, storage_options=storage_options).departure(ref)
+
+
+def departure_holds(departed: Departure | None, progress: SnapshotProgress | None) -> bool:
+    """The mark still keeps the table out: no snapshot taken after it brought the table back
+    (:func:`airflow_mysql_cdc.engine.lake.departures.departure_holds`, the rule admission asks)."""
+    from airflow_mysql_cdc.engine.lake.departures import departure_holds as holds  # Delta: lazily
+
+    return holds(departed, progress.stream_start if progress is not None else None)
 
 
 def pause(lake_root: str, ref: TableRef, storage_options: StorageOptions) -> PauseMark | None:

@@ -4,7 +4,9 @@ What an operator otherwise reads from Delta by hand: the pipeline's position and
 ``_cdc/state`` row), the published chain (``_cdc/checkpoints``: segment, start and end sets, rows per
 table, what each run was asked to do), and per table whether it is a member and with which
 snapshot, its latest snapshot's progress, a pause or departure mark, and the current Delta version
-and data file count of its target and changelog.
+and data file count of its target and changelog. A departure mark a later snapshot lifted (a table
+re-snapshotted within a run keeps the mark on its target) shows as history beside "member", never
+as "left the pipeline" (``lake.departure_holds``, the rule admission asks; issue 33).
 
 Invariant: read-only. Every fact comes through :mod:`airflow_mysql_cdc.runs.lake`, the same readers a
 run places itself with, so what this prints is what the next run will find; nothing here takes the
@@ -61,6 +63,9 @@ class TableStatus:
     """The latest snapshot: ``id``, ``chunks_done``, ``chunks_total``, ``complete`` (None: never taken)."""
     paused: dict[str, Any] | None
     departed: dict[str, Any] | None
+    """The departure mark while it keeps the table out of the pipeline (None: no mark holds)."""
+    snapshotted_again_after: dict[str, Any] | None
+    """A departure mark a snapshot taken after it lifted (a re-snapshot): where the table had left."""
     target: DeltaTableFigures
     changelog: DeltaTableFigures
 
@@ -147,6 +152,7 @@ def _table_status(
     progress = lake.snapshot_progress(lake_root, ref, storage_options)
     paused = lake.pause(lake_root, ref, storage_options)
     departed = lake.departure(lake_root, ref, storage_options)
+    holds = lake.departure_holds(departed, progress)
     return TableStatus(
         table=name,
         member=name in members,
@@ -160,7 +166,8 @@ def _table_status(
             "complete": progress.complete,
         },
         paused=asdict(paused) if paused is not None else None,
-        departed=departed.to_json() if departed is not None else None,
+        departed=departed.to_json() if departed is not None and holds else None,
+        snapshotted_again_after=departed.to_json() if departed is not None and not holds else None,
         target=_figures(layout.target(ref.schema, ref.table), storage_options),
         changelog=_figures(layout.changelog(ref.schema, ref.table), storage_options),
     )
@@ -216,7 +223,13 @@ def _standing(table: TableStatus) -> str:
     if table.paused is not None:
         return f"paused at {table.paused['paused_at']} by run {table.paused['run_id']}"
     if table.member:
-        return f"member (joined with snapshot {table.member_snapshot_id or '(none)'})"
+        joined = f"member (joined with snapshot {table.member_snapshot_id or '(none)'})"
+        left = table.snapshotted_again_after
+        if left is not None:
+            joined += (
+                f"; snapshotted again after it left at {left['gtid']} ({left['action']}: {left['reason']})"
+            )
+        return joined
     return "not a member (joins at the next run that snapshots it)"
 
 

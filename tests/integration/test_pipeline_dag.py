@@ -13,8 +13,10 @@ import time
 from pathlib import Path
 from urllib.parse import quote
 
+import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
-from deltalake import DeltaTable
+from deltalake import DeltaTable, write_deltalake
 
 from airflow_mysql_cdc.engine.lake.checkpoint_log import interval_key
 from airflow_mysql_cdc.engine.lake.layout import LakeLayout
@@ -68,9 +70,12 @@ def test_daily_runs_keep_the_lake_exact_through_maintenance_by_another_writer_an
     predecessor's, and the run's asset events name them (their feeds read back with read_change_feed).
 
     Every run's resumability task reports the binlog headroom of its checkpoint, warning below the
-    configured number of runs. Then ``verify_lake`` is turned on, with writers running: it fails on a
-    row tampered with in the lake, naming only it, with the message a user reads; asked to repair it,
-    the next run does and finds the other tables clean."""
+    configured number of runs. Every run's ``verify_lake`` (the shipped default, ``sample``) compares
+    its sample of every table at the run's position, all of it, with writers running. Then a ``full``
+    verification fails on a row tampered with in the lake, naming only it, with the message a user
+    reads; a one-chunk ``sample`` checks that chunk again first and proves an extra row in its own
+    chunk; following the message (``verify_repair``, clear the task) the cleared try repairs exactly
+    those keys, though the sample's cursor moved on, and finds the other tables clean."""
     database = mysql_database.database
     seed(mysql_database, "orders", 200)
     values = ", ".join(f"({i}, 'c{i}', {i}.5, 'new', NULL, NOW(6))" for i in range(1001, 1031))
@@ -86,18 +91,19 @@ def test_daily_runs_keep_the_lake_exact_through_maintenance_by_another_writer_an
     pipeline = Pipeline(
         monkeypatch, tmp_path, user, [f"{database}.{name}" for name in tables],
         maintenance={"interval_hours": 0, "small_files": 2},
-        binlog_retention_hours=1, retention_headroom_runs=1000,
+        binlog_retention_hours=1, retention_headroom_runs=1000, verify=None,  # the shipped default
     )  # fmt: skip
     records: list[dict] = []
 
-    def run(writing_tables: tuple[str, ...], verify: str | None = None, exact: bool = True) -> dict:
+    def run(writing_tables: tuple[str, ...], verify: str = "success", exact: bool = True) -> dict:
         # The writers go on past the interval end: the run tails the binlog until the end passes,
         # and the lake is compared with the source as of the published end set while they write.
         writers = writing(mysql_database, 9, len(records) * 10, *writing_tables, pause_s=0.003)
         dag_run = pipeline.run(now() + datetime.timedelta(seconds=6))
         finish(writers)
-        verifying = {"verify_lake": verify} if verify else {}
-        assert task_states(dag_run) == dict.fromkeys(ALL_TASKS, "success") | verifying
+        assert task_states(dag_run) == dict.fromkeys(TASKS, "success") | {"verify_lake": verify}
+        if verify == "success":
+            assert_every_table_compared_in_full(xcom_value(dag_run, "verify_lake"), tables, database)
         record = checkpoint(dag_run)
         if records:
             assert record["start_gtids"] == records[-1]["end_gtids"]  # the chain goes on where it was
@@ -149,6 +155,12 @@ def test_daily_runs_keep_the_lake_exact_through_maintenance_by_another_writer_an
             f"{records[0]['tables'][table['table']]['rows_applied']}|c"
         ]
     assert statsd.values(f"airflow.mysql_cdc.maintenance.files_after.e2e.{database}__orders.target")
+    for name in tables:  # how much of each table the default verification compared: all it sampled
+        assert statsd.values(f"airflow.mysql_cdc.verify.coverage.e2e.{database}__{name}") == ["1.0|g"]
+    summary = task_log(first_log.out + first_log.err, "verify_lake")[-1].message
+    assert summary.startswith("Summary: verify (sample) at "), summary
+    assert f"{database}.orders clean (" in summary and "rows compared, 100%)" in summary
+    assert "NOT FULLY CHECKED" not in summary
     first_story = {key: xcom_value(first, "replicate", key) for key in ("plan", "snapshot", "applied")}
     assert xcom_value(first, "maintain_lake")["files_after"] > 0  # the built-in maintenance ran
     assert xcom_value(first, "resumability")["verdict"] == "first_run"  # nothing to look ahead of yet
@@ -185,7 +197,7 @@ def test_daily_runs_keep_the_lake_exact_through_maintenance_by_another_writer_an
     # applies nothing, and pushes the run's story again: the plan, the snapshot it took, what it applied.
     lake_before = pipeline.lake_position()
     rerun = pipeline.run(datetime.datetime.fromisoformat(records[0]["segment_end"]))
-    assert task_states(rerun) == dict.fromkeys(ALL_TASKS, "success")
+    assert task_states(rerun) == dict.fromkeys(TASKS, "success")
     assert checkpoint(rerun) == records[0] and pipeline.lake_position() == lake_before
     assert {key: xcom_value(rerun, "replicate", key) for key in first_story} == first_story
     assert xcom_value(rerun, "replicate", "snapshot")["tables"] == snapshotted
@@ -204,7 +216,7 @@ def test_daily_runs_keep_the_lake_exact_through_maintenance_by_another_writer_an
     killed_record = checkpoint(killed)
     assert_exact_at(frozen_replica, killed_record, pipeline.lake, database, *tables)
     retried = pipeline.run(datetime.datetime.fromisoformat(killed_record["segment_end"]))
-    assert task_states(retried) == dict.fromkeys(ALL_TASKS, "success")
+    assert task_states(retried) == dict.fromkeys(TASKS, "success")
     assert checkpoint(retried) == killed_record
     records.append(killed_record)
     shown = capfd.readouterr()
@@ -215,13 +227,11 @@ def test_daily_runs_keep_the_lake_exact_through_maintenance_by_another_writer_an
     assert f"its binlog file {headroom['needed_file']}" in output
     assert "That is less than 1000 schedule intervals (1 h 40 min)" in output
 
-    # verify_lake at each run's end set while writers write: a row tampered with in the lake fails
-    # the task naming it, and only it (the run's record is published: the data path did its part);
-    # with verify_repair the next run puts the source's row back and finds the rest clean.
+    # A full verify_lake at the run's end set while writers write: a row tampered with in the lake
+    # fails the task naming it, and only it (the run's record is published: the data path did its part).
     pipeline.configure(verify="full", verify_max_examples=3)
-    DeltaTable(LakeLayout(pipeline.lake).target(database, "orders")).update(
-        predicate="id = 1017", updates={"customer": "'tampered'"}
-    )
+    target = DeltaTable(LakeLayout(pipeline.lake).target(database, "orders"))
+    target.update(predicate="id = 1017", updates={"customer": "'tampered'"})
     run(("orders", "payments", "refunds"), verify="failed", exact=False)
     shown = capfd.readouterr()
     output = shown.out + shown.err
@@ -230,12 +240,35 @@ def test_daily_runs_keep_the_lake_exact_through_maintenance_by_another_writer_an
     assert "id=1017: differs in customer" in output and '"verify_repair": true' in output
     assert "in 1 table(s)" in output  # writers ran on all three: no other difference was claimed
     assert password not in output
+
+    # The default, a sample (of one chunk here, which the full verification left at the first key):
+    # it checks the chunk that proved 1017 again first, and proves a row no source ever had in its own.
+    pipeline.configure(verify=None, verify_sample_chunks=1)
+    target = DeltaTable(LakeLayout(pipeline.lake).target(database, "orders"))  # as the run left it
+    rows = target.to_pyarrow_table()
+    ghost = rows.filter(pc.equal(rows.column("id"), 1017))
+    ghost = ghost.set_column(ghost.schema.get_field_index("id"), "id", pa.array([-17], pa.int32()))
+    write_deltalake(target, ghost, mode="append")
+    failed = run(("orders", "payments", "refunds"), verify="failed", exact=False)
+    output = _output(capfd)
+    assert f"- {database}.orders: 0 missing, 1 extra, 1 differing of" in output
+    assert "id=-17: extra in the lake" in output and "id=1017: differs in customer" in output
+    # Following its message: verify_repair, and clear the task. The cleared try is at the same
+    # position (the run applies nothing again) and repairs exactly what the failed try proved, though
+    # the sample's cursor moved on (before, it sampled the next chunk, went green, left both wrong).
     pipeline.configure(verify_repair=True)
-    repaired = run(("orders", "payments", "refunds"), verify="success")
-    outcomes = {result["table"]: result for result in xcom_value(repaired, "verify_lake")["tables"]}
-    assert outcomes[f"{database}.orders"]["status"] == "repaired"
-    assert outcomes[f"{database}.orders"]["repair"]["outcome"] == "equal to the source"
+    cleared = pipeline.run(failed.logical_date)
+    assert task_states(cleared) == dict.fromkeys(TASKS, "success")
+    assert checkpoint(cleared) == records[-1]
+    verified = xcom_value(cleared, "verify_lake")
+    assert verified["position"] == records[-1]["end_gtids"]
+    outcomes = {result["table"]: result for result in verified["tables"]}
+    orders = outcomes[f"{database}.orders"]
+    assert orders["status"] == "repaired" and orders["rechecked"] == 2, orders
+    assert (orders["repair"]["upserted"], orders["repair"]["deleted"]) == (1, 1)
+    assert orders["repair"]["outcome"] == "equal to the source"
     assert {outcomes[f"{database}.{name}"]["status"] for name in ("payments", "refunds")} == {"clean"}
+    assert_exact_at(frozen_replica, records[-1], pipeline.lake, database, *tables)
 
     final_members = LakeState(pipeline.lake, "e2e").pipeline().members
     assert {name: final_members[name] for name in members} == members  # no table snapshotted again
@@ -258,6 +291,18 @@ def test_daily_runs_keep_the_lake_exact_through_maintenance_by_another_writer_an
         assert f"    snapshot: {snapshot_id}, " in shown
     assert shown.count("    target: version ") == len(tables)
     assert shown.count("    changelog: ") == len(tables)  # "none" for a table no change reached yet
+
+
+TASKS = (*ALL_TASKS, "verify_lake")
+"""The shipped DAG's tasks with the shipped default, ``verify: sample``."""
+
+
+def assert_every_table_compared_in_full(result: dict, tables: list[str], database: str) -> None:
+    """The run's verification compared every table, all of what it checked (nothing left out)."""
+    compared = {table["table"]: table for table in result["tables"]}
+    assert sorted(compared) == sorted(f"{database}.{name}" for name in tables)
+    for table in compared.values():
+        assert table["status"] in ("clean", "repaired") and table["coverage"] == 1.0, table
 
 
 def _output(capfd: pytest.CaptureFixture) -> str:

@@ -1,8 +1,10 @@
 """A statement-logged UPDATE of a tracked table (a session with binlog_format=STATEMENT), through the
 shipped DAG with writers running: ``stop`` fails the task with the application's own error line as
 the failure reason, and re-snapshotting the table (the runbook) gets the pipeline past it;
-``statement_changes: resnapshot`` re-snapshots that table within the run and the run ends exact.
-One pipeline goes through both (its setup is the expensive part).
+``statement_changes: resnapshot`` re-snapshots that table within the run and the run ends exact,
+and ``verify_lake`` compares the table in that run and the next (it skipped it for good before,
+issue 33), which ``airflow-mysql-cdc status`` shows as a member. One pipeline goes through both (its
+setup is the expensive part).
 
 Every green run is compared with a replica frozen at the run's published end set.
 """
@@ -14,9 +16,11 @@ from typing import Any
 
 import pytest
 
+from airflow_mysql_cdc.engine.lake.state.store import LakeState
 from airflow_mysql_cdc.engine.snapshot.runner import snapshot_table
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
+from airflow_mysql_cdc.runs.status import main as status_command
 from tests.support.airflow import task_states, xcom_value
 from tests.support.frozen_replica import FrozenReplica
 from tests.support.mysql import execute
@@ -32,6 +36,7 @@ from tests.support.pipeline import (
 
 pytestmark = [pytest.mark.mysql, pytest.mark.usefixtures("airflow_db"), pytest.mark.slow]
 
+VERIFIED = (*ALL_TASKS, "verify_lake")
 STATEMENT = "UPDATE orders SET status = 'shipped', amount = amount + 1 WHERE id <= 40"
 
 
@@ -51,9 +56,9 @@ def _statement_logged(endpoint: MySqlEndpoint) -> str:
     return str(gtid)
 
 
-def _green(pipeline: Pipeline) -> Any:
+def _green(pipeline: Pipeline, tasks: tuple[str, ...] = ALL_TASKS) -> Any:
     dag_run = pipeline.run(now())
-    assert task_states(dag_run) == dict.fromkeys(ALL_TASKS, "success")
+    assert task_states(dag_run) == dict.fromkeys(tasks, "success")
     return dag_run
 
 
@@ -103,17 +108,36 @@ def test_stop_names_the_statement_a_re_snapshot_gets_past_it_and_the_resnapshot_
         passed = _green(pipeline)
         assert_exact_at(frozen_replica, checkpoint(passed), pipeline.lake, database, "orders", "payments")
 
-        # With the resnapshot policy the pipeline gets past the next one by itself, in the same run.
-        pipeline.configure(statement_changes="resnapshot")
+        # With the resnapshot policy the pipeline gets past the next one by itself, in the same run;
+        # a full verify_lake (writers on) compares the re-snapshotted table in that run and the next.
+        pipeline.configure(statement_changes="resnapshot", verify="full")
         gtid = _statement_logged(mysql_database)
         capfd.readouterr()
-        passed = _green(pipeline)
+        passed = _green(pipeline, VERIFIED)
         assert_exact_at(frozen_replica, checkpoint(passed), pipeline.lake, database, "orders", "payments")
         changes = xcom_value(passed, "replicate", "applied")["schema_changes"]
         assert [(c["table"], c["action"], c["gtid"]) for c in changes] == [(orders, "resnapshot", gtid)]
         log = capfd.readouterr()
         assert "changed by a statement-logged UPDATE" in log.out + log.err  # the task log says why
+        assert "NOT FULLY CHECKED" not in log.out + log.err
 
-        later = _green(pipeline)  # both tables stream again
+        later = _green(pipeline, VERIFIED)  # both tables stream again
         assert_exact_at(frozen_replica, checkpoint(later), pipeline.lake, database, "orders", "payments")
         assert xcom_value(later, "replicate", "applied")["schema_changes"] == []
+        for verified in (passed, later):
+            results = {table["table"]: table for table in xcom_value(verified, "verify_lake")["tables"]}
+            assert {name: (table["status"], table["coverage"]) for name, table in results.items()} == {
+                orders: ("clean", 1.0), f"{database}.payments": ("clean", 1.0),
+            }  # fmt: skip
+            assert results[orders]["rows_compared"] == results[orders]["table_rows"] > 0
+
+    # `airflow-mysql-cdc status` shows the re-snapshotted table as a member, the departure as history.
+    capfd.readouterr()
+    assert status_command(["status", "--lake-root", str(pipeline.lake), "--pipeline-id", "e2e"]) == 0
+    shown = capfd.readouterr().out
+    snapshot_id = LakeState(pipeline.lake, "e2e").pipeline().members[orders]
+    assert (
+        f"  {orders}: member (joined with snapshot {snapshot_id}); snapshotted again after it left at "
+        f"{gtid} (resnapshot: "
+    ) in shown
+    assert "left the pipeline at" not in shown

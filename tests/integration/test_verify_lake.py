@@ -83,8 +83,11 @@ def _corrupt(lake: Path, database: str) -> None:
 def test_verify_with_writers_running_never_reports_a_difference(
     mysql_database: MySqlEndpoint, tmp_path: Path
 ) -> None:
+    """Writers on every key during each full verification: no difference is claimed, and no key is
+    left out: a key changed after the position is compared with the binlog's image of its row there
+    (before, a hot table was compared "55 of 826 rows", issue 33). The lake is read whole each time."""
     table, position = _exact_lake(mysql_database, tmp_path)
-    left_out = compared = 0
+    through_binlog = compared = 0
     with writers_running(mysql_database, 71, "orders", pause_s=0.01):
         for _ in range(12):
             position = _stream(mysql_database, tmp_path, (table,), position)
@@ -92,9 +95,11 @@ def test_verify_with_writers_running_never_reports_a_difference(
             (result,) = report.tables
             assert result.status == "clean", result.describe()
             assert report.position == str(position)
-            left_out, compared = left_out + result.excluded, compared + result.rows_compared
+            assert (result.excluded, result.coverage, result.pending) == (0, 1.0, 0), result.describe()
+            assert result.table_rows == result.rows_compared  # a full verification: the whole table
+            through_binlog, compared = through_binlog + result.from_binlog, compared + result.rows_compared
     assert compared > 12 * 50
-    assert left_out > 0  # keys changed after the position were there to be left out, and were
+    assert through_binlog > 0  # keys changed after the position were there, and were compared
 
 
 def test_a_corrupted_lake_is_found_repaired_and_then_clean_while_writers_run(
@@ -155,11 +160,13 @@ def test_sampled_verify_runs_cover_the_key_space_in_rotation(
 ) -> None:
     table, _ = _exact_lake(mysql_database, tmp_path)
     _target(tmp_path, mysql_database.database).update(predicate="id = 230", updates={"status": "'shipped'"})
-    ranges, statuses = [], []
+    ranges, again, statuses = [], [], []
     for _ in range(5):
         (result,) = _verify(mysql_database, tmp_path, table, mode="sample", sample_chunks=2).tables
-        ranges.append([(chunk.lower, chunk.upper) for chunk in result.chunks])
+        ranges.append([(chunk.lower, chunk.upper) for chunk in result.chunks if not chunk.again])
+        again.append([(chunk.lower, chunk.upper) for chunk in result.chunks if chunk.again])
         statuses.append(result.status)
+        assert result.table_rows == 300 and result.coverage == 1.0
     # 300 keys in chunks of 50: (-,50], (50,100] | (100,150], (150,200] | (200,250], (250,300] | (300,-)
     assert [[bounds for bounds in run] for run in ranges[:4]] == [
         [(None, [50]), ([50], [100])],
@@ -168,11 +175,14 @@ def test_sampled_verify_runs_cover_the_key_space_in_rotation(
         [([300], None)],
     ]
     assert ranges[4] == ranges[0]  # the next pass starts again at the first key
-    assert statuses == ["clean", "clean", "mismatch", "clean", "clean"]  # id 230 is in the third range
+    # id 230 is in the third range; the chunk that proved it is checked again first until it is repaired
+    assert statuses == ["clean", "clean", "mismatch", "mismatch", "mismatch"]
+    assert again == [[], [], [], [([200], [250])], [([200], [250])]]
     log = DeltaTable(LakeLayout(tmp_path).verify_log)
     assert len(log.file_uris()) == 1  # one row per table, overwritten: bounded however many runs
     (row,) = log.to_pyarrow_table().to_pylist()
     assert row["table"] == table and '"passes": 1' in row["cursor"]
+    assert '"why": "differed"' in row["pending"] and '"upper": [250]' in row["pending"]
 
 
 def test_a_source_that_lacks_the_position_is_refused_naming_what_it_lacks(
@@ -191,3 +201,92 @@ def test_a_source_that_lacks_the_position_is_refused_naming_what_it_lacks(
     )
     assert "verify against the server the pipeline reads" in str(raised.value)
     assert LakeState(tmp_path, PIPELINE).pipeline().owner == ""  # the lease was released
+
+
+def test_a_failed_sample_verify_cleared_with_repair_repairs_the_keys_it_proved(
+    mysql_database: MySqlEndpoint, tmp_path: Path
+) -> None:
+    """The failed try proves a row in its sample and fails; the cleared try (the same settings with
+    ``repair``, at the same position) checks that chunk again first, repairs the row and is green,
+    though its cursor moved on. Before the pending list it verified the next chunks and went green."""
+    database = mysql_database.database
+    table, position = _exact_lake(mysql_database, tmp_path)
+    _target(tmp_path, database).update(predicate="id = 30", updates={"customer": "'tampered'"})
+    with writers_running(mysql_database, 74, "orders", pause_s=0.01):  # id 30 too: compared all the same
+        failed = _verify(mysql_database, tmp_path, table, mode="sample", sample_chunks=1)
+        (result,) = failed.tables
+        assert (result.status, result.differing) == ("mismatch", 1), result.describe()
+        assert result.examples[0]["key"] == {"id": 30} and result.examples[0]["columns"] == ["customer"]
+        assert "checks again first exactly the chunks this try proved different" in failure_message(
+            failed.to_dict()
+        )
+        cleared = _verify(mysql_database, tmp_path, table, mode="sample", sample_chunks=1, repair=True)
+        (result,) = cleared.tables
+        assert cleared.position == failed.position == str(position)
+        assert result.status == "repaired", result.describe()
+        assert result.repair is not None and result.repair["upserted"] == 1
+        assert result.rechecked == 1 and result.chunks[0].again.startswith("(-, 50] differed at ")
+        assert [chunk.lower for chunk in result.chunks[1:]] == [[50]]  # the sample moved on
+        later = _verify(mysql_database, tmp_path, table, mode="sample", sample_chunks=1)
+        assert later.tables[0].status == "clean" and later.tables[0].rechecked == 0
+        position = _stream(mysql_database, tmp_path, (table,), position)
+    _stream(mysql_database, tmp_path, (table,), position)
+    assert_lake_equals_source(mysql_database, tmp_path, database, "orders")
+
+
+def test_a_key_held_twice_in_a_target_fails_verify_naming_it(
+    mysql_database: MySqlEndpoint, tmp_path: Path
+) -> None:
+    """A second live row for a key, written with deltalake (what issue 33's MERGE did): ``full`` and a
+    one-chunk ``sample`` far from that key both fail naming it; a repair leaves one row, the source's."""
+    database = mysql_database.database
+    table, position = _exact_lake(mysql_database, tmp_path, quiet=True)
+    target = _target(tmp_path, database)
+    rows = target.to_pyarrow_table()
+    copy = rows.filter(pc.equal(rows.column("id"), 1017))
+    write_deltalake(target, copy, mode="append")
+    with writers_running(mysql_database, 75, "orders", pause_s=0.01):
+        for settings in ({"mode": "full"}, {"mode": "sample", "sample_chunks": 1}):
+            found = _verify(mysql_database, tmp_path, table, **settings)
+            (result,) = found.tables
+            assert (result.status, result.duplicated, result.differing) == ("mismatch", 1, 0), settings
+            (shown,) = result.examples
+            assert (shown["kind"], shown["rows"], shown["key"]) == ("duplicated", 2, {"id": 1017})
+            message = failure_message(found.to_dict())
+            assert f"- {table}: 0 missing, 0 extra, 0 differing, 1 key(s) held twice in the lake" in message
+            assert "e.g. id=1017: held 2 times in the lake" in message
+        repaired = _verify(mysql_database, tmp_path, table, mode="sample", sample_chunks=1, repair=True)
+        (result,) = repaired.tables
+        assert result.status == "repaired" and result.repair is not None, result.describe()
+        assert result.repair["outcome"] == "equal to the source"
+        assert _verify(mysql_database, tmp_path, table).tables[0].status == "clean"
+        position = _stream(mysql_database, tmp_path, (table,), position)
+    _stream(mysql_database, tmp_path, (table,), position)
+    assert_lake_equals_source(mysql_database, tmp_path, database, "orders")
+
+
+def test_a_statement_logged_change_after_the_position_leaves_the_table_inconclusive(
+    mysql_database: MySqlEndpoint, tmp_path: Path
+) -> None:
+    """Which rows a statement-logged change touched is not in the binlog: a verification meeting one
+    after the position says the table is inconclusive (not compared, named in the summary), never
+    fails with the binlog application's "cannot be applied from the checkpoint" (issue 33)."""
+    table, _ = _exact_lake(mysql_database, tmp_path, rows=120)
+    [(gtid,)] = execute(
+        mysql_database,
+        "SET SESSION binlog_format = 'STATEMENT'",
+        "BEGIN",
+        "UPDATE orders SET amount = amount + 1 WHERE id <= 40",
+        "COMMIT",
+        "SELECT GTID FROM performance_schema.events_transactions_current"
+        " WHERE THREAD_ID = PS_CURRENT_THREAD_ID()",
+    )
+    for mode in ("full", "sample"):
+        report = _verify(mysql_database, tmp_path, table, mode=mode)
+        (result,) = report.tables
+        assert result.status == "inconclusive" and result.coverage == 0.0
+        assert result.reason.startswith(f"a statement-logged change after the position changed it ({gtid})")
+        assert report.mismatched == []
+        assert (
+            f"NOT FULLY CHECKED: {table} not compared (inconclusive: a statement-logged" in report.summary()
+        )

@@ -63,19 +63,22 @@ class Pipeline:
         if s3_lake:
             lake_settings |= {"storage_options": s3_lake.store.public_options, "lake_conn_id": LAKE_CONN_ID}
             monkeypatch.setenv(f"AIRFLOW_CONN_{LAKE_CONN_ID.upper()}", s3_lake.store.aws_connection())
+        # verify off unless a test asks (``verify=None``: the shipped default, sample): every other
+        # DAG test would pay a verify_lake task per run for nothing it checks (the suite's budget).
         self.config = {
             "dag_id": self.dag_id, "pipeline_id": "e2e", "mysql_cdc_conn_id": "cdc_source",
             "spark_conn_id": "spark_local", "tables": tables, **lake_settings,
             "schedule": "every 6s", "start_date": "2026-01-01T00:00:00+00:00", "chunk_size": 60,
             "retries": 0, "sensor_mode": "poke", "sensor_poke_interval_s": 1,
-            "resumability_timeout_s": 40, "batch_max_seconds": 0.3,
+            "resumability_timeout_s": 40, "batch_max_seconds": 0.3, "verify": "off",
         } | overrides  # fmt: skip
         self.configure()
         self.point_at(source)
         monkeypatch.setenv("AIRFLOW_CONN_SPARK_LOCAL", SPARK_LOCAL)
 
     def configure(self, **changes: Any) -> None:
-        self.config |= changes
+        """Change the configuration file; a value of None removes the key (the shipped default)."""
+        self.config = {key: value for key, value in (self.config | changes).items() if value is not None}
         self.config_file.write_text(json.dumps(self.config))
         self.monkeypatch.setenv("AIRFLOW_MYSQL_CDC_PIPELINE_CONFIG", str(self.config_file))
 

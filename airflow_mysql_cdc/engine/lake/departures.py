@@ -22,6 +22,8 @@ from deltalake.exceptions import TableNotFoundError
 
 from airflow_mysql_cdc.engine.lake.layout import LakeLayout, LakeRoot
 from airflow_mysql_cdc.engine.mysql.schema import TableRef
+from airflow_mysql_cdc.engine.mysql.table_standing import judge_table
+from airflow_mysql_cdc.engine.values.gtid import GtidSet
 
 DEPARTURE_PROPERTY = "airflow_mysql_cdc.left_pipeline"
 
@@ -48,6 +50,20 @@ class Departure:
     def describe(self) -> str:
         verb = "is to be snapshotted again" if self.action == "resnapshot" else "left the pipeline"
         return f"{self.table} {verb} at {self.gtid}: {self.reason}"
+
+
+def departure_holds(departure: Departure | None, snapshot_stream_start: GtidSet | None) -> bool:
+    """The mark still keeps the table out: no snapshot taken after its DDL (one whose stream start
+    holds the mark's GTID) brought it back. The mark stays on a target a new snapshot brought back
+    (a ``resnapshot`` within a run), so a reader that only asked "is there a mark?" took a streaming
+    table for gone: verify skipped it for good and ``status`` showed it as departed (issue 33). The
+    rule is :func:`~airflow_mysql_cdc.engine.mysql.table_standing.judge_table`, the one admission asks.
+    """
+    if departure is None:
+        return False
+    return judge_table(
+        on_source=None, left_at=departure.gtid, snapshot_stream_start=snapshot_stream_start
+    ).out_of_the_pipeline
 
 
 def mark_departed(table: DeltaTable, departure: Departure, properties: CommitProperties) -> None:

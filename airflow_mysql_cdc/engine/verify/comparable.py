@@ -40,14 +40,19 @@ def delta_rows(columns: Sequence[ColumnType], canonical: pa.Table) -> pa.Table:
 
 def delta_keys(key_columns: Sequence[ColumnType], canonical_keys: Iterable[Sequence[Any]]) -> set[Key]:
     """Keys given as canonical Python values (a binlog image), as the rows' key tuples are."""
+    return set(delta_key_list(key_columns, canonical_keys))
+
+
+def delta_key_list(key_columns: Sequence[ColumnType], canonical_keys: Iterable[Sequence[Any]]) -> list[Key]:
+    """:func:`delta_keys`, one per key given, in order."""
     keys = list(canonical_keys)
     if not keys:
-        return set()
+        return []
     converted = [
         to_delta_array(to_arrow_array(column, [key[index] for key in keys])).to_pylist()
         for index, column in enumerate(key_columns)
     ]
-    return set(zip(*converted, strict=True))
+    return list(zip(*converted, strict=True))
 
 
 def key_tuples(rows: pa.Table, key: Sequence[str]) -> list[Key]:
@@ -190,12 +195,22 @@ def example(
     return shown
 
 
+def duplicate_example(row_key: Key, rows: int, key: Sequence[str], *, mask_values: bool) -> dict[str, Any]:
+    """A key the lake holds ``rows`` times, as the result and the failure message show it."""
+    shown: dict[str, Any] = {"kind": "duplicated", "key_hash": key_hash(row_key), "rows": rows}
+    if not mask_values:
+        shown["key"] = {name: _plain(value) for name, value in zip(key, row_key, strict=True)}
+    return shown
+
+
 def describe_example(shown: Mapping[str, Any]) -> str:
     """An example as one line of the failure message."""
     where = shown.get("key") or {"key hash": shown["key_hash"]}
     key_text = ", ".join(f"{name}={value}" for name, value in where.items())
     if shown["kind"] == "differing":
         return f"{key_text}: differs in {', '.join(shown.get('columns', ['*']))}"
+    if shown["kind"] == "duplicated":
+        return f"{key_text}: held {shown.get('rows', 2)} times in the lake"
     return f"{key_text}: {'missing from the lake' if shown['kind'] == 'missing' else 'extra in the lake'}"
 
 

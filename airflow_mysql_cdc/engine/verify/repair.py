@@ -1,12 +1,14 @@
 """Repair: exactly the differing keys of a target set to their values at the verified position.
 
-Invariant: a key is repaired only when the verification found it differing in a chunk whose read
-saw no transaction after the position ``E`` touch that key (:mod:`.run`, point 1), so the row read
-from the source *is* the key's row at ``E`` (absent: the key did not exist at ``E``). One MERGE on
-the key upserts the rows the lake lacks or holds wrongly and deletes (with ``soft_deletes``: flags
-deleted) the rows the source lacks; no other row is touched. The target then equals the source at
-``E`` for those keys, which is what the pipeline's state says it holds, so the next run continues
-from ``E`` as if the damage never happened.
+Invariant: a key is repaired only when the verification found it differing with the source's row
+for it being its row at the position ``E`` (:mod:`.table_check`: the row read when no transaction
+after ``E`` touched the key, else the binlog's before image of its first change after ``E``; absent:
+the key did not exist at ``E``). One MERGE on the key upserts the rows the lake lacks or holds
+wrongly and deletes (with ``soft_deletes``: flags deleted) the rows the source lacks; no other row
+is touched. A key the target holds twice first loses its live copies (:func:`remove_live_rows`, a
+MERGE of its own: the upsert alone would update every copy and leave two). The target then equals
+the source at ``E`` for those keys, which is what the pipeline's state says it holds, so the next
+run continues from ``E`` as if the damage never happened.
 
 How the next run sees this commit: it carries no app transaction, so the table's own applied set
 (:mod:`..lake.state.table_positions`) stays the state's, and it is made under the pipeline's lease,
@@ -99,6 +101,45 @@ def repair_target(
     merger.when_not_matched_insert(upsert, predicate=f"s.{_ACTION} = 'upsert'").execute()
     table.update_incremental()
     return Repair(upserts.num_rows, len(deletes), table.version())
+
+
+def remove_live_rows(
+    table: DeltaTable,
+    role: str,
+    keys: Sequence[Key],
+    key: Sequence[str],
+    schema: pa.Schema,
+    *,
+    position: GtidSet,
+) -> Repair:
+    """One MERGE deleting every live row of ``keys``: a key the target holds twice, before
+    :func:`repair_target` puts its one row back. Needed because a MERGE updates every target row its
+    key matches, so an upsert alone left both copies (equal now, still two). Between the two commits
+    the key is missing from the target, which the next verification would prove and repair, and the
+    next run's MERGE would insert; both are made under the pipeline's lease, between runs."""
+    check_writable(table, role, updates_rows=True)
+    source = pa.table(
+        {
+            name: pa.array([row_key[index] for row_key in keys], schema.field(name).type)
+            for index, name in enumerate(key)
+        }
+    )
+    metadata = {"position": str(position), "removed_keys_held_twice": len(keys)}
+    merged = (
+        table.merge(
+            source,
+            merge_plan(source, key).predicate,
+            source_alias="s",
+            target_alias="t",
+            commit_properties=CommitProperties(
+                custom_metadata={REPAIR_COMMIT_METADATA: json.dumps(metadata)}, max_commit_retries=0
+            ),
+        )
+        .when_matched_delete(predicate=f"t.{DELETED_COLUMN} IS NULL OR NOT t.{DELETED_COLUMN}")
+        .execute()
+    )
+    table.update_incremental()
+    return Repair(0, int(merged.get("num_target_rows_deleted", 0)), table.version())
 
 
 def _merge_source(upserts: pa.Table, deletes: Sequence[Key], key: Sequence[str], at_us: int) -> pa.Table:

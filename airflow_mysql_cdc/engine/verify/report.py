@@ -1,20 +1,33 @@
 """What a verification found, per table and in all, and the words a user reads about it.
 
 Invariant: a table's status is ``mismatch`` only for a difference the verification proved (a key
-whose read no transaction after the position touched, or the lake lacking a source column with no
-DDL after the position); everything it could not decide is ``inconclusive`` with the reason, and
-never fails the task. The failure message names, per table, what differs and the repair, and is
-made here only (the operator raises it, the entry point prints it).
+compared with its row at the position, a key the target holds twice, or the lake lacking a source
+column with no DDL after the position); everything it could not decide is ``inconclusive`` with the
+reason, and never fails the task. The failure message names, per table, what differs and the
+repair, and is made here only (the operator raises it, the entry point prints it).
+
+Coverage is said, never implied: per table the rows compared of the rows in the ranges checked
+(``coverage``; keys left out are the difference), and of the rows the target holds
+(``table_rows``: a sample's share). A table not compared (skipped, inconclusive) has coverage 0 and
+a compared one under :data:`LOW_COVERAGE` is ``low_coverage``: both are warnings in the log, named
+in the summary, and a metric (``mysql_cdc.verify.coverage``), so a green task cannot hide that a
+table went unchecked (issue 33: a re-snapshotted table was skipped by every later verification in
+an INFO line).
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from airflow_mysql_cdc.engine.verify.comparable import describe_example
 
 Status = Literal["clean", "mismatch", "repaired", "inconclusive", "skipped"]
+NOT_COMPARED = ("inconclusive", "skipped")
+LOW_COVERAGE = 0.9
+"""Below this share of the rows in the ranges it checked, a compared table is reported low-coverage."""
 
 
 @dataclass
@@ -25,6 +38,8 @@ class ChunkReport:
     source_checksum: str
     lake_checksum: str
     excluded: int
+    again: str = ""
+    """Why this chunk is checked again (an earlier verification's :mod:`.pending` entry), or empty."""
 
     @property
     def equal(self) -> bool:
@@ -41,10 +56,20 @@ class TableReport:
     chunks_checked: int = 0
     rows_compared: int = 0
     excluded: int = 0
-    """Keys left out because a transaction after the position changed them."""
+    """Keys left out: changed after the position, their rows there unknown (:mod:`.changed_keys`)."""
+    from_binlog: int = 0
+    """Rows compared at the position through the before image of a change after it."""
+    table_rows: int | None = None
+    """Live rows the target holds (None: not read)."""
     missing: int = 0
     extra: int = 0
     differing: int = 0
+    duplicated: int = 0
+    """Keys the target holds in two or more live rows (the whole target, whatever was sampled)."""
+    rechecked: int = 0
+    """Chunks an earlier verification left to check again, checked first by this one."""
+    pending: int = 0
+    """Chunks this verification leaves to the next one (a difference not repaired, keys left out)."""
     examples: list[dict[str, Any]] = field(default_factory=list)
     chunks: list[ChunkReport] = field(default_factory=list)
     repair: dict[str, Any] | None = None
@@ -54,21 +79,52 @@ class TableReport:
 
     @property
     def differences(self) -> int:
-        return self.missing + self.extra + self.differing
+        return self.missing + self.extra + self.differing + self.duplicated
+
+    @property
+    def compared(self) -> bool:
+        return self.status not in NOT_COMPARED
+
+    @property
+    def coverage(self) -> float:
+        """Rows compared of the rows in the ranges checked (0 for a table not compared)."""
+        if not self.compared:
+            return 0.0
+        meant = self.rows_compared + self.excluded
+        return self.rows_compared / meant if meant else 1.0
+
+    @property
+    def low_coverage(self) -> bool:
+        return self.compared and self.coverage < LOW_COVERAGE
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return asdict(self) | {"coverage": self.coverage, "low_coverage": self.low_coverage}
+
+    def describe_coverage(self) -> str:
+        """``55 of 826 rows compared (6.7%)`` and, for a sample, its share of the target."""
+        meant = self.rows_compared + self.excluded
+        text = f"{self.rows_compared} of {meant} rows compared ({percent(self.coverage)})"
+        if self.table_rows is not None and meant < self.table_rows:
+            share = percent(self.rows_compared / self.table_rows)
+            text += f", {share} of the {self.table_rows} the target holds"
+        return text
 
     def describe(self) -> str:
-        if self.status in ("inconclusive", "skipped"):
+        if self.status in NOT_COMPARED:
             return f"{self.table}: {self.status}: {self.reason}"
         counts = (
-            f"{self.rows_compared} rows compared in {self.chunks_checked}/{self.chunks_planned} chunk(s), "
-            f"{self.excluded} left out (changed after the position)"
+            f"{self.describe_coverage()} in {self.chunks_checked}/{self.chunks_planned} chunk(s), "
+            f"{self.excluded} left out (changed after the position, row there unknown)"
         )
+        if self.from_binlog:
+            counts += f", {self.from_binlog} compared through the binlog (changed after the position)"
+        if self.rechecked:
+            counts += f", {self.rechecked} chunk(s) checked again first"
         if self.status == "clean":
             return f"{self.table}: equal to the source ({counts})"
         found = f"{self.missing} missing, {self.extra} extra, {self.differing} differing"
+        if self.duplicated:
+            found += f", {self.duplicated} key(s) held twice"
         if self.status == "repaired":
             return f"{self.table}: {found}, repaired and verified again ({counts})"
         if self.reason:
@@ -111,8 +167,38 @@ class VerifyReport:
         rows = sum(table.rows_compared for table in self.tables)
         return (
             f"verify ({self.mode}) of {len(self.tables)} table(s) at {self.position or '(empty)'}: {counts}; "
-            f"{rows} rows compared in {self.seconds:.1f}s"
+            f"{rows} rows compared in {self.seconds:.1f}s{unchecked_note(self.to_dict()['tables'])}"
         )
+
+
+def percent(share: float) -> str:
+    """``100%`` only for all of it, ``0%`` only for none: a share in between is rounded down."""
+    if share in (0.0, 1.0):
+        return f"{share:.0%}"
+    return f"{max(math.floor(share * 1000) / 10, 0.1):g}%"
+
+
+def unchecked(tables: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Each table this verification did not compare, or compared under :data:`LOW_COVERAGE`, with
+    what was compared and why (``tables``: the report's dicts)."""
+    lines = []
+    for table in tables:
+        if table["status"] in NOT_COMPARED:
+            lines.append(f"{table['table']} not compared ({table['status']}: {table['reason']})")
+        elif table.get("low_coverage"):
+            meant = table["rows_compared"] + table["excluded"]
+            lines.append(
+                f"{table['table']} only {table['rows_compared']} of {meant} rows compared "
+                f"({percent(table['coverage'])}): {table['excluded']} key(s) changed after the position "
+                "with their rows there unknown were left out; their chunks are checked again by the next "
+                "verification"
+            )
+    return lines
+
+
+def unchecked_note(tables: Sequence[Mapping[str, Any]]) -> str:
+    found = unchecked(tables)
+    return f"; NOT FULLY CHECKED: {'; '.join(found)}" if found else ""
 
 
 def failure_message(report: dict[str, Any], task_id: str = "verify_lake") -> str:
@@ -120,8 +206,9 @@ def failure_message(report: dict[str, Any], task_id: str = "verify_lake") -> str
     lines = [
         f"{task_id}: the lake differs from the source at the pipeline's position "
         f"{report['position'] or '(empty)'} in {len(report['mismatched'])} table(s). Every difference below "
-        "is proven: keys changed after that position were left out, so the source rows compared are "
-        "their values at the position the lake says it holds."
+        "is proven: each key was compared with its row at that position (the row read, or for a key "
+        "changed after it, the binlog's image of it from before that change), the position the lake says "
+        "it holds; a key held twice in the lake is wrong at any position."
     ]
     for table in report["tables"]:
         if table["status"] != "mismatch":
@@ -133,6 +220,8 @@ def failure_message(report: dict[str, Any], task_id: str = "verify_lake") -> str
             )
             continue
         found = f"{table['missing']} missing, {table['extra']} extra, {table['differing']} differing"
+        if table.get("duplicated"):
+            found += f", {table['duplicated']} key(s) held twice in the lake"
         examples = "; ".join(describe_example(shown) for shown in table["examples"])
         repaired = table.get("repair") or {}
         still = " (still after a repair: " + repaired.get("outcome", "") + ")" if repaired else ""
@@ -141,8 +230,9 @@ def failure_message(report: dict[str, Any], task_id: str = "verify_lake") -> str
             + (f"; e.g. {examples}" if examples else "")
         )
     lines.append(
-        'What to do: set "verify_repair": true in the pipeline JSON and clear this task: under the '
-        "pipeline's lease it rewrites exactly the differing keys with their values at the position, then "
+        'What to do: set "verify_repair": true in the pipeline JSON and clear this task: it checks again '
+        "first exactly the chunks this try proved different (kept in the lake's _cdc/verify log) and, under "
+        "the pipeline's lease, rewrites the differing keys with their values at the position, then "
         'verifies them again (docs/operations.md, "Verifying the lake"). Or re-snapshot the table. Then '
         "look for what wrote the target besides the pipeline (another job, a restore): the pipeline alone "
         "keeps it exact."

@@ -7,14 +7,20 @@ refused it: ``PipelineBusyError``, a retryable failure, as for maintenance), rea
 batch lands during the comparison, and every target the state names as streamed holds the source
 at ``E`` unless something broke it: what :mod:`.table_check` proves or rules out, chunk by chunk.
 
-A table is not compared (``inconclusive``, with the reason, never a failure) when the lake cannot
-be expected to hold it at ``E``: no target yet, not a member of the stream yet (it joins at a later
-run), its snapshot unfinished, ahead of the state after an interrupted run, or left the pipeline;
-or when a DDL after ``E`` may have changed it. A table without a row key cannot be in the pipeline
-(the snapshot refuses it), so none reaches here.
+A table is not compared (``inconclusive`` or ``skipped``, with the reason, never a failure, but a
+warning and a coverage of 0: :mod:`.report`) when the lake cannot be expected to hold it at ``E``:
+no target yet, not a member of the stream yet (it joins at a later run), its snapshot unfinished,
+ahead of the state after an interrupted run, or out of the pipeline by a departure mark no later
+snapshot lifted (:func:`~..lake.departures.departure_holds`: a table re-snapshotted within a run is
+compared, test_pipeline_dag_statement_changes.py); or when a DDL or a statement-logged change after
+``E`` may have changed it. A table without a row key cannot be in the pipeline (the snapshot refuses
+it), so none reaches here. Which tables are compared, and what of each in which order, is
+:mod:`.planning`.
 
-With ``repair``, the differing keys of a table are set to their values at ``E`` (:mod:`.repair`)
-and their chunks compared again; the table is ``repaired`` only if they are then equal.
+With ``repair``, the differing keys of a table are set to their values at ``E`` (:mod:`.repair`; a
+key held twice loses its copies first) and their chunks compared again; the table is ``repaired``
+only if they are then equal. What still differs, and what had keys left out, is kept for the next
+verification (:mod:`.pending`).
 """
 
 from __future__ import annotations
@@ -22,8 +28,6 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any
 
 import pyarrow as pa
 import pymysql
@@ -35,28 +39,20 @@ from airflow_mysql_cdc.engine.lake.state.pipeline_state import (
     default_owner,
 )
 from airflow_mysql_cdc.engine.lake.state.store import LakeState
-from airflow_mysql_cdc.engine.lake.state.table_positions import pipeline_app_id
-from airflow_mysql_cdc.engine.mysql.definition import TableDefinition
-from airflow_mysql_cdc.engine.mysql.schema import (
-    TableMetadata,
-    TableRef,
-    quote_identifier,
-    read_table_metadata,
-)
+from airflow_mysql_cdc.engine.mysql.schema import TableRef
 from airflow_mysql_cdc.engine.mysql.types import ColumnType
-from airflow_mysql_cdc.engine.snapshot.chunks import Chunk, plan_chunks
-from airflow_mysql_cdc.engine.snapshot.key_order import KeyOrder
-from airflow_mysql_cdc.engine.snapshot.lake_commits import progress_from_records
 from airflow_mysql_cdc.engine.snapshot.window import open_window_connection
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from airflow_mysql_cdc.engine.verify.changed_keys import BinlogFollower
-from airflow_mysql_cdc.engine.verify.comparable import RowDiff, example
-from airflow_mysql_cdc.engine.verify.lake_rows import LakeRows, LakeSchemaDifferenceError
-from airflow_mysql_cdc.engine.verify.repair import repair_target
+from airflow_mysql_cdc.engine.verify.comparable import RowDiff, duplicate_example, example
+from airflow_mysql_cdc.engine.verify.lake_rows import LakeRows
+from airflow_mysql_cdc.engine.verify.pending import still_pending
+from airflow_mysql_cdc.engine.verify.planning import PlannedTable, plan_table
+from airflow_mysql_cdc.engine.verify.repair import remove_live_rows, repair_target
 from airflow_mysql_cdc.engine.verify.report import TableReport, VerifyReport
 from airflow_mysql_cdc.engine.verify.rotation import SampleCursor
-from airflow_mysql_cdc.engine.verify.settings import VerifySettings, VerifySettingsError
+from airflow_mysql_cdc.engine.verify.settings import VerifySettings
 from airflow_mysql_cdc.engine.verify.source_chunks import gtid_executed
 from airflow_mysql_cdc.engine.verify.table_check import ChunkFinding, SchemaChangedAfterPosition, TableCheck
 from airflow_mysql_cdc.engine.verify.verify_log import VerifyLog, VerifyRecord
@@ -78,20 +74,6 @@ class Lease:
 
     def release(self) -> None:
         self.store.commit(self.state, self.state.applied_gtids, self.state.batch_seq, release=True)
-
-
-@dataclass
-class _Planned:
-    ref: TableRef
-    metadata: TableMetadata
-    columns: tuple[ColumnType, ...]
-    lake_rows: LakeRows
-    chunks: list[Chunk]
-    cursor: SampleCursor
-    report: TableReport = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.report = TableReport(str(self.ref), chunks_planned=len(self.chunks))
 
 
 def verify_lake(
@@ -126,8 +108,9 @@ def verify_lake(
         with open_window_connection(endpoint) as connection, endpoint.connect() as planning:
             planned = []
             for name in tables:
-                cursor = previous[name].cursor if name in previous else SampleCursor()
-                outcome = _plan(lake, lease.state, planning, TableRef.parse(name), settings, cursor)
+                outcome = plan_table(
+                    lake, lease.state, planning, TableRef.parse(name), settings, previous.get(name)
+                )
                 if isinstance(outcome, TableReport):
                     log.warning("verify: %s", outcome.describe())
                     report.tables.append(outcome)
@@ -138,7 +121,8 @@ def verify_lake(
             for table in planned:
                 _verify_table(table, connection, follower, position, settings, lease, soft_deletes, lake)
                 report.tables.append(table.report)
-                log.info("verify: %s", table.report.describe())
+                fully = table.report.compared and not table.report.low_coverage
+                log.log(logging.INFO if fully else logging.WARNING, "verify: %s", table.report.describe())
                 if not settings.key_range:  # a re-load of a key range leaves the sample's rotation alone
                     records[str(table.ref)] = _record(table, settings, position)
         if records:
@@ -150,120 +134,13 @@ def verify_lake(
     return report
 
 
-def _key_types(planned: Sequence[_Planned]) -> dict[str, tuple[ColumnType, ...]]:
+def _key_types(planned: Sequence[PlannedTable]) -> dict[str, tuple[ColumnType, ...]]:
     return {
         str(table.ref): tuple(
             column for name in table.metadata.key_columns for column in table.columns if column.name == name
         )
         for table in planned
     }
-
-
-def _plan(
-    lake: LakeState,
-    state: PipelineState,
-    connection: pymysql.connections.Connection,
-    ref: TableRef,
-    settings: VerifySettings,
-    cursor: SampleCursor,
-) -> _Planned | TableReport:
-    """The table's chunks to compare, or why it is not compared."""
-    name = str(ref)
-
-    def not_compared(reason: str, status: str = "inconclusive") -> TableReport:
-        return TableReport(name, status=status, reason=reason)  # type: ignore[arg-type]
-
-    target = lake.target(ref)
-    if target is None:
-        return not_compared("the lake has no target table for it yet (its first run has not finished)")
-    if lake.departure(ref) is not None:
-        return not_compared(
-            "it left the pipeline (dropped, renamed, or waiting for its re-snapshot)", "skipped"
-        )
-    if state.members is not None and name not in state.members:
-        mark = lake.pause(ref)
-        if mark is not None:
-            return not_compared(
-                f"{mark.describe()}: its rows are frozen there, not at the position", "skipped"
-            )
-        return not_compared("the pipeline does not stream it yet: it joins at its next run")
-    progress = progress_from_records(lake.snapshot_records(ref, target))
-    if progress is not None and not progress.complete:
-        return not_compared("its snapshot is unfinished; the next run finishes it")
-    if target.transaction_version(pipeline_app_id(lake.pipeline_id)) in (state.intents or {}):
-        return not_compared(
-            "it holds changes beyond the position after an interrupted run; the next run settles it"
-        )
-    with connection.cursor() as meta_cursor:
-        metadata = read_table_metadata(meta_cursor, ref)
-    if metadata is None or not metadata.has_row_key:
-        return not_compared("the source table is gone or has no row key now (a DDL after the position?)")
-    columns = TableDefinition.of(metadata).column_types
-    try:
-        lake_rows = LakeRows(
-            target,
-            columns,
-            metadata.key_columns,
-            metadata.row_key_columns,
-            KeyOrder(connection, metadata.row_key_columns),
-        )
-    except LakeSchemaDifferenceError as error:
-        report = TableReport(
-            name, status="mismatch", reason=f"the lake's columns differ from the source's: {error}"
-        )
-        return report
-    chunks, cursor = _chunks(connection, metadata, settings, cursor)
-    return _Planned(ref, metadata, columns, lake_rows, chunks, cursor)
-
-
-def _chunks(
-    connection: pymysql.connections.Connection,
-    metadata: TableMetadata,
-    settings: VerifySettings,
-    cursor: SampleCursor,
-) -> tuple[list[Chunk], SampleCursor]:
-    """This run's chunks of the table: the sample's next ones, every one, or those of a key range."""
-    after = cursor.after if settings.mode == "sample" else None
-    if after is not None and len(after) != len(metadata.key_columns):
-        cursor = SampleCursor(None, cursor.passes)  # the key changed: start the rotation again
-        after = None
-    if settings.key_range:
-        after = _key_before(connection, metadata, settings.key_from) if settings.key_from else None
-    chunks = plan_chunks(
-        connection, metadata, settings.chunk_size, after=after,
-        max_chunks=settings.sample_chunks if settings.mode == "sample" else None, until=settings.key_to,
-    )  # fmt: skip
-    return chunks, cursor
-
-
-def _key_before(
-    connection: pymysql.connections.Connection, metadata: TableMetadata, key_from: tuple[Any, ...]
-) -> tuple[Any, ...] | None:
-    """The greatest key below ``key_from`` in MySQL's order (None: none): the exclusive lower bound of
-    a re-load from ``key_from`` on. A lake key between it and ``key_from`` is then compared too: the
-    source lacks it, so it is extra either way."""
-    if len(key_from) != len(metadata.key_columns):
-        raise VerifySettingsError(
-            f"key_from {list(key_from)} must hold one value per key column of {metadata.ref} "
-            f"({', '.join(metadata.key_columns)})"
-        )
-    table = metadata.ref.quoted
-    key = ", ".join(f"{table}.{quote_identifier(name)}" for name in metadata.key_columns)
-    columns = metadata.row_key_columns
-    compared = ", ".join(
-        f"({quote_identifier(c.name)} + 0)" if c.ordered_by_number else quote_identifier(c.name)
-        for c in columns
-    )
-    values = [c.number_of(v) if c.ordered_by_number else v for c, v in zip(columns, key_from, strict=True)]
-    order = ", ".join(f"{table}.{quote_identifier(name)} DESC" for name in metadata.key_columns)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT {key} FROM {table} WHERE ({compared}) < ({', '.join(['%s'] * len(values))}) "
-            f"ORDER BY {order} LIMIT 1",
-            values,
-        )
-        row = cursor.fetchone()
-    return tuple(row) if row is not None else None
 
 
 def _settle_schema_differences(
@@ -278,18 +155,11 @@ def _settle_schema_differences(
     for report in differing:
         ddl = follower.changed.schema_changes(report.table, now)
         if ddl:
-            report.status, report.reason = "inconclusive", _ddl_reason(ddl)
-
-
-def _ddl_reason(gtids: Sequence[object]) -> str:
-    return (
-        f"a DDL after the position may have changed it ({', '.join(map(str, gtids))}); the run that applies "
-        "it evolves or re-snapshots the table, and a later verification compares it"
-    )
+            report.status, report.reason = "inconclusive", SchemaChangedAfterPosition(ddl).reason
 
 
 def _verify_table(
-    table: _Planned,
+    table: PlannedTable,
     connection: pymysql.connections.Connection,
     follower: BinlogFollower,
     position: GtidSet,
@@ -303,24 +173,47 @@ def _verify_table(
         settle_s=settings.settle_s, heartbeat=lease.heartbeat,
     )  # fmt: skip
     report = table.report
-    total = len(table.chunks)
+    chunks = table.again + table.chunks
+    total = len(chunks)
 
     def progress(done: int) -> None:
         log.info("verify of %s: %d/%d chunks done", table.ref, done, total)
 
+    report.table_rows = table.lake_rows.live_rows
     try:
-        findings = check.compare(table.chunks, progress)
+        findings = check.compare(chunks, progress)
     except SchemaChangedAfterPosition as change:
-        report.status, report.reason = "inconclusive", _ddl_reason(str(change).split(", "))
+        report.status, report.reason = "inconclusive", change.reason
         return
-    _tally(report, findings, table.metadata.key_columns, settings)
+    for finding in findings:
+        finding.report.again = table.why_again.get(finding.chunk.index, "")
+    report.rechecked = table.rechecking
+    _tally(report, findings, table, settings)
     if settings.mode == "sample":
         report.cursor = table.cursor.advanced(table.chunks).to_json()
-    if not report.differences:
-        return
+    still = {finding.chunk.index for finding in findings if finding.diff}
+    if report.differences and settings.repair:
+        still = _repair_and_recheck(table, check, findings, soft_deletes, position, lake)
+    elif report.differences:
+        report.status = "mismatch"
+    table.pending = still_pending(
+        ((finding.chunk, finding.chunk.index in still, finding.report.excluded) for finding in findings),
+        str(position),
+    )
+    report.pending = len(table.pending)
+
+
+def _repair_and_recheck(
+    table: PlannedTable,
+    check: TableCheck,
+    findings: Sequence[ChunkFinding],
+    soft_deletes: bool,
+    position: GtidSet,
+    lake: LakeState,
+) -> set[int]:
+    """Repair the differing keys, compare their chunks again; the indexes of chunks still differing."""
+    report = table.report
     report.status = "mismatch"
-    if not settings.repair:
-        return
     diffs = [finding.diff for finding in findings if finding.diff]
     repaired = _repair(table, diffs, soft_deletes, position, lake)
     check.lake_rows = table.lake_rows  # the target as the repair left it
@@ -328,34 +221,48 @@ def _verify_table(
     try:
         recheck = check.compare(again)
     except SchemaChangedAfterPosition as change:
-        repaired["outcome"] = "not verified again: " + _ddl_reason(str(change).split(", "))
+        repaired["outcome"] = "not verified again: " + change.reason
         report.repair = repaired
-        return
-    left = sum(1 for finding in recheck if finding.diff)
-    repaired["outcome"] = "equal to the source" if not left else f"{left} chunk(s) still differ"
+        return {chunk.index for chunk in again}
+    still = {finding.chunk.index for finding in recheck if finding.diff}
+    outcome = "equal to the source" if not still else f"{len(still)} chunk(s) still differ"
+    if table.held_twice_left:
+        outcome += (
+            f"; {table.held_twice_left} more key(s) held twice were not compared by this verification "
+            "(one chunk each, up to a limit per run): the next one repairs them"
+        )
+    repaired["outcome"] = outcome
     report.repair = repaired
-    if not left:
+    if not still and not table.held_twice_left:
         report.status = "repaired"
+    return still
 
 
 def _tally(
-    report: TableReport, findings: Sequence[ChunkFinding], key: Sequence[str], settings: VerifySettings
+    report: TableReport, findings: Sequence[ChunkFinding], table: PlannedTable, settings: VerifySettings
 ) -> None:
+    key = table.metadata.key_columns
+    held = {row_key for row_key, _ in table.held_twice}
+    report.duplicated = len(table.held_twice)
+    for row_key, rows in table.held_twice[: settings.max_examples]:
+        report.examples.append(duplicate_example(row_key, rows, key, mask_values=settings.mask_values))
     for finding in findings:
         report.chunks.append(finding.report)
         report.chunks_checked += 1
         report.rows_compared += finding.rows_compared
+        report.from_binlog += finding.from_binlog
         report.excluded += finding.report.excluded
         diff = finding.diff
         if not diff:
             continue
+        only_held_twice = [k for k, columns in diff.differing.items() if k in held and columns == ("*",)]
         report.missing += len(diff.missing)
         report.extra += len(diff.extra)
-        report.differing += len(diff.differing)
+        report.differing += len(diff.differing) - len(only_held_twice)
         for kind, keys in (
             ("missing", diff.missing),
             ("extra", diff.extra),
-            ("differing", list(diff.differing)),
+            ("differing", [k for k in diff.differing if k not in only_held_twice]),
         ):
             for row_key in keys:
                 if len(report.examples) < settings.max_examples:
@@ -365,13 +272,24 @@ def _tally(
 
 
 def _repair(
-    table: _Planned, diffs: Sequence[RowDiff], soft_deletes: bool, position: GtidSet, lake: LakeState
+    table: PlannedTable, diffs: Sequence[RowDiff], soft_deletes: bool, position: GtidSet, lake: LakeState
 ) -> dict[str, object]:
     schema = table.lake_rows.schema
     upserted = [diff.source_rows[row_key] for diff in diffs for row_key in [*diff.missing, *diff.differing]]
     deleted = [row_key for diff in diffs for row_key in diff.extra]
     target = lake.target(table.ref)
     assert target is not None
+    held = {row_key for row_key, _ in table.held_twice}
+    copies = [row_key for diff in diffs for row_key in diff.differing if row_key in held]
+    if copies:  # a MERGE updates every copy of a key: take the copies out, the upsert puts one back
+        removed = remove_live_rows(
+            target, f"target of {table.ref}", copies, table.metadata.key_columns, schema,
+            position=position,
+        )  # fmt: skip
+        log.warning(
+            "verify: removed the %d live row(s) of %d key(s) %s holds twice (target version %d)",
+            removed.deleted, len(copies), table.ref, removed.version,
+        )  # fmt: skip
     done = repair_target(
         target, f"target of {table.ref}", pa.Table.from_pylist(upserted, schema=schema), deleted,
         table.metadata.key_columns, soft_deletes=soft_deletes, position=position,
@@ -391,16 +309,22 @@ def _repair(
     return {"upserted": done.upserted, "deleted": done.deleted, "version": done.version}
 
 
-def _record(table: _Planned, settings: VerifySettings, position: GtidSet) -> VerifyRecord:
+def _record(table: PlannedTable, settings: VerifySettings, position: GtidSet) -> VerifyRecord:
     report = table.report
     cursor = SampleCursor.from_json(report.cursor) if report.cursor else table.cursor
     if settings.mode == "full" and report.status in ("clean", "repaired", "mismatch"):
         cursor = SampleCursor(None, table.cursor.passes + 1)
     summary = {
         key: getattr(report, key)
-        for key in ("chunks_checked", "rows_compared", "excluded", "missing", "extra", "differing")
-    }
+        for key in (
+            "chunks_checked", "rows_compared", "excluded", "from_binlog", "table_rows", "missing", "extra",
+            "differing", "duplicated",
+        )
+    }  # fmt: skip
+    summary["coverage"] = report.coverage
+    compared = report.status not in ("inconclusive", "skipped")
     return VerifyRecord(
         table=report.table, cursor=cursor, position=str(position), verified_at_us=time.time_ns() // 1000,
         mode=settings.mode, status=report.status, summary=summary,
+        pending=table.pending if compared else table.previous_pending,
     )  # fmt: skip

@@ -1,11 +1,14 @@
-"""The lake's record of verifications: per table, the latest result and where sampling goes on.
+"""The lake's record of verifications: per table, the latest result, where sampling goes on, and
+what to check again first.
 
-Invariant: what the next verification needs (each table's :class:`~.rotation.SampleCursor`) is a
-row of the ``_cdc/verify`` Delta table, read as data, never from commit history (which log clean-up
-deletes). The table holds one row per verified table and every verification overwrites it whole
-in one commit, so it stays one small file however many runs there were (maintenance vacuums the
-replaced ones, checkpoints and log clean-up bound its log: ``OWN_TABLE_PROPERTIES``). It is
-written only under the pipeline's lease, so two verifications never interleave.
+Invariant: what the next verification needs (each table's :class:`~.rotation.SampleCursor` and its
+:class:`~.pending.PendingChunk` list) is a row of the ``_cdc/verify`` Delta table, read as data,
+never from commit history (which log clean-up deletes). The table holds one row per verified
+table and every verification overwrites it whole in one commit, so it stays one small file however
+many runs there were (maintenance vacuums the replaced ones, checkpoints and log clean-up bound its
+log: ``OWN_TABLE_PROPERTIES``). It is written only under the pipeline's lease, so two verifications
+never interleave. A log written before the ``pending`` column existed gains it at its next write (a
+schema merge); its rows read as having nothing pending.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from deltalake import CommitProperties, DeltaTable, write_deltalake
 from deltalake.exceptions import TableNotFoundError
 
 from airflow_mysql_cdc.engine.lake.layout import OWN_TABLE_PROPERTIES
+from airflow_mysql_cdc.engine.verify.pending import PendingChunk
 from airflow_mysql_cdc.engine.verify.rotation import SampleCursor
 
 _SCHEMA = pa.schema(
@@ -32,6 +36,7 @@ _SCHEMA = pa.schema(
         pa.field("mode", pa.string()),
         pa.field("status", pa.string()),
         pa.field("summary", pa.string()),
+        pa.field("pending", pa.string()),
     ]
 )
 
@@ -47,6 +52,8 @@ class VerifyRecord:
     mode: str
     status: str
     summary: dict[str, Any]
+    pending: tuple[PendingChunk, ...] = ()
+    """Chunks the next verification checks again first (:mod:`.pending`)."""
 
 
 class VerifyLog:
@@ -72,6 +79,9 @@ class VerifyLog:
                 mode=row["mode"],
                 status=row["status"],
                 summary=json.loads(row["summary"]) if row["summary"] else {},
+                pending=tuple(
+                    PendingChunk.from_json(item) for item in json.loads(row.get("pending") or "[]")
+                ),
             )
         return records
 
@@ -88,6 +98,9 @@ class VerifyLog:
                 "mode": [record.mode for record in records.values()],
                 "status": [record.status for record in records.values()],
                 "summary": [json.dumps(record.summary, sort_keys=True) for record in records.values()],
+                "pending": [
+                    json.dumps([item.to_json() for item in record.pending]) for record in records.values()
+                ],
             },
             schema=_SCHEMA,
         )
@@ -101,5 +114,6 @@ class VerifyLog:
             mode="overwrite",
             storage_options=self.storage_options if isinstance(table, str) else None,
             configuration=OWN_TABLE_PROPERTIES if isinstance(table, str) else None,
+            schema_mode="merge",  # a log written before the pending column gains it
             commit_properties=CommitProperties(custom_metadata={"airflow_mysql_cdc.action": "verify"}),
         )

@@ -10,7 +10,8 @@ from airflow_mysql_cdc.engine.snapshot.chunks import Chunk
 from airflow_mysql_cdc.engine.values.gtid import Gtid, GtidSet
 from airflow_mysql_cdc.engine.verify.changed_keys import ChangedKeys
 from airflow_mysql_cdc.engine.verify.comparable import ChunkChecksum, delta_keys, diff_rows, example
-from airflow_mysql_cdc.engine.verify.report import failure_message
+from airflow_mysql_cdc.engine.verify.pending import PendingChunk, as_chunks, still_pending
+from airflow_mysql_cdc.engine.verify.report import TableReport, failure_message, unchecked, unchecked_note
 from airflow_mysql_cdc.engine.verify.rotation import SampleCursor
 from airflow_mysql_cdc.engine.verify.settings import VerifySettings, VerifySettingsError
 
@@ -33,6 +34,66 @@ def test_only_keys_changed_by_transactions_after_the_position_and_within_the_win
     changed.record_schema_change(_gtid(12), ["db.t"])
     assert changed.schema_changes("db.t", window) == [_gtid(12)]
     assert changed.schema_changes("db.t", GtidSet.parse(f"{UUID}:1-11")) == []
+
+
+def test_a_keys_row_at_the_position_is_the_image_before_its_first_change_after_it() -> None:
+    changed = ChangedKeys(GtidSet.parse(f"{UUID}:1-10"))
+    changed.record_images(_gtid(11), "db.t", [((1,), {"id": 1, "v": "at E"}), ((1,), None)])  # an update
+    changed.record_images(_gtid(12), "db.t", [((1,), {"id": 1, "v": "after 11"})])  # its later delete
+    changed.record_images(_gtid(12), "db.t", [((2,), None)])  # inserted after E: absent there
+    changed.record_images(_gtid(13), "db.t", [((3,), {"id": 3, "v": "x"}), ((4,), None)])  # 3 moved to 4
+    assert changed.rows_at_position("db.t") == {
+        (1,): {"id": 1, "v": "at E"}, (2,): None, (3,): {"id": 3, "v": "x"}, (4,): None,
+    }  # fmt: skip
+    assert changed.left_out("db.t", GtidSet.parse(f"{UUID}:1-13")) == set()
+
+
+def test_after_a_change_the_binlog_does_not_describe_a_keys_first_image_proves_nothing() -> None:
+    changed = ChangedKeys(GtidSet.parse(f"{UUID}:1-10"))
+    changed.record_images(_gtid(11), "db.t", [((1,), {"id": 1})])
+    changed.record_statement_change(_gtid(12), ["db.t"])  # which rows it changed is not in the binlog
+    changed.record_images(_gtid(13), "db.t", [((2,), {"id": 2})])
+    assert changed.rows_at_position("db.t") == {(1,): {"id": 1}}  # before it: still its row at E
+    assert changed.statement_changes("db.t", GtidSet.parse(f"{UUID}:1-12")) == [_gtid(12)]
+    assert changed.statement_changes("db.t", GtidSet.parse(f"{UUID}:1-11")) == []
+    assert changed.left_out("db.t", GtidSet.parse(f"{UUID}:1-13")) == {(2,)}
+    assert changed.left_out("db.t", GtidSet.parse(f"{UUID}:1-12")) == set()  # the view did not see 13
+
+
+def test_chunks_that_differed_or_left_keys_out_are_checked_again_until_clean() -> None:
+    checked = [
+        (Chunk(0, None, (50,)), True, 0),
+        (Chunk(1, (50,), (100,)), False, 3),
+        (Chunk(2, (100,), None), False, 0),
+        (Chunk(3, None, (50,)), False, 0),  # the same range checked twice (again, then in the plan)
+    ]
+    pending = still_pending(checked, f"{UUID}:1-10")
+    assert pending == (
+        PendingChunk(None, (50,), "differed", f"{UUID}:1-10"),
+        PendingChunk((50,), (100,), "left_out", f"{UUID}:1-10"),
+    )
+    assert [PendingChunk.from_json(item.to_json()) for item in pending] == list(pending)
+    assert as_chunks(pending, 7) == [Chunk(7, None, (50,)), Chunk(8, (50,), (100,))]
+    assert pending[0].describe() == f"(-, 50] differed at {UUID}:1-10"
+    assert pending[1].describe() == f"(50, 100] had keys left out at {UUID}:1-10"
+    with pytest.raises(ValueError, match="must be differed or left_out"):
+        PendingChunk.from_json({"why": "odd", "position": ""})
+
+
+def test_a_table_not_compared_or_compared_in_part_is_named_as_not_fully_checked() -> None:
+    skipped = TableReport("db.s", status="skipped", reason="it left the pipeline: ...")
+    partly = TableReport("db.p", rows_compared=55, excluded=771, table_rows=826)
+    whole = TableReport("db.w", rows_compared=1200, table_rows=1200)
+    assert (skipped.coverage, whole.coverage, partly.low_coverage, whole.low_coverage) == (0, 1, True, False)
+    assert partly.describe().startswith("db.p: equal to the source (55 of 826 rows compared (6.6%) in 0/0")
+    tables = [table.to_dict() for table in (skipped, partly, whole)]
+    assert unchecked(tables) == [
+        "db.s not compared (skipped: it left the pipeline: ...)",
+        "db.p only 55 of 826 rows compared (6.6%): 771 key(s) changed after the position with their rows "
+        "there unknown were left out; their chunks are checked again by the next verification",
+    ]
+    assert unchecked_note(tables).startswith("; NOT FULLY CHECKED: db.s not compared")
+    assert unchecked_note([whole.to_dict()]) == ""
 
 
 def test_binlog_keys_are_compared_in_the_form_the_rows_carry() -> None:
@@ -127,3 +188,31 @@ def test_the_failure_message_names_each_table_what_differs_and_the_repair() -> N
     )
     assert '{"resnapshot": ["db.u"]}' in message and "db.ok" not in message
     assert message.splitlines()[-1].startswith('What to do: set "verify_repair": true in the pipeline JSON')
+
+
+def test_a_verify_log_written_before_the_pending_column_gains_it_at_its_next_write(tmp_path) -> None:
+    """A lake verified by the version before pending chunks: its rows read as nothing pending, and
+    the next verification's write adds the column (a schema merge), keeping the other tables' rows."""
+    import json
+
+    from deltalake import write_deltalake
+
+    from airflow_mysql_cdc.engine.verify.verify_log import VerifyLog, VerifyRecord
+
+    path = str(tmp_path / "_cdc" / "verify")
+    old = {"pipeline_id": ["p"], "table": ["db.old"], "cursor": [json.dumps({"after": [5], "passes": 2})],
+           "position": [f"{UUID}:1-3"], "verified_at_us": [1], "mode": ["sample"], "status": ["clean"],
+           "summary": ["{}"]}  # fmt: skip
+    write_deltalake(path, pa.table(old))
+    log = VerifyLog(path, "p")
+    assert log.records()["db.old"].pending == () and log.records()["db.old"].cursor == SampleCursor((5,), 2)
+    pending = (PendingChunk((5,), (9,), "differed", f"{UUID}:1-4"),)
+    log.write(
+        {
+            "db.new": VerifyRecord(
+                "db.new", SampleCursor(), f"{UUID}:1-4", 2, "sample", "mismatch", {}, pending
+            )
+        }
+    )
+    records = VerifyLog(path, "p").records()
+    assert records["db.new"].pending == pending and records["db.old"].cursor == SampleCursor((5,), 2)

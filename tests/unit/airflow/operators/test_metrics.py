@@ -114,7 +114,9 @@ def test_snapshot_maintenance_and_verify_figures(recorder: Recorder) -> None:
         {
             "pipeline_id": "shop",
             "tables": [
-                {"table": "shop.orders", "rows_compared": 50, "missing": 1, "extra": 0, "differing": 2}
+                {"table": "shop.orders", "rows_compared": 50, "missing": 1, "extra": 0, "differing": 2,
+                 "duplicated": 1, "excluded": 4, "coverage": 0.9259},
+                {"table": "shop.refunds", "status": "skipped", "rows_compared": 0, "coverage": 0.0},
             ],
         }  # fmt: skip
     )
@@ -128,7 +130,10 @@ def test_snapshot_maintenance_and_verify_figures(recorder: Recorder) -> None:
         ("mysql_cdc.maintenance.files_after.shop.shop__orders.target", 1),
         ("mysql_cdc.maintenance.vacuumed_files.shop.shop__orders.target", 8),
         ("mysql_cdc.maintenance.duration", 1500.0),
-        ("mysql_cdc.verify.mismatched_rows.shop.shop__orders", 3),
+        ("mysql_cdc.verify.mismatched_rows.shop.shop__orders", 4),
+        ("mysql_cdc.verify.left_out_rows.shop.shop__orders", 4),
+        ("mysql_cdc.verify.coverage.shop.shop__orders", 0.9259),
+        ("mysql_cdc.verify.coverage.shop.shop__refunds", 0.0),  # not compared: visible, not absent
     } <= calls
 
 

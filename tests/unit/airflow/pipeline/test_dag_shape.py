@@ -10,7 +10,11 @@ def test_runs_wait_for_no_other_run_and_one_replicate_runs_at_a_time() -> None:
     dag = build_pipeline_dag(PipelineConfig(dag_id="shape", schedule="every 30s"))
     assert [task.task_id for task in dag.topological_sort()] == [
         "check_prerequisites", "load_checkpoint", "resumability", "replicate", "maintain_lake",
+        "verify_lake",  # on by default (sample): a wrong table is found by the next run
     ]  # fmt: skip
+    assert dag.get_task("verify_lake").settings.mode == "sample"
+    off = build_pipeline_dag(PipelineConfig(dag_id="shape_off", schedule="every 30s", verify="off"))
+    assert [task.task_id for task in off.topological_sort()][-1] == "maintain_lake"
     assert not any(task.depends_on_past for task in dag.tasks)  # a failed run held the next one: deadlock
     assert dag.max_active_runs == 1
     assert dag.get_task("replicate").max_active_tis_per_dag == 1
