@@ -40,10 +40,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from deltalake import CommitProperties, DeltaTable
+
+if TYPE_CHECKING:  # delta_layout imports this module, and executors import it without deltalake
+    from deltalake import CommitProperties, DeltaTable
 
 STATISTICS_COLUMNS_PROPERTY = "delta.dataSkippingStatsColumns"
 EXACT_STATISTICS_SINCE_PROPERTY = "airflow_mysql_cdc.exact_statistics_since_ms"
