@@ -97,8 +97,8 @@ def test_daily_runs_keep_bigint_unsigned_keys_near_2_64_unique_and_exact_at_ever
             if number == MAINTAINED_RUN:
                 targets_done = [report for report in maintained["tables"] if report["role"] == "target"]
                 actions = {report["name"]: report["actions"] for report in targets_done}
-                for table in tables:
-                    assert any(a.startswith("rewritten sorted by id") for a in actions[f"{database}.{table}"])
+                for table in tables:  # sorted by id (or because older files' statistics were inexact)
+                    assert any(a.startswith("rewritten") for a in actions[f"{database}.{table}"])
             for table, uri in targets.items():
                 assert duplicate_keys(uri) == [], f"run {number}: {table} holds keys twice"
                 after = target_rows(uri)
