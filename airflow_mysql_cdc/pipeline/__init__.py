@@ -27,5 +27,6 @@ Invariants:
 Guarding tests: tests/unit/airflow/pipeline/ (the DAG's shape, its configuration, the parse
 without Delta/Arrow/Spark), tests/unit/airflow/runs/ (the segment's start), and end to end under
 ``dag.test`` and a real scheduler: tests/integration/test_pipeline_dag.py, test_pipeline_dag_recovery.py,
-test_pipeline_dag_consistent_point.py, test_pipeline_under_the_scheduler.py, test_custom_dag_example.py.
+test_pipeline_dag_consistent_point.py, test_pipeline_dag_unsigned_keys.py,
+test_pipeline_under_the_scheduler.py, test_custom_dag_example.py.
 """

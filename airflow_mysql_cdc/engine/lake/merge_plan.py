@@ -19,7 +19,9 @@ delta-rs skip files, and each is used only where it is proven exact:
   rounds the largest keys.
 
 Both are proven by tests/integration/test_write_path_differential.py: every key type at its edge
-values, both execution modes, every layout of a target, against a plain in-memory reference.
+values, both execution modes, every layout of a target, against a plain in-memory reference; end to
+end, through the shipped DAG and its maintenance with a writer moving BIGINT UNSIGNED keys near
+2^64, by tests/integration/test_pipeline_dag_unsigned_keys.py.
 
 Why skip files at all (measured with delta-rs 1.6.6, docs/benchmarks.md "Merges that cost what they
 change"): a 50k-row batch of recent keys into a 5M-row table read every file (2-6 s) streamed, and
