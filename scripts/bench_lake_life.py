@@ -113,10 +113,10 @@ def merge_cost(
     print(f"   key: {KEYS[key][0]}" + (f", from {offset:,} on" if offset else ""), flush=True)
     results: dict[tuple[str, str, int], tuple[float, list[int]]] = {}
     for size in (small, large):
-        table = f"t{size}"
+        table = f"t{size}" + ("" if key == "bigint" else f"_{key}")
         name = f"{SCHEMA}.{table}"
         _fill(endpoint, table, size, key)
-        base = workdir / f"base-{size}"
+        base = workdir / f"base-{size}-{key}"
         snapshot = snapshot_table(endpoint, base, name, chunk_size=100_000)
         start = _executed(endpoint)
         run_apply(_config(base, (name,), GtidSet.parse(snapshot.stream_start), start), endpoint)
@@ -129,7 +129,7 @@ def merge_cost(
         keys = random.Random(size).sample(range(offset + 1, offset + size + 1), changes)
         uniform = _updates(endpoint, table, keys)
         for layout in ("maintained", "compacted"):
-            lake = workdir / f"{layout}-{size}"
+            lake = workdir / f"{layout}-{size}-{key}"
             shutil.copytree(base, lake)
             path = LakeState(lake, "life").layout.target(SCHEMA, table)
             if layout == "compacted":
