@@ -169,10 +169,10 @@ def test_the_message_names_the_table_the_gtids_the_counts_and_the_way_out() -> N
         f"db.t: the batch applying {UUID}:7-9 implied 1 updated, 0 inserted, 0 deleted, but its MERGE "
         "into the target 0 updated, 1 inserted, 0 deleted: the target did not hold the source's rows "
         "before this batch (a row written or deleted behind the pipeline's back, or a MERGE that missed "
-        "rows). Its lake copy is wrong now, so the pipeline stopped streaming it (the other tables go "
-        'on). Re-snapshot it: trigger the pipeline DAG with the conf {"resnapshot": ["db.t"]} '
-        '(docs/operations.md, "A batch\'s MERGE did not do what its events imply"); find who writes '
-        "its Delta table first, only this pipeline may."
+        "rows), so its lake copy is wrong now. The pipeline stopped streaming it (the other tables go on) "
+        'until it is snapshotted again: trigger the pipeline DAG with the conf {"resnapshot": ["db.t"]} '
+        '(docs/operations.md, "A table stopped"). Only this pipeline may write its Delta tables: find out '
+        "who else did first."
     )
 
 

@@ -63,6 +63,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from airflow_mysql_cdc.engine.lake.evolution import stopped_words
+
 
 @dataclass(frozen=True)
 class MergeExpectation:
@@ -177,18 +179,12 @@ class MergeDifference:
             f"the batch applying {self.gtids} implied {self.expected.describe()}{mode}, but its MERGE "
             f"into the target {self.actual.describe()}: the target did not hold the source's rows "
             "before this batch (a row written or deleted behind the pipeline's back, or a MERGE that "
-            "missed rows)"
+            "missed rows), so its lake copy is wrong now"
         )
 
     def message(self) -> str:
         """What happened, what it means, what to do: the log line and the run's failure."""
-        return (
-            f"{self.table}: {self.reason()}. Its lake copy is wrong now, so the pipeline stopped "
-            f"streaming it (the other tables go on). Re-snapshot it: trigger the pipeline DAG with "
-            f'the conf {{"resnapshot": ["{self.table}"]}} (docs/operations.md, "A batch\'s MERGE '
-            'did not do what its events imply"); find who writes its Delta table first, only this '
-            "pipeline may."
-        )
+        return stopped_words(self.table, self.reason())
 
 
 def judge_merge(

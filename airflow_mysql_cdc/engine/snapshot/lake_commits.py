@@ -32,6 +32,7 @@ from airflow_mysql_cdc.engine.lake.data_files import require_written
 from airflow_mysql_cdc.engine.lake.delta_layout import snapshot_rows, table_properties, target_schema
 from airflow_mysql_cdc.engine.lake.foreign_commits import check_writable
 from airflow_mysql_cdc.engine.lake.layout import LakeRoot
+from airflow_mysql_cdc.engine.lake.state.own_commits import own_commit
 from airflow_mysql_cdc.engine.lake.state.snapshot_log import SNAPSHOT_APP_ID, snapshot_transaction
 from airflow_mysql_cdc.engine.lake.state.store import LakeState
 from airflow_mysql_cdc.engine.mysql.definition import TableDefinition
@@ -229,7 +230,7 @@ class DeltaSnapshotWriter:
             mode="overwrite",
             schema_mode="overwrite",
             storage_options=None if table is not None else self.storage_options,
-            commit_properties=self._properties(record, link),
+            commit_properties=own_commit(self._properties(record, link), table),
             configuration=table_properties() if table is None else None,
         )
         self._head = link
@@ -267,7 +268,7 @@ class DeltaSnapshotWriter:
                 ],
                 mode="append",
                 schema=target_schema(self.columns),
-                commit_properties=self._properties(records[-1], link),
+                commit_properties=own_commit(self._properties(records[-1], link), table),
             )
         except CommitFailedError:
             raise self._interleaved() from None
@@ -298,7 +299,8 @@ class DeltaSnapshotWriter:
         table = self._table()
         assert table is not None, "start() the snapshot first"
         link = self._log.intend(record, previous=self._head)
-        write_deltalake(table, data, mode="append", commit_properties=self._properties(record, link))
+        properties = own_commit(self._properties(record, link), table)
+        write_deltalake(table, data, mode="append", commit_properties=properties)
         self._head = link
         self._done(progress, window.chunk, window.low_watermark, window.high_watermark, data.num_rows)
 

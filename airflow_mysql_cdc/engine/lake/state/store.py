@@ -103,6 +103,11 @@ class LakeState:
             self.storage_options,
         )
 
+    def latest_snapshot_id(self, ref: TableRef) -> str:
+        """The id of the table's latest snapshot ("" when it has none)."""
+        starts = (record for record in self.snapshot_records(ref) if record["phase"] == "start")
+        return str(next(starts, {}).get("id", ""))
+
     def snapshot_records(self, ref: TableRef, target: DeltaTable | None = None) -> list[dict[str, Any]]:
         """The latest snapshot's committed records, newest first ([]: the table has no snapshot).
 
