@@ -16,6 +16,10 @@ A run that does not apply (its interval already has a record, or lies inside a l
 segment) returns that record at once, without starting Spark: the cheap path that lets a backlog of
 queued runs drain (docs/pipeline-dag.md).
 
+A table the binlog application stopped (its lake copy is wrong: docs/operations.md, "A table
+stopped") is out of the record's promise: the record is published for the other tables, then the
+task fails, not retried; later runs leave it out, warning, until a conf re-snapshots it.
+
 A run triggered with a conf acts on named tables (:mod:`airflow_mysql_cdc.runs.actions`): re-snapshot,
 pause, resume, rebase the checkpoint. The conf is checked before anything is written, each action is
 logged, pushed (XCom ``actions``) and recorded in the run's checkpoint record.
@@ -46,6 +50,7 @@ from airflow_mysql_cdc.hooks.mysql_cdc import MySqlCdcHook
 from airflow_mysql_cdc.operators.binlog_apply import (
     ConfigBuilder,
     apply_binlog,
+    fail_if_tables_stopped,
     human_duration,
     summary_line,
 )
@@ -254,6 +259,9 @@ class MySqlCdcReplicateOperator(OpenLineageMixin, SparkApplicationOperator):
         self.lineage = lineage_of_record(self.planned_lineage(), published)
         published = self._emit_asset_events(context, published)
         self.log.info("%s", summary_line(result))  # the log's last line, as docs/pipeline-dag.md says
+        if result.stopped:  # published for the other tables; the run must not end green
+            context["ti"].xcom_push(key="return_value", value=published)
+            fail_if_tables_stopped(result)
         return published
 
     def planned_lineage(self) -> TaskLineage:

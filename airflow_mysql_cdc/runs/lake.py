@@ -55,6 +55,7 @@ __all__ = [
     "place_run",
     "run_changes",
     "snapshot_progress",
+    "stopped_words",
     "table_columns",
     "table_version",
     "target_table_exists",
@@ -82,6 +83,13 @@ def checkpoint_log(lake_root: str, pipeline_id: str, storage_options: StorageOpt
 def departure(lake_root: str, ref: TableRef, storage_options: StorageOptions) -> Departure | None:
     """The mark of a table that left the pipeline at a DDL (None: it never did, or has no target)."""
     return _lake(lake_root, storage_options=storage_options).departure(ref)
+
+
+def stopped_words(table: str, reason: str) -> str:
+    """What a user is told of a stopped table (one wording, the engine's)."""
+    from airflow_mysql_cdc.engine.lake.evolution import stopped_words as words  # the lake's words: here
+
+    return words(table, reason)
 
 
 def pause(lake_root: str, ref: TableRef, storage_options: StorageOptions) -> PauseMark | None:
