@@ -250,8 +250,9 @@ def publish_checkpoint(
     The run's place is settled again here, from the log: a record published for this interval in
     the meantime (the same run, retried after it published) is republished as it is.
     ``segment_end`` is where the applied segment ended when that is not the run's interval end (a
-    run that caught up a backlog). ``actions`` are recorded with the run (:mod:`.actions`), and every
-    paused table with the position its lake copy is frozen at.
+    run that caught up a backlog). ``actions`` are recorded with the run (:mod:`.actions`), every
+    paused table with the position its lake copy is frozen at, and every stopped table (its lake copy
+    was found wrong: the end set does not hold for it) with why (``stopped``).
     """
     position = locate_run(
         context,
@@ -284,6 +285,7 @@ def publish_checkpoint(
         segment_end=segment_end or context["data_interval_end"],
         actions=actions.to_record() if actions else [],
         paused=_paused_tables(lake_root, tables, state, storage_options),
+        stopped=stopped_tables(lake_root, tables, state, storage_options),
         storage_options=storage_options,
         pushed=pushed or {},
     )
@@ -343,6 +345,7 @@ def _record(
     segment_end: datetime.datetime,
     actions: list[dict[str, Any]],
     paused: dict[str, str],
+    stopped: dict[str, str],
     storage_options: dict[str, str] | None = None,
     pushed: dict[str, Any],
 ) -> CheckpointRecord:
@@ -378,6 +381,7 @@ def _record(
                 "snapshot_id": members.get(ref, ""),
                 **facts[ref],
                 **({"paused_at": paused[ref]} if ref in paused else {}),
+                **({"stopped": stopped[ref]} if ref in stopped else {}),
             }
             for ref in refs
         },
@@ -404,3 +408,21 @@ def _paused_tables(
         if mark is not None and mark.holds_for(progress.snapshot_id if progress is not None else ""):
             paused[str(ref)] = mark.position
     return paused
+
+
+def stopped_tables(
+    lake_root: str, tables: Sequence[str], state: PipelineState, storage_options: dict[str, str] | None
+) -> dict[str, str]:
+    """Each stopped table (not a member, its stop mark holding) with why it was stopped."""
+    stopped: dict[str, str] = {}
+    for name in tables:
+        ref = TableRef.parse(name)
+        if str(ref) in (state.members or {}):
+            continue
+        mark = lake.departure(lake_root, ref, storage_options)
+        if mark is None or not mark.stopped:
+            continue
+        progress = lake.snapshot_progress(lake_root, ref, storage_options)
+        if mark.holds_for(progress.snapshot_id if progress is not None else ""):
+            stopped[str(ref)] = mark.reason
+    return stopped
