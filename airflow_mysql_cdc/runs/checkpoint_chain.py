@@ -285,7 +285,7 @@ def publish_checkpoint(
         segment_end=segment_end or context["data_interval_end"],
         actions=actions.to_record() if actions else [],
         paused=_paused_tables(lake_root, tables, state, storage_options),
-        stopped=stopped_tables(lake_root, tables, state, storage_options),
+        stopped=record_facts.stopped_tables(lake_root, tables, state.members, storage_options),
         storage_options=storage_options,
         pushed=pushed or {},
     )
@@ -408,21 +408,3 @@ def _paused_tables(
         if mark is not None and mark.holds_for(progress.snapshot_id if progress is not None else ""):
             paused[str(ref)] = mark.position
     return paused
-
-
-def stopped_tables(
-    lake_root: str, tables: Sequence[str], state: PipelineState, storage_options: dict[str, str] | None
-) -> dict[str, str]:
-    """Each stopped table (not a member, its stop mark holding) with why it was stopped."""
-    stopped: dict[str, str] = {}
-    for name in tables:
-        ref = TableRef.parse(name)
-        if str(ref) in (state.members or {}):
-            continue
-        mark = lake.departure(lake_root, ref, storage_options)
-        if mark is None or not mark.stopped:
-            continue
-        progress = lake.snapshot_progress(lake_root, ref, storage_options)
-        if mark.holds_for(progress.snapshot_id if progress is not None else ""):
-            stopped[str(ref)] = mark.reason
-    return stopped

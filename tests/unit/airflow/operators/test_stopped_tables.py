@@ -24,7 +24,7 @@ from airflow_mysql_cdc.engine.lake.state.pipeline_state import PipelineStateStor
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from airflow_mysql_cdc.operators import binlog_apply
 from airflow_mysql_cdc.operators.binlog_apply import MySqlCdcBinlogApplyOperator, TablesStoppedError
-from airflow_mysql_cdc.runs.checkpoint_chain import stopped_tables
+from airflow_mysql_cdc.runs.record_facts import stopped_tables
 
 REASON = "its target was changed by another writer after the pipeline's last commit to it (version 3)"
 
@@ -94,4 +94,6 @@ def test_the_record_names_each_stopped_table_with_why(tmp_path: Path) -> None:
         )
         mark_departed(target, Departure(f"db.{name}", "", "stop", REASON, ""), CommitProperties())
     # db.orders is a member again (re-snapshotted since): its old mark no longer holds.
-    assert stopped_tables(lake_root, ["db.orders", "db.refunds"], state, None) == {"db.refunds": REASON}
+    assert stopped_tables(lake_root, ["db.orders", "db.refunds"], state.members, None) == {
+        "db.refunds": REASON
+    }
