@@ -20,6 +20,8 @@ from deltalake import DeltaTable
 from airflow_mysql_cdc.engine.apply.config import ApplyConfig, ApplyResult
 from airflow_mysql_cdc.engine.apply.single_reader import run_apply
 from airflow_mysql_cdc.engine.lake.layout import LakeLayout
+from airflow_mysql_cdc.engine.lake.maintenance.policy import MaintenancePolicy
+from airflow_mysql_cdc.engine.lake.maintenance.run import maintain_lake
 from airflow_mysql_cdc.engine.lake.state.store import LakeState
 from airflow_mysql_cdc.engine.snapshot.runner import snapshot_table
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
@@ -166,3 +168,27 @@ def test_a_log_cleaned_up_past_the_pipelines_last_commit_stops_the_table_and_say
         f"{orders}: {reason}. {WAY_OUT.format(table=orders)}"
     ]
     assert_lake_equals_source(mysql_database, tmp_path, mysql_database.database, "payments")
+
+
+def test_the_pipelines_own_commits_that_are_not_batches_pass_the_next_open(
+    mysql_database: MySqlEndpoint, tmp_path: Path
+) -> None:
+    """Maintenance under the lease, a schema change's steps (columns added, existing rows given their
+    value, a TRUNCATE) and a re-snapshot: each names its own version or only rearranges files."""
+    (orders, payments), first = _streamed(mysql_database, tmp_path)
+    tables = (orders, payments)
+    maintain_lake(LakeState(tmp_path, "outside"), tables, MaintenancePolicy(small_files=2), force=True)
+    execute(
+        mysql_database,
+        "ALTER TABLE orders ADD COLUMN priority INT NOT NULL DEFAULT 3",
+        "TRUNCATE TABLE payments",
+        "INSERT INTO payments (id, customer, amount, status) VALUES (500, 'c', 1, 'new')",
+    )
+    second = _run(mysql_database, tmp_path, tables, first.end_gtids)
+    assert second.stopped_tables == {}
+    snapshot_table(mysql_database, tmp_path, payments, restart=True)
+    _change_both(mysql_database, 3)
+    third = _run(mysql_database, tmp_path, tables, second.end_gtids)
+    assert third.stopped_tables == {} and third.stopped == []
+    for name in ("orders", "payments"):
+        assert_lake_equals_source(mysql_database, tmp_path, mysql_database.database, name)
