@@ -38,6 +38,7 @@ from tests.unit.sink_fixtures import (
     ORDERS,
     SOURCE_UUID,
     crash_before_the_state_commit,
+    delete,
     insert,
     through,
     transaction,
@@ -153,3 +154,44 @@ def test_a_stop_a_crash_interrupted_is_completed_by_the_next_open(
     assert replay.rows_by_table == {} and replay.stopped == []  # items held it already, orders stopped
     items = DeltaTable(recovered.layout.target("shop", "items")).to_pyarrow_table().to_pylist()
     assert [row["sku"] for row in items] == ["a"]
+
+
+def test_soft_deletes_are_checked_by_bounds_against_real_tombstones(tmp_path: Path) -> None:
+    """delta-rs's own counts with tombstones in the target: a re-inserted key meets its tombstone
+    (an update), insert-then-delete meets nothing, a key move tombstones the old key; all within the
+    bounds. A live row gone behind the pipeline's back, with no tombstone to stand in, is not."""
+
+    def row(key: int, status: str) -> dict:
+        return {"id": key, "status": status, "qty": key}
+
+    sink = DeltaSink(tmp_path, "p1", soft_deletes=True, tables=("shop.orders",))
+    sink.open(through(0))
+    batches = [
+        [transaction(1, *(insert(ORDERS, row(key, "a")) for key in (1, 2, 3)))],
+        [transaction(2, delete(ORDERS, row(1, "a")), update(ORDERS, row(2, "a"), row(2, "b")))],
+        [
+            transaction(3, insert(ORDERS, row(1, "c"))),  # its tombstone is there: an update
+            transaction(4, insert(ORDERS, row(4, "a")), delete(ORDERS, row(4, "a"))),  # nothing
+            transaction(5, update(ORDERS, row(2, "b"), row(7, "b"))),  # 2 tombstoned, 7 inserted
+            transaction(6, delete(ORDERS, row(1, "c")), insert(ORDERS, row(1, "d"))),  # an update
+        ],
+    ]
+    for number, batch in zip((1, 2, 6), batches, strict=True):
+        assert sink.apply(batch, through(number)).stopped == []
+    sink.release()
+    rows = DeltaTable(sink.layout.target("shop", "orders")).to_pyarrow_table().to_pylist()
+    assert {row["id"]: (row["status"], row["_cdc_deleted"]) for row in rows} == {
+        1: ("d", False), 2: ("b", True), 3: ("a", False), 7: ("b", False)
+    }  # fmt: skip
+
+    target = DeltaTable(sink.layout.target("shop", "orders"))
+    target.delete("id = 3", commit_properties=own_commit(None, target))  # as a wrong commit of its own
+    later = DeltaSink(tmp_path, "p1", soft_deletes=True, tables=("shop.orders",))
+    later.open(through(6))
+    wrong = later.apply([transaction(7, update(ORDERS, row(3, "a"), row(3, "e")))], through(7))
+    assert [stop.reason for stop in wrong.stopped] == [
+        f"the batch applying {SOURCE_UUID}:7 implied 1 updated, 0 inserted, 0 deleted "
+        "(soft deletes: bounds), but its MERGE into the target 0 updated, 1 inserted, 0 deleted: the "
+        "target did not hold the source's rows before this batch (a row written or deleted behind the "
+        "pipeline's back, or a MERGE that missed rows), so its lake copy is wrong now"
+    ]
