@@ -44,6 +44,7 @@ from airflow_mysql_cdc.engine.apply.config import (
 )
 from airflow_mysql_cdc.engine.lake.storage import check_storage_options
 from airflow_mysql_cdc.engine.runtime.progress import PROGRESS_INTERVAL_S, check_progress_interval
+from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from airflow_mysql_cdc.engine.verify.settings import VerifySettings
 from airflow_mysql_cdc.hooks.lake_storage import LakeStorageHook
 from airflow_mysql_cdc.hooks.mysql_cdc import MySqlCdcHook
@@ -192,8 +193,13 @@ class MySqlCdcReplicateOperator(OpenLineageMixin, SparkApplicationOperator):
             for entry in actions.to_record():
                 self.log.info("action asked by the run's conf: %s", entry)
             ti.xcom_push(key="actions", value=actions.to_record())
+        unsettled: dict[str, GtidSet] = {}
         if actions.row_ranges:
             push("reloads", self._reload_rows(actions.row_ranges))
+            # Keys the re-loads left to the stream (changed after the lake's position) may be wrong
+            # there until the stream sets them: their batches are checked by bounds (ApplyConfig).
+            executed = MySqlCdcHook(self.mysql_cdc_conn_id).get_gtid_executed()
+            unsettled = {request.table: executed for request in actions.row_ranges}
         resumable = ti.xcom_pull(task_ids=self.resumability_task_id) if self.resumability_task_id else None
         plan = plan_segment(
             position.to_xcom(),
@@ -242,6 +248,7 @@ class MySqlCdcReplicateOperator(OpenLineageMixin, SparkApplicationOperator):
                 resume=actions.resume,
                 run_id=str(context["run_id"]),
                 progress_interval_s=self.progress_interval_s,
+                unsettled=unsettled,
             )
 
         result = self._apply(build_config)

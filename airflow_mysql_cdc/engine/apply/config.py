@@ -120,6 +120,11 @@ class ApplyConfig:
     """Paused tables this run catches up and streams again."""
     run_id: str = ""
     """The Airflow run applying (recorded in pause marks)."""
+    unsettled: dict[str, GtidSet] = field(default_factory=dict)
+    """Tables a key-range re-load just verified and repaired while writes went on, each with
+    ``gtid_executed`` after it: the keys it left to the stream (changed after the lake's position)
+    may be wrong at the position, so batches reaching into that set check the table's MERGE by
+    bounds only (:mod:`..lake.batch_check`, "unsettled"); exactly again once the stream is past it."""
     secret_storage_options: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
     """Credentials of the lake, from the environment at the application's start: never serialised."""
 
@@ -206,6 +211,8 @@ class ApplyConfig:
         for key in ("tables", "pause", "resume"):
             values[key] = tuple(values.get(key) or ())
         values["start_gtids"] = _gtid_set(values.get("start_gtids"), "start_gtids")
+        unsettled = values.get("unsettled") or {}
+        values["unsettled"] = {str(table): _gtid_set(text, "unsettled") for table, text in unsettled.items()}
         if values.get("target_gtids") is not None:
             values["target_gtids"] = _gtid_set(values["target_gtids"], "target_gtids")
         return cls(**values)

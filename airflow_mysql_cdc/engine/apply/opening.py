@@ -180,6 +180,7 @@ def delta_sink(
         lease_s=config.lease_s,
         state_path=state_path,
         tables=config.tables if tables is None else tables,
+        unsettled=config.unsettled,
     )
 
 

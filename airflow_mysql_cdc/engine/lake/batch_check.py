@@ -80,6 +80,13 @@ class MergeExpectation:
     unknown_upserts: int = 0
     unknown_deletes: int = 0
 
+    def unknown_past(self) -> MergeExpectation:
+        """The same keys, none with a known past (a stretch a re-load left to the stream)."""
+        return MergeExpectation(
+            unknown_upserts=self.existed_upserts + self.new_upserts + self.unknown_upserts,
+            unknown_deletes=self.existed_deletes + self.new_deletes + self.unknown_deletes,
+        )
+
     @property
     def keys(self) -> int:
         return (
