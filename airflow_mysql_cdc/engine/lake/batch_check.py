@@ -64,6 +64,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from airflow_mysql_cdc.engine.lake.evolution import stopped_words
+from airflow_mysql_cdc.engine.values.gtid import GtidSet
 
 
 @dataclass(frozen=True)
@@ -79,6 +80,13 @@ class MergeExpectation:
     new_deletes: int = 0
     unknown_upserts: int = 0
     unknown_deletes: int = 0
+
+    def within(self, gtids: GtidSet, unsettled: GtidSet | None) -> MergeExpectation:
+        """This, or with every key's past unknown when the batch's ``gtids`` reach into a stretch a
+        re-load left to the stream (``unsettled``, module doc)."""
+        if unsettled is None or (gtids & unsettled).is_empty():
+            return self
+        return self.unknown_past()
 
     def unknown_past(self) -> MergeExpectation:
         """The same keys, none with a known past (a stretch a re-load left to the stream)."""

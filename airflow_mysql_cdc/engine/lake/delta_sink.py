@@ -30,6 +30,7 @@ Invariants:
 
 from __future__ import annotations
 
+import itertools
 import logging
 import time
 from collections import deque
@@ -106,7 +107,7 @@ class DeltaSink:
         self.merge_metrics: deque[dict[str, Any]] = deque(maxlen=1000)  # delta-rs's, latest MERGEs
         self.check_merges = True  # each MERGE against its batch's events; off only to measure the check
         self._stopped: set[str] = set()  # tables this sink stopped: it never writes them again
-        self._stopped_at_open: list[TableEvolution] = []
+        self.stopped_at_open: list[TableEvolution] = []  # the Sink contract's
 
     # --- lifecycle ----------------------------------------------------------------------------
 
@@ -168,23 +169,19 @@ class DeltaSink:
         if self._state.intents is None:  # a state written by version 0.1
             paths = [self._handles.path(str(ref), kind) for ref in refs for kind in ("target", "changelog")]
             self._state = move_legacy_positions(self._state_store, self._state, paths, self.app_id)
-        for ref in refs:
-            for kind in ("target", "changelog"):
-                self._handle(str(ref), kind)
+        for ref, kind in itertools.product(refs, ("target", "changelog")):
+            self._handle(str(ref), kind)
 
     def _stop_tables_changed_outside(self) -> None:
         """Invariant 6: stop the streamed tables the pipeline cannot vouch for; record the rest."""
         assert self._state is not None
         checked = dict(self._state.checked_versions or {})
-        names = [str(TableRef.parse(name)) for name in self.tables]
-        if not self._catch_up and self.members is not None:  # a catch-up streams its own table
-            names = [name for name in names if name in self.members]
-        stopping = reasons_to_stop(names, self._handle, self.lake, checked)
+        members = None if self._catch_up else self.members  # a catch-up streams all its tables
+        stopping = reasons_to_stop(self.tables, members, self._handle, self.lake, checked)
         if stopping:
             batch = self._begin(self.applied_gtids)  # a batch of no changes: the stops, at the position
-            members = self._leave(stopping, batch)
-            self._committed(batch, members=members, checked_versions=checked)
-            self._stopped_at_open = stopping
+            self._committed(batch, members=self._leave(stopping, batch), checked_versions=checked)
+            self.stopped_at_open = stopping
         elif checked != (self._state.checked_versions or {}):
             self._state = self._state_store.commit(
                 self._state, self._state.applied_gtids, self._state.batch_seq, checked_versions=checked
@@ -199,10 +196,6 @@ class DeltaSink:
     def epoch(self) -> int:
         assert self._state is not None, "open() the sink first"
         return self._state.epoch
-
-    @property
-    def stopped_at_open(self) -> list[TableEvolution]:
-        return list(self._stopped_at_open)
 
     @property
     def members(self) -> dict[str, str] | None:
@@ -226,8 +219,17 @@ class DeltaSink:
         changed = set(members).symmetric_difference(self._state.members or {}) | {
             name for name, snapshot in members.items() if (self._state.members or {}).get(name) != snapshot
         }
+        checked = {
+            key: v
+            for key, v in (self._state.checked_versions or {}).items()
+            if key.split(":")[1] not in changed
+        }
         self._state = self._state_store.commit(
-            self._state, self._state.applied_gtids, self._state.batch_seq, members=members
+            self._state,
+            self._state.applied_gtids,
+            self._state.batch_seq,
+            members=members,
+            checked_versions=checked,
         )
         self._last_state_commit = time.monotonic()
         self._handles.forget(changed)
@@ -283,8 +285,7 @@ class DeltaSink:
         return result
 
     def _leave(self, evolutions: Sequence[TableEvolution], batch: BatchCommit) -> dict[str, str]:
-        """Mark each table stopped (its departure, with ``batch``'s app transaction); returns the
-        members without them, for the state commit that records ``batch``'s position."""
+        """Mark each table stopped (with ``batch``'s app transaction); the members without them."""
         members = dict(self.members or {})
         commit = SchemaChangeCommit("", "", 0, batch.before, batch.final, self.soft_deletes)
         for evolution in evolutions:
@@ -397,9 +398,7 @@ class DeltaSink:
         merge = TargetMerge.of(batch, source_fields(target), self.soft_deletes, properties)
         metrics = self._handles.commit(handle, self.epoch, merge.execute)
         self.merge_metrics.append(metrics)
-        expected = batch.expected_merge()
-        if not (gtids & self.unsettled.get(name, GtidSet())).is_empty():
-            expected = expected.unknown_past()  # a re-load left keys of this stretch to the stream
+        expected = batch.expected_merge().within(gtids, self.unsettled.get(name))
         wrong = self.check_merges and judge_merge(name, str(gtids), expected, metrics, self.soft_deletes)
         return [TableEvolution.stopping(name, wrong.reason())] if wrong else []
 

@@ -20,7 +20,7 @@ run says so (``ApplyResult.stopped``). Guarded by ``tests/integration/test_batch
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 from deltalake import DeltaTable
 
@@ -44,15 +44,32 @@ class TableChangedOutsideError(PipelineFencedError):
 
 
 def reasons_to_stop(
-    names: Iterable[str], handle_of: HandleOf, lake: LakeState, checked: dict[str, int]
+    tables: Iterable[str],
+    members: Mapping[str, str] | None,
+    handle_of: HandleOf,
+    lake: LakeState,
+    checked: dict[str, int],
 ) -> list[TableEvolution]:
-    """The tables of ``names`` to stop at the sink's open, each with why; ``checked`` gets the
-    version of every lake table the pipeline vouches for (``PipelineState.checked_versions``)."""
+    """The tables to stop at the sink's open, each with why: the ``members`` among ``tables`` (None:
+    all of them, a catch-up's own table or a state without members). ``checked`` gets the version of
+    every lake table the pipeline vouches for (``PipelineState.checked_versions``).
+
+    A member snapshotted again since it joined (its latest snapshot is not ``members``' one: a
+    re-snapshot this run asked for, which may even have re-created the table) is not judged here:
+    its new snapshot replaced its rows, and it joins again through admission.
+    """
+    names = [str(TableRef.parse(name)) for name in tables]
+    if members is not None:
+        names = [name for name in names if name in members]
     stopping = []
     for name in names:
         reason = _interrupted_stop(name, handle_of, lake) or _changed_outside(name, handle_of, checked)
-        if reason is not None:
-            stopping.append(TableEvolution.stopping(name, reason))
+        if reason is None:
+            continue
+        if members and name in members and lake.latest_snapshot_id(TableRef.parse(name)) != members[name]:
+            log.info("%s: snapshotted again since it joined; it joins again (%s)", name, reason)
+            continue
+        stopping.append(TableEvolution.stopping(name, reason))
     return stopping
 
 

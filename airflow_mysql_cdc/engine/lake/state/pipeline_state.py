@@ -239,7 +239,7 @@ class PipelineStateStore:
             table_version=-1,
             members=current.members if members is None else members,
             intents=_unresolved(current.intents if intents is None else intents, applied),
-            checked_versions=current.checked_versions if checked_versions is None else checked_versions,
+            checked_versions=_vouched(current, members, checked_versions),
         )
         return self._write(self._table, state, "commit")
 
@@ -336,6 +336,19 @@ class PipelineStateStore:
             f"(epoch {state.epoch}, owner {state.owner}) stops: {reason}. Only one application may run "
             "per pipeline; check for a second DAG run or a leftover spark-submit."
         )
+
+
+def _vouched(
+    current: PipelineState, members: dict[str, str] | None, checked: dict[str, int] | None
+) -> dict[str, int] | None:
+    """The versions vouched for, without those of tables that joined or left with ``members``: a
+    table that joins is vouched for by its snapshot's own commits (it may even be a new table)."""
+    vouched = current.checked_versions if checked is None else checked
+    if members is None or vouched is None:
+        return vouched
+    before = current.members or {}
+    changed = {name for name in set(members) | set(before) if members.get(name) != before.get(name)}
+    return {key: version for key, version in vouched.items() if key.partition(":")[2] not in changed}
 
 
 def _unresolved(intents: dict[int, GtidSet] | None, applied: GtidSet) -> dict[int, GtidSet] | None:
