@@ -27,6 +27,7 @@ from airflow_mysql_cdc.engine.snapshot.runner import snapshot_table
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from tests.support.lake import assert_lake_equals_source
+from tests.support.maintenance import maintain_like_another_writer
 from tests.support.mysql import execute
 from tests.support.pipeline import seed
 
@@ -173,11 +174,13 @@ def test_a_log_cleaned_up_past_the_pipelines_last_commit_stops_the_table_and_say
 def test_the_pipelines_own_commits_that_are_not_batches_pass_the_next_open(
     mysql_database: MySqlEndpoint, tmp_path: Path
 ) -> None:
-    """Maintenance under the lease, a schema change's steps (columns added, existing rows given their
-    value, a TRUNCATE) and a re-snapshot: each names its own version or only rearranges files."""
+    """Maintenance under the lease (vouching for its own commits, which another writer's log clean-up
+    then deletes), a schema change's steps (columns added, existing rows given their value, a
+    TRUNCATE) and a re-snapshot: each names its own version or only rearranges files."""
     (orders, payments), first = _streamed(mysql_database, tmp_path)
     tables = (orders, payments)
     maintain_lake(LakeState(tmp_path, "outside"), tables, MaintenancePolicy(small_files=2), force=True)
+    maintain_like_another_writer(tmp_path)  # its clean-up deletes the built-in maintenance's commits
     execute(
         mysql_database,
         "ALTER TABLE orders ADD COLUMN priority INT NOT NULL DEFAULT 3",

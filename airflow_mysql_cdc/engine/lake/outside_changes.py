@@ -42,9 +42,9 @@ run's open moves ``since`` forward past neutral commits). Guarded by
 from __future__ import annotations
 
 import datetime
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from deltalake import DeltaTable
 
@@ -52,6 +52,7 @@ from airflow_mysql_cdc.engine.lake.foreign_commits import DATA_NEUTRAL_OPERATION
 from airflow_mysql_cdc.engine.lake.state.own_commits import last_own_version
 
 _HISTORY_ATTEMPTS = 3
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -192,3 +193,18 @@ def _numbered(history: list[dict[str, Any]], since: int, current: int) -> list[O
             )
         )
     return commits
+
+
+def vouched_across(
+    table: DeltaTable, role: str, checked: int | None, rearrange: Callable[[], T]
+) -> tuple[T, int | None]:
+    """Run ``rearrange`` (the pipeline's own data-neutral upkeep) on ``table``; the version to vouch
+    for after it, or None when the commits before it could not be vouched for (the next open stops
+    the table then). Judged before (the history is whole) and after (nobody slipped in meanwhile),
+    so the built-in maintenance's own clean-up never deletes commits no run has vouched for."""
+    before = judge(table, role, checked)
+    result = rearrange()
+    if not isinstance(before, Vouched):
+        return result, None
+    after = judge(table, role, before.version)
+    return result, after.version if isinstance(after, Vouched) else None
