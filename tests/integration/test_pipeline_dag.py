@@ -18,6 +18,7 @@ from deltalake import DeltaTable
 
 from airflow_mysql_cdc.engine.lake.checkpoint_log import interval_key
 from airflow_mysql_cdc.engine.lake.layout import LakeLayout
+from airflow_mysql_cdc.engine.lake.state.own_commits import own_commit
 from airflow_mysql_cdc.engine.lake.state.store import LakeState
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
@@ -219,8 +220,13 @@ def test_daily_runs_keep_the_lake_exact_through_maintenance_by_another_writer_an
     # the task naming it, and only it (the run's record is published: the data path did its part);
     # with verify_repair the next run puts the source's row back and finds the rest clean.
     pipeline.configure(verify="full", verify_max_examples=3)
-    DeltaTable(LakeLayout(pipeline.lake).target(database, "orders")).update(
-        predicate="id = 1017", updates={"customer": "'tampered'"}
+    # Marked as the pipeline's own commit, as a wrong commit of its own would be: another writer's
+    # change is stopped at the next run's start already (tests/integration/test_outside_changes.py).
+    tampered = DeltaTable(LakeLayout(pipeline.lake).target(database, "orders"))
+    tampered.update(
+        predicate="id = 1017",
+        updates={"customer": "'tampered'"},
+        commit_properties=own_commit(None, tampered),
     )
     run(("orders", "payments", "refunds"), verify="failed", exact=False)
     shown = capfd.readouterr()
