@@ -42,7 +42,7 @@ run's open moves ``since`` forward past neutral commits). Guarded by
 from __future__ import annotations
 
 import datetime
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -177,7 +177,7 @@ def _numbered(history: list[dict[str, Any]], since: int, current: int) -> list[O
     versions = range(since + 1, current + 1)
     if len(history) != len(versions):
         return None
-    by_version: Mapping[int, dict[str, Any]] = {entry.get("version"): entry for entry in history}  # type: ignore[misc]
+    by_version = {entry["version"]: entry for entry in history if isinstance(entry.get("version"), int)}
     if set(by_version) != set(versions):
         return None
     commits = []
