@@ -50,11 +50,21 @@ step that removes changes, each of which keeps it true:
 - *a crash replay* (``TableChanges.without(already_applied)``) leaves out the transactions the table
   already holds, which come first: a micro-batch finds each key's first event among the rest. A
   wave's last rows were folded before the replay was known, so a key whose first event in the wave
-  was left out has an *unknown* past there: it counts as either, and the check becomes a bound.
+  was left out has an *unknown* past there: it counts as either, and the check becomes a bound;
+- *an unsettled stretch*: a key-range re-load (a verification with repair while writes go on)
+  leaves the keys changed after the lake's position to the stream, whose full row images set them
+  whole; until the stream has passed ``gtid_executed`` as of the re-load (``ApplyConfig.unsettled``)
+  every key of that table has an unknown past, so the check is a bound there too
+  (:meth:`MergeExpectation.within`). It still catches a key matching two rows, or more deletes than
+  the batch has.
 
 Guarded by ``tests/unit/test_batch_check.py`` (the rule against a reference MERGE over random
-workloads, both modes) and, on the real sink,
-``tests/integration/test_batch_self_check.py::test_a_row_deleted_behind_the_pipelines_back_stops_only_its_table``.
+workloads, both modes, waves and replays) and, on the real sink (delta-rs's own counts),
+``tests/integration/test_batch_self_check.py``:
+``test_a_row_deleted_behind_the_pipelines_back_stops_only_its_table`` (MySQL, the binlog application,
+the message), ``test_soft_deletes_are_checked_by_bounds_against_real_tombstones``,
+``test_a_stop_a_crash_interrupted_is_completed_by_the_next_open`` and
+``test_a_re_loads_unsettled_stretch_is_checked_by_bounds_then_exactly_again``.
 """
 
 from __future__ import annotations
