@@ -30,7 +30,9 @@ records in its snapshot log, tied by app transactions) → ``snapshot/change_fil
 
 The lake (``lake/``): the ``Sink`` contract, the Delta layout, change tables and waves, the pipeline's
 state (``lake/state/``: nothing in commit history alone), maintenance, the checkpoint log, the
-comparison with the source.
+comparison with the source; and the checks that stop a table whose copy is wrong, alone: every
+batch's MERGE against its events (``lake/batch_check``), every other writer's commit since the
+pipeline's own (``lake/outside_changes``).
 
 The verification (``verify/``): the lake compared with the source at the pipeline's position while
 writes go on, a key changed after it through the binlog's image of its row there

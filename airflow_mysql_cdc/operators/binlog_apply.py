@@ -73,6 +73,11 @@ class MySqlCdcBinlogApplyOperator(OpenLineageMixin, SparkApplicationOperator):
         pipeline to be snapshotted again, like a schema change's. See docs/operations.md.
     :param progress_interval_s: seconds between two progress lines of the application in the log.
     :param spark_conn_id: a ``spark`` connection (master ``local[*]`` when it does not exist).
+
+    A table whose lake copy the application found wrong (a batch's MERGE that did not do what its
+    events imply, another writer's change since the last run) is stopped, the others applied on;
+    the task then pushes its result and fails, not retried (:class:`TablesStoppedError`), and every
+    later run warns until the table is re-snapshotted (docs/operations.md, "A table stopped").
     """
 
     template_fields: Sequence[str] = (
@@ -189,12 +194,33 @@ class MySqlCdcBinlogApplyOperator(OpenLineageMixin, SparkApplicationOperator):
             catchup_parallelism=self.catchup_parallelism,
         )
         self.lineage = self.planned_lineage().done(dict(result.rows_by_table))
+        if result.stopped:  # the result is pushed first: the other tables' progress is real
+            context["ti"].xcom_push(key="return_value", value=result.to_dict())
+            fail_if_tables_stopped(result)
         return result.to_dict()
 
     def planned_lineage(self) -> TaskLineage:
         """The MySQL tables read, their target and changelog tables written."""
         tables = tuple(str(ref) for ref in parse_table_list(self.tables))
         return self.source_to_lake_lineage(tables)
+
+
+class TablesStoppedError(AirflowFailException):
+    """The application stopped tables whose lake copy it found wrong; the others were applied.
+
+    Not retried: a retry would apply the other tables again and find these out of the pipeline; only
+    a re-snapshot of each (the run conf ``{"resnapshot": [...]}``) brings them back.
+    """
+
+
+def fail_if_tables_stopped(result: ApplyResult) -> None:
+    """Raise :class:`TablesStoppedError` when ``result`` stopped tables (after it was published)."""
+    if not result.stopped:
+        return
+    raise TablesStoppedError(
+        f"{len(result.stopped)} table(s) stopped in this run; the other tables were applied and their "
+        "progress is published. " + " ".join(evolution.describe() for evolution in result.stopped)
+    )
 
 
 ConfigBuilder = Callable[[int | None, dict[str, str]], ApplyConfig]
@@ -245,7 +271,10 @@ def apply_binlog(
     for table, end in result.caught_up.items():
         runner.log.info("%s was caught up to %s and joined the pipeline", table, end)
     for change in result.schema_changes:
-        runner.log.info("%s", change.describe())
+        if change.action != "stop":
+            runner.log.info("%s", change.describe())
+    for _table, message in sorted(result.stopped_tables.items()):  # every run, until re-snapshotted
+        runner.log.warning("%s", message)
     last_commit_us = result.last_commit_timestamp_us
     if (
         config.segment_end_us is not None

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -79,6 +80,20 @@ METRICS = {
             "timer",
             ("pipeline",),
             "How long the binlog application ran (milliseconds).",
+        ),
+        Metric(
+            "mysql_cdc.apply.table_stopped",
+            "gauge",
+            ("pipeline", "table"),
+            "1 while the table is stopped (its lake copy was found wrong: a batch's MERGE did not do "
+            "what its events imply, or another writer changed its rows) and not re-snapshotted since, "
+            "else 0; set by every application for each of its tables.",
+        ),
+        Metric(
+            "mysql_cdc.apply.table_stops",
+            "counter",
+            ("pipeline", "table"),
+            "Times an application stopped the table (0 for every other table it applies).",
         ),
         Metric(
             "mysql_cdc.binlog.bytes_read",
@@ -215,11 +230,19 @@ def emit_apply(result: ApplyResult, tables: Sequence[str]) -> None:
     """The binlog application's figures (:class:`ApplyResult`), per pipeline and per table of
     ``tables`` (the application's): a table without changes counts 0, so its series goes on."""
     pipeline = result.pipeline_id
+    stops = Counter(evolution.table for evolution in result.stopped)
     emit("mysql_cdc.apply.transactions", result.transactions, pipeline=pipeline)
-    for table in sorted({*tables, *result.rows_by_table}):
+    for table in sorted({*tables, *result.rows_by_table, *result.stopped_tables}):
         transactions = result.transactions_by_table.get(table, 0)
         emit("mysql_cdc.apply.table_transactions", transactions, pipeline=pipeline, table=table)
         emit("mysql_cdc.apply.rows", result.rows_by_table.get(table, 0), pipeline=pipeline, table=table)
+        emit(
+            "mysql_cdc.apply.table_stopped",
+            int(table in result.stopped_tables),
+            pipeline=pipeline,
+            table=table,
+        )
+        emit("mysql_cdc.apply.table_stops", stops.get(table, 0), pipeline=pipeline, table=table)
     if result.lag_s is not None and result.transactions:
         emit("mysql_cdc.apply.lag_seconds", result.lag_s, pipeline=pipeline)
     emit("mysql_cdc.apply.duration", result.duration_s * 1000.0, pipeline=pipeline)

@@ -16,6 +16,10 @@ A run that does not apply (its interval already has a record, or lies inside a l
 segment) returns that record at once, without starting Spark: the cheap path that lets a backlog of
 queued runs drain (docs/pipeline-dag.md).
 
+A table the binlog application stopped (its lake copy is wrong: docs/operations.md, "A table
+stopped") is out of the record's promise: the record is published for the other tables, then the
+task fails, not retried; later runs leave it out, warning, until a conf re-snapshots it.
+
 A run triggered with a conf acts on named tables (:mod:`airflow_mysql_cdc.runs.actions`): re-snapshot,
 pause, resume, rebase the checkpoint. The conf is checked before anything is written, each action is
 logged, pushed (XCom ``actions``) and recorded in the run's checkpoint record.
@@ -40,12 +44,14 @@ from airflow_mysql_cdc.engine.apply.config import (
 )
 from airflow_mysql_cdc.engine.lake.storage import check_storage_options
 from airflow_mysql_cdc.engine.runtime.progress import PROGRESS_INTERVAL_S, check_progress_interval
+from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from airflow_mysql_cdc.engine.verify.settings import VerifySettings
 from airflow_mysql_cdc.hooks.lake_storage import LakeStorageHook
 from airflow_mysql_cdc.hooks.mysql_cdc import MySqlCdcHook
 from airflow_mysql_cdc.operators.binlog_apply import (
     ConfigBuilder,
     apply_binlog,
+    fail_if_tables_stopped,
     human_duration,
     summary_line,
 )
@@ -187,8 +193,13 @@ class MySqlCdcReplicateOperator(OpenLineageMixin, SparkApplicationOperator):
             for entry in actions.to_record():
                 self.log.info("action asked by the run's conf: %s", entry)
             ti.xcom_push(key="actions", value=actions.to_record())
+        unsettled: dict[str, GtidSet] = {}
         if actions.row_ranges:
             push("reloads", self._reload_rows(actions.row_ranges))
+            # Keys the re-loads left to the stream (changed after the lake's position) may be wrong
+            # there until the stream sets them: their batches are checked by bounds (ApplyConfig).
+            executed = MySqlCdcHook(self.mysql_cdc_conn_id).get_gtid_executed()
+            unsettled = {request.table: executed for request in actions.row_ranges}
         resumable = ti.xcom_pull(task_ids=self.resumability_task_id) if self.resumability_task_id else None
         plan = plan_segment(
             position.to_xcom(),
@@ -237,6 +248,7 @@ class MySqlCdcReplicateOperator(OpenLineageMixin, SparkApplicationOperator):
                 resume=actions.resume,
                 run_id=str(context["run_id"]),
                 progress_interval_s=self.progress_interval_s,
+                unsettled=unsettled,
             )
 
         result = self._apply(build_config)
@@ -254,6 +266,9 @@ class MySqlCdcReplicateOperator(OpenLineageMixin, SparkApplicationOperator):
         self.lineage = lineage_of_record(self.planned_lineage(), published)
         published = self._emit_asset_events(context, published)
         self.log.info("%s", summary_line(result))  # the log's last line, as docs/pipeline-dag.md says
+        if result.stopped:  # published for the other tables; the run must not end green
+            context["ti"].xcom_push(key="return_value", value=published)
+            fail_if_tables_stopped(result)
         return published
 
     def planned_lineage(self) -> TaskLineage:

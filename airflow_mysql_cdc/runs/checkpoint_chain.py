@@ -250,8 +250,9 @@ def publish_checkpoint(
     The run's place is settled again here, from the log: a record published for this interval in
     the meantime (the same run, retried after it published) is republished as it is.
     ``segment_end`` is where the applied segment ended when that is not the run's interval end (a
-    run that caught up a backlog). ``actions`` are recorded with the run (:mod:`.actions`), and every
-    paused table with the position its lake copy is frozen at.
+    run that caught up a backlog). ``actions`` are recorded with the run (:mod:`.actions`), every
+    paused table with the position its lake copy is frozen at, and every stopped table (its lake copy
+    was found wrong: the end set does not hold for it) with why (``stopped``).
     """
     position = locate_run(
         context,
@@ -284,6 +285,7 @@ def publish_checkpoint(
         segment_end=segment_end or context["data_interval_end"],
         actions=actions.to_record() if actions else [],
         paused=_paused_tables(lake_root, tables, state, storage_options),
+        stopped=record_facts.stopped_tables(lake_root, tables, state.members, storage_options),
         storage_options=storage_options,
         pushed=pushed or {},
     )
@@ -343,6 +345,7 @@ def _record(
     segment_end: datetime.datetime,
     actions: list[dict[str, Any]],
     paused: dict[str, str],
+    stopped: dict[str, str],
     storage_options: dict[str, str] | None = None,
     pushed: dict[str, Any],
 ) -> CheckpointRecord:
@@ -378,6 +381,7 @@ def _record(
                 "snapshot_id": members.get(ref, ""),
                 **facts[ref],
                 **({"paused_at": paused[ref]} if ref in paused else {}),
+                **({"stopped": stopped[ref]} if ref in stopped else {}),
             }
             for ref in refs
         },

@@ -56,6 +56,7 @@ __all__ = [
     "place_run",
     "run_changes",
     "snapshot_progress",
+    "stopped_words",
     "table_columns",
     "table_version",
     "target_table_exists",
@@ -91,6 +92,13 @@ def departure_holds(departed: Departure | None, progress: SnapshotProgress | Non
     from airflow_mysql_cdc.engine.lake.departures import departure_holds as holds  # Delta: lazily
 
     return holds(departed, progress.stream_start if progress is not None else None)
+
+
+def stopped_words(table: str, reason: str) -> str:
+    """What a user is told of a stopped table (one wording, the engine's)."""
+    from airflow_mysql_cdc.engine.lake.evolution import stopped_words as words  # the lake's words: here
+
+    return words(table, reason)
 
 
 def pause(lake_root: str, ref: TableRef, storage_options: StorageOptions) -> PauseMark | None:

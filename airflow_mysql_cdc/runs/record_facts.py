@@ -26,6 +26,8 @@ Per table (``schema.table``), next to ``snapshot_id``:
   schema changes, a snapshot's overwrite), and the commits of upkeep in between (the predecessor's
   ``maintain_lake``: compaction, vacuum; another writer's). It comes from records only: commit history
   is pruned by maintenance, records are not;
+- ``stopped``: why, for a table the pipeline stopped (its lake copy was found wrong,
+  :func:`stopped_tables`): the run's end set does not hold for it;
 - ``snapshotted``: the table was (re-)snapshotted in this run (its ``snapshot_id`` differs from the
   predecessor's, or there is no predecessor): its target range holds the snapshot's overwrite, so a
   reader takes the target whole; its changelog holds only the changes after the snapshot.
@@ -117,3 +119,25 @@ def written_since_ms(predecessor: CheckpointRecord | None) -> int | None:
         return None
     published = datetime.datetime.fromisoformat(predecessor.published_at)
     return int((published - CLOCK_MARGIN).timestamp() * 1000)
+
+
+def stopped_tables(
+    lake_root: str,
+    tables: Sequence[str],
+    members: Mapping[str, str] | None,
+    storage_options: dict[str, str] | None,
+) -> dict[str, str]:
+    """Each stopped table (not a member, its stop mark holding) with why it was stopped: the
+    record's ``stopped`` fact (its end set does not hold for that table)."""
+    stopped: dict[str, str] = {}
+    for name in tables:
+        ref = TableRef.parse(name)
+        if str(ref) in (members or {}):
+            continue
+        mark = lake.departure(lake_root, ref, storage_options)
+        if mark is None or not mark.stopped:
+            continue
+        progress = lake.snapshot_progress(lake_root, ref, storage_options)
+        if mark.holds_for(progress.snapshot_id if progress is not None else ""):
+            stopped[str(ref)] = mark.reason
+    return stopped

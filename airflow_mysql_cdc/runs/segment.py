@@ -53,7 +53,10 @@ def plan_segment(
       checkpoint (the binlog application then joins them, see ``table_admission``); the segment
       starts at the checkpoint. A table that is gone (``absent`` from the server, marked in the lake
       as dropped or renamed away: :func:`~airflow_mysql_cdc.engine.mysql.table_standing.judge_table`)
-      is not snapshotted: there is nothing to snapshot.
+      is not snapshotted: there is nothing to snapshot. A table the binlog application *stopped*
+      (its lake copy was found wrong: docs/operations.md, "A table stopped") is not snapshotted
+      either, with a WARNING every run, until the run's conf asks for its re-snapshot: a wrong
+      table is never replaced without someone having looked at why.
 
     The run's ``actions`` (:mod:`.actions`) add to it: tables to re-snapshot whole (``restart``), a
     paused table stays out (not snapshotted) unless the run resumes it (it is then caught up, not
@@ -101,6 +104,8 @@ def plan_segment(
                 verb = "is caught up and streamed again" if name in actions.resume else "stays out"
                 log.info("%s; it %s", mark.describe(), verb)
                 continue
+        if _stays_stopped(name, lake_root, storage_options):
+            continue
         if name in actions.pause:
             raise RunActionError(
                 f"pause: {name} is not streamed by the pipeline yet (it has not joined: no snapshot of it "
@@ -146,6 +151,19 @@ def _taken_by_this_run(progress: Any, checkpoint: GtidSet, member_snapshot: str 
         and progress.snapshot_id != member_snapshot
         and checkpoint.issubset(progress.stream_start)
     )
+
+
+def _stays_stopped(name: str, lake_root: str, storage_options: dict[str, str] | None) -> bool:
+    """The table was stopped and no snapshot replaced it since: it stays out, saying so."""
+    ref = TableRef.parse(name)
+    departure = lake.departure(lake_root, ref, storage_options)
+    if departure is None or not departure.stopped:
+        return False
+    progress = lake.snapshot_progress(lake_root, ref, storage_options)
+    if not departure.holds_for(progress.snapshot_id if progress is not None else ""):
+        return False
+    log.warning("not snapshotted unless the run's conf asks for it: %s", departure.describe())
+    return True
 
 
 def _check_member_action(name: str, actions: RunActions) -> None:

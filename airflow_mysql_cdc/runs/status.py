@@ -217,7 +217,10 @@ def format_status(status: PipelineStatus) -> str:
 
 
 def _standing(table: TableStatus) -> str:
-    if table.departed is not None:
+    if _stopped(table):
+        assert table.departed is not None
+        return f"STOPPED, not streamed: {lake.stopped_words(table.table, table.departed['reason'])}"
+    if table.departed is not None and table.departed["action"] != "stop":
         departed = table.departed
         return f"left the pipeline at {departed['gtid']} ({departed['action']}: {departed['reason']})"
     if table.paused is not None:
@@ -231,6 +234,13 @@ def _standing(table: TableStatus) -> str:
             )
         return joined
     return "not a member (joins at the next run that snapshots it)"
+
+
+def _stopped(table: TableStatus) -> bool:
+    """Its lake copy was found wrong and no snapshot replaced it since (``Departure.holds_for``)."""
+    departed = table.departed
+    latest = table.snapshot["id"] if table.snapshot is not None else ""
+    return departed is not None and departed["action"] == "stop" and departed.get("snapshot_id", "") == latest
 
 
 def _snapshot(snapshot: dict[str, Any] | None) -> str:

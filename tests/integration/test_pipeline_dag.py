@@ -20,6 +20,7 @@ from deltalake import DeltaTable, write_deltalake
 
 from airflow_mysql_cdc.engine.lake.checkpoint_log import interval_key
 from airflow_mysql_cdc.engine.lake.layout import LakeLayout
+from airflow_mysql_cdc.engine.lake.state.own_commits import own_commit
 from airflow_mysql_cdc.engine.lake.state.store import LakeState
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
@@ -230,8 +231,14 @@ def test_daily_runs_keep_the_lake_exact_through_maintenance_by_another_writer_an
     # A full verify_lake at the run's end set while writers write: a row tampered with in the lake
     # fails the task naming it, and only it (the run's record is published: the data path did its part).
     pipeline.configure(verify="full", verify_max_examples=3)
-    target = DeltaTable(LakeLayout(pipeline.lake).target(database, "orders"))
-    target.update(predicate="id = 1017", updates={"customer": "'tampered'"})
+    # Marked as the pipeline's own commit, as a wrong commit of its own would be: another writer's
+    # change is stopped at the next run's start already (tests/integration/test_outside_changes.py).
+    tampered = DeltaTable(LakeLayout(pipeline.lake).target(database, "orders"))
+    tampered.update(
+        predicate="id = 1017",
+        updates={"customer": "'tampered'"},
+        commit_properties=own_commit(None, tampered),
+    )
     run(("orders", "payments", "refunds"), verify="failed", exact=False)
     shown = capfd.readouterr()
     output = shown.out + shown.err
@@ -248,7 +255,7 @@ def test_daily_runs_keep_the_lake_exact_through_maintenance_by_another_writer_an
     rows = target.to_pyarrow_table()
     ghost = rows.filter(pc.equal(rows.column("id"), 1017))
     ghost = ghost.set_column(ghost.schema.get_field_index("id"), "id", pa.array([-17], pa.int32()))
-    write_deltalake(target, ghost, mode="append")
+    write_deltalake(target, ghost, mode="append", commit_properties=own_commit(None, target))  # as above
     failed = run(("orders", "payments", "refunds"), verify="failed", exact=False)
     output = _output(capfd)
     assert f"- {database}.orders: 0 missing, 1 extra, 1 differing of" in output

@@ -4,6 +4,11 @@ A Spark or Databricks job that OPTIMIZEs the lake's tables, or a delta-rs script
 Delta's defaults; here the log retention is set to one second so that the clean-up deletes every
 commit file before the checkpoint at once, instead of after 30 days. Nothing a later run needs may
 be lost by it (docs/architecture.md, "Where the pipeline's state lives").
+
+The checkpoint is taken at the compaction, before the retention property is set, so the clean-up
+deletes the commits up to the compaction: with a real 30-day retention those are commits the
+pipeline's daily runs have long seen and vouched for (:mod:`airflow_mysql_cdc.engine.lake.outside_changes`).
+A clean-up of commits no run has seen is the other case, a stop: tests/integration/test_outside_changes.py.
 """
 
 from __future__ import annotations
@@ -26,11 +31,11 @@ def maintain_like_another_writer(lake: Path) -> list[str]:
     touched = []
     for path in delta_tables(lake):
         table = DeltaTable(str(path))
+        table.optimize.compact()
+        table.create_checkpoint()
         table.alter.set_table_properties(
             {"delta.logRetentionDuration": "interval 1 seconds"}, raise_if_not_exists=False
         )
-        table.optimize.compact()
-        table.create_checkpoint()
         touched.append(str(path))
     time.sleep(1.5)  # every commit file is now older than the retention
     for path in touched:

@@ -435,7 +435,9 @@ class Lake:
         batch = transactions(self.shape, steps, before, self.gtid + 1)
         if batch:
             self.gtid += len(batch)
-            self._sink.apply(batch, through(self.gtid))
+            result = self._sink.apply(batch, through(self.gtid))
+            # Every batch checks itself (engine/lake/batch_check.py): here it must always agree.
+            assert not result.stopped, [stop.reason for stop in result.stopped]
 
     @staticmethod
     def files(path: str) -> int:

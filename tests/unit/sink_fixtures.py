@@ -61,6 +61,8 @@ class RecordingSink:
         """Each table's source columns in the "lake" (absent: no target yet)."""
         self.dropped: dict[str, tuple[str, ...]] = {}
         self.schema_changes: list[tuple[str, list[TableEvolution], GtidSet]] = []
+        self.stopped_at_open: list[TableEvolution] = []
+        """Tables the open stopped (a test sets them: the Delta sink's check is tested on Delta)."""
 
     def open(self, requested_start: GtidSet, *, rebase: bool = False, keep_members: bool = False) -> GtidSet:
         self.epoch += 1

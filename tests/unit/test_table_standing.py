@@ -36,6 +36,15 @@ def test_a_departed_table_waits_for_a_snapshot_taken_after_its_ddl(on_source: bo
     assert joins is TableStanding.PRESENT
 
 
-def test_gone_and_awaiting_a_snapshot_are_out_of_the_pipeline_the_others_are_not() -> None:
+@pytest.mark.parametrize("on_source", [True, None])
+def test_a_stopped_table_stays_out_until_a_snapshot_replaces_it(on_source: bool | None) -> None:
+    """The stop mark holds while the table's latest snapshot is the one it was streamed with
+    (``Departure.holds_for``); a table the source then drops is gone."""
+    assert judge_table(on_source=on_source, stopped=True) is TableStanding.STOPPED
+    assert judge_table(on_source=on_source, stopped=False) is TableStanding.PRESENT
+    assert judge_table(on_source=False, stopped=True) is TableStanding.GONE
+
+
+def test_gone_awaiting_a_snapshot_and_stopped_are_out_of_the_pipeline_the_others_are_not() -> None:
     out = {standing for standing in TableStanding if standing.out_of_the_pipeline}
-    assert out == {TableStanding.GONE, TableStanding.AWAITING_SNAPSHOT}
+    assert out == {TableStanding.GONE, TableStanding.AWAITING_SNAPSHOT, TableStanding.STOPPED}

@@ -24,20 +24,24 @@ A table an operator *paused* (:mod:`~airflow_mysql_cdc.engine.lake.pauses`) refl
 mark's position ``P``: it stays out while the mark holds, and a *resume* joins it with ``J = P``
 (every chunk's ``H`` is older, so only ``(R − P)`` is missing), caught up by the same read of that
 table alone, under a catch-up state of its own for that resume.
+
+A table the lake marks *stopped* (its copy was found wrong: :mod:`~airflow_mysql_cdc.engine.lake.batch_check`,
+:mod:`~airflow_mysql_cdc.engine.lake.outside_changes`) stays out, paused or not, until a snapshot
+replaces it; every run says so in a WARNING and lists it in ``Admission.stopped``.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from airflow_mysql_cdc.engine.errors import LakeMismatchError
 from airflow_mysql_cdc.engine.lake.pauses import PauseMark
 from airflow_mysql_cdc.engine.lake.state.pipeline_state import PipelineStateStore
 from airflow_mysql_cdc.engine.lake.state.store import LakeState
 from airflow_mysql_cdc.engine.mysql.schema import TableRef
-from airflow_mysql_cdc.engine.mysql.table_standing import judge_table
+from airflow_mysql_cdc.engine.mysql.table_standing import TableStanding, judge_table
 from airflow_mysql_cdc.engine.snapshot.lake_commits import (
     SnapshotProgress,
     read_snapshot_progress,
@@ -99,11 +103,14 @@ class Admission:
     """Tables left out because an operator paused them (their marks hold)."""
     resumed: tuple[str, ...] = ()
     """Paused tables that joined again in this admission (their marks are to be cleared)."""
+    stopped: dict[str, str] = field(default_factory=dict)
+    """Tables left out because the lake marks them stopped, with what to tell the user."""
 
 
-CatchUp = Callable[[TableRef, SnapshotProgress | None, GtidSet, GtidSet, str], GtidSet]
+CatchUp = Callable[[TableRef, SnapshotProgress | None, GtidSet, GtidSet, str], GtidSet | None]
 """(table, its snapshot, what it reflects, the pipeline position, the catch-up's state key) -> what it
-reflects afterwards. The key is the snapshot's id, or for a resume, one of its own (:func:`resume_key`)."""
+reflects afterwards (None: the catch-up stopped the table, which then does not join). The key is the
+snapshot's id, or for a resume, one of its own (:func:`resume_key`)."""
 
 
 def resume_key(snapshot_id: str, paused_at: str) -> str:
@@ -163,6 +170,7 @@ def admit_tables(
     admitted: dict[str, str] = {}
     paused: list[str] = []
     resumed: list[str] = []
+    stopped: dict[str, str] = {}
     resuming = {str(TableRef.parse(name)) for name in resume}
     known = snapshots or {}
     read: dict[str, SnapshotProgress | None] = {}
@@ -176,6 +184,8 @@ def admit_tables(
         if members is None or members.get(str(ref)) == snapshot_id:
             admitted[str(ref)] = snapshot_id
             continue
+        if _departed(ref, progress, lake_root, storage_options, stopped):
+            continue
         mark = LakeState(lake_root, storage_options=storage_options).pause(ref)
         if mark is not None and mark.holds_for(snapshot_id):
             if str(ref) not in resuming:
@@ -185,17 +195,16 @@ def admit_tables(
                 admitted[str(ref)] = snapshot_id
                 resumed.append(str(ref))
             continue
-        if _departed(ref, progress, lake_root, storage_options):
-            continue
         if progress is None:
             _refuse_without_snapshot(ref, members.get(str(ref)), first_run, pipeline_id, position)
             admitted[str(ref)] = ""
             continue
         progress.require_complete(ref)
         _join(ref, progress, position, lake_root, pipeline_id, catch_up, storage_options)
-        if not _departed(ref, progress, lake_root, storage_options):  # its catch-up may meet a DDL
+        # Its catch-up may meet a DDL, or find the table changed by another writer (a stop).
+        if not _departed(ref, progress, lake_root, storage_options, stopped):
             admitted[str(ref)] = snapshot_id
-    return Admission(admitted, read, tuple(paused), tuple(resumed))
+    return Admission(admitted, read, tuple(paused), tuple(resumed), stopped)
 
 
 def _refuse_without_snapshot(
@@ -238,21 +247,37 @@ def _resume(
 
 
 def _departed(
-    ref: TableRef, progress: SnapshotProgress | None, lake_root: str, storage_options: dict[str, str] | None
+    ref: TableRef,
+    progress: SnapshotProgress | None,
+    lake_root: str,
+    storage_options: dict[str, str] | None,
+    stopped: dict[str, str] | None = None,
 ) -> bool:
-    """The table left the pipeline at a DDL after its latest snapshot: it waits for a new one.
+    """The table left the pipeline at a DDL after its latest snapshot (it waits for a new one), or
+    the lake marks it stopped and no snapshot replaced it since (added to ``stopped``).
 
     The rule is :func:`~airflow_mysql_cdc.engine.mysql.table_standing.judge_table`, the one the
     prerequisites and the plan ask too; admission does not ask the source (it runs in Spark).
     """
     departure = LakeState(lake_root, storage_options=storage_options).departure(ref)
-    standing = judge_table(
-        on_source=None,
-        left_at=departure.gtid if departure is not None else None,
-        snapshot_stream_start=progress.stream_start if progress is not None else None,
-    )
-    if departure is None or not standing.out_of_the_pipeline:
+    if departure is None:
         return False
+    if departure.stopped:
+        latest = progress.snapshot_id if progress is not None else ""
+        standing = judge_table(on_source=None, stopped=departure.holds_for(latest))
+    else:
+        standing = judge_table(
+            on_source=None,
+            left_at=departure.gtid,
+            snapshot_stream_start=progress.stream_start if progress is not None else None,
+        )
+    if not standing.out_of_the_pipeline:
+        return False
+    if standing is TableStanding.STOPPED:
+        log.warning("%s is not streamed: %s", ref, departure.describe())
+        if stopped is not None:
+            stopped[str(ref)] = departure.describe()
+        return True
     log.warning("%s is not streamed: %s; a new snapshot of it joins the pipeline", ref, departure.describe())
     return True
 
@@ -286,7 +311,10 @@ def _join(
             position or "(empty)",
             reflected or "(empty)",
         )
-        reflected = catch_up(ref, progress, reflected, position, key)
+        caught_up_to = catch_up(ref, progress, reflected, position, key)
+        if caught_up_to is None:
+            return  # stopped by its catch-up: it stays out (the caller finds its mark)
+        reflected = caught_up_to
         gap = join_gap(position, reflected, highs)
     if not gap.doubled.is_empty():
         raise TableAdmissionError(

@@ -16,6 +16,10 @@ table that left the pipeline are dropped, after their GTID counted for the posit
 statement-logged change of a tracked table (:mod:`.statement_changes`) stops the run or makes the
 table leave, also after the batch before it.
 
+A table a batch *stopped* (its MERGE did not do what the batch's events imply, :mod:`..lake.batch_check`)
+left the pipeline at that batch's position in the sink; from then on its changes are dropped here
+like those of a table that left at a DDL, and the run's result lists it (``ApplyResult.stopped``).
+
 Transactions of a table whose snapshot is still in progress pass the snapshot filter here, after
 their GTID counted for the position (a change the snapshot already holds is dropped, its
 transaction is not). After every applied batch the garbage collector runs (:mod:`..runtime.gc_pause`).
@@ -43,6 +47,7 @@ from airflow_mysql_cdc.engine.binlog.errors import StatementBasedChangeError
 from airflow_mysql_cdc.engine.binlog.position import PositionTracker
 from airflow_mysql_cdc.engine.lake.change_table import ChangeTable, build_change_tables
 from airflow_mysql_cdc.engine.lake.change_waves import Wave
+from airflow_mysql_cdc.engine.lake.evolution import TableEvolution
 from airflow_mysql_cdc.engine.lake.sink import BatchResult, Sink
 from airflow_mysql_cdc.engine.runtime.gc_pause import BatchCollector
 from airflow_mysql_cdc.engine.runtime.progress import Cadence
@@ -90,6 +95,8 @@ class BatchApplier:
         self.statement_changes = statement_changes
         self.pending: list[Transaction] = []
         self.pending_rows = 0
+        self.stopped: set[str] = set()
+        """Tables a batch of this read stopped: their changes are dropped from then on."""
         self._progress = _Progress()
 
     @property
@@ -116,6 +123,8 @@ class BatchApplier:
                     schema_changes.leave_unfit(unfit, transaction, self.tracker.value)
                 if schema_changes.left:
                     transaction = without_tables(transaction, schema_changes.left)
+        if self.stopped:
+            transaction = without_tables(transaction, self.stopped)
         self.tracker.add(transaction.gtid)
         if self.snapshot_filter is not None:
             transaction = self.snapshot_filter.filter(transaction)
@@ -208,10 +217,14 @@ class BatchApplier:
         position = self.tracker.value
         if position == self.sink.applied_gtids:
             return
+        if self.stopped:
+            tables = {name: table for name, table in tables.items() if name not in self.stopped}
         batch = self.sink.apply_change_tables(tables, position, count)
         self._applied(batch, position, sum(batch.rows_by_table.values()))
 
     def _applied(self, batch: BatchResult, position: GtidSet, rows: int) -> None:
+        for evolution in batch.stopped:
+            self.stop(evolution)
         self.result.batches += 1
         for table, table_rows in batch.rows_by_table.items():
             self.result.rows_by_table[table] = self.result.rows_by_table.get(table, 0) + table_rows
@@ -221,6 +234,13 @@ class BatchApplier:
         if self.on_batch is not None:
             self.on_batch(self.result.batches, position)
         self.collector.after_batch()
+
+    def stop(self, evolution: TableEvolution) -> None:
+        """``evolution``'s table was stopped (action ``stop``): drop its changes, say so in the result."""
+        self.stopped.add(evolution.table)
+        if self.schema_changes is not None:
+            self.schema_changes.left.add(evolution.table)
+        self.result.record_stop(evolution)
 
     def report_if_due(self, interval_s: float) -> None:
         """Log throughput, batches and lag every ``interval_s`` seconds (:mod:`~..runtime.progress`)."""

@@ -120,6 +120,11 @@ class ApplyConfig:
     """Paused tables this run catches up and streams again."""
     run_id: str = ""
     """The Airflow run applying (recorded in pause marks)."""
+    unsettled: dict[str, GtidSet] = field(default_factory=dict)
+    """Tables a key-range re-load just verified and repaired while writes went on, each with
+    ``gtid_executed`` after it: the keys it left to the stream (changed after the lake's position)
+    may be wrong at the position, so batches reaching into that set check the table's MERGE by
+    bounds only (:mod:`..lake.batch_check`, "unsettled"); exactly again once the stream is past it."""
     secret_storage_options: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
     """Credentials of the lake, from the environment at the application's start: never serialised."""
 
@@ -206,6 +211,8 @@ class ApplyConfig:
         for key in ("tables", "pause", "resume"):
             values[key] = tuple(values.get(key) or ())
         values["start_gtids"] = _gtid_set(values.get("start_gtids"), "start_gtids")
+        unsettled = values.get("unsettled") or {}
+        values["unsettled"] = {str(table): _gtid_set(text, "unsettled") for table, text in unsettled.items()}
         if values.get("target_gtids") is not None:
             values["target_gtids"] = _gtid_set(values["target_gtids"], "target_gtids")
         return cls(**values)
@@ -248,12 +255,26 @@ class ApplyResult:
     already_applied: bool = False
     """The lake held the whole segment before the run (a retried or cleared run): nothing applied."""
     schema_changes: list[TableEvolution] = field(default_factory=list)
-    """Every table a DDL touched, with its action and reason, in binlog order."""
+    """Every table a DDL touched, with its action and reason, in binlog order; and every table this
+    run stopped (action ``stop``: its lake copy was found wrong, :attr:`stopped`)."""
+    stopped_tables: dict[str, str] = field(default_factory=dict)
+    """Every configured table out of the pipeline because it was stopped, in this run or an earlier
+    one and not re-snapshotted since, with what to tell the user (each run says it again)."""
     driver_peak_rss_bytes: int | None = None
     """The application driver's peak resident memory (set by the entry point; the benchmarks read it)."""
     binlog_bytes_read: int = 0
     """Binlog event bytes the driver's reader received (the ``mysql_cdc.binlog.bytes_read`` metric);
     a parallel catch-up's range readers, on executors, are not counted."""
+
+    @property
+    def stopped(self) -> list[TableEvolution]:
+        """Tables this run stopped: the run fails once it published the other tables' record."""
+        return [evolution for evolution in self.schema_changes if evolution.action == "stop"]
+
+    def record_stop(self, evolution: TableEvolution) -> None:
+        """A table this run stopped (a batch's check, or another writer's change found at open)."""
+        self.schema_changes.append(evolution)
+        self.stopped_tables[evolution.table] = evolution.describe()
 
     @property
     def to_resnapshot(self) -> list[str]:
@@ -274,7 +295,9 @@ class ApplyResult:
         rows: dict[str, int] = {}
         transactions: dict[str, int] = {}
         caught_up: dict[str, GtidSet] = {}
+        stopped: dict[str, str] = {}
         for step in steps:
+            stopped.update(step.stopped_tables)
             for table, count in step.rows_by_table.items():
                 rows[table] = rows.get(table, 0) + count
             for table, count in step.transactions_by_table.items():
@@ -293,6 +316,7 @@ class ApplyResult:
             duration_s=round(sum(step.duration_s for step in steps), 3),
             last_commit_timestamp_us=stamps[-1] if stamps else None,
             caught_up=caught_up,
+            stopped_tables=stopped,
             already_applied=all(step.already_applied for step in steps),
             schema_changes=[change for step in steps for change in step.schema_changes],
             driver_peak_rss_bytes=max(
@@ -306,6 +330,7 @@ class ApplyResult:
         data["rows_by_table"] = dict(self.rows_by_table)
         data["transactions_by_table"] = dict(self.transactions_by_table)
         data["caught_up"] = {table: str(end) for table, end in self.caught_up.items()}
+        data["stopped_tables"] = dict(self.stopped_tables)
         data["schema_changes"] = [change.to_json() for change in self.schema_changes]
         for key in _GTID_SET_FIELDS:
             data[key] = str(data[key])
@@ -324,6 +349,8 @@ class ApplyResult:
         values = {key: value for key, value in data.items() if key in known}
         for key in _GTID_SET_FIELDS:
             values[key] = GtidSet.parse(values.get(key) or "")
+        stopped = values.get("stopped_tables") or {}  # absent from older results
+        values["stopped_tables"] = {str(table): str(why) for table, why in stopped.items()}
         for key in ("rows_by_table", "transactions_by_table"):  # the latter absent from older results
             values[key] = {str(t): int(n) for t, n in (values.get(key) or {}).items()}
         values["caught_up"] = {t: GtidSet.parse(end) for t, end in (values.get("caught_up") or {}).items()}

@@ -18,7 +18,10 @@ Invariant: every applier (the single reader, parallel catch-up) starts from what
    (:mod:`.admission`); a catch-up it needs is its own read (:class:`~.reading.Read`) of that table
    only, from what it reflects, never past the pipeline's position (``WithinGtidSet``), written
    under its own state so the pipeline's lease is untouched. A paused table stays out unless the
-   run resumes it; its mark is cleared only after it is a member again.
+   run resumes it; its mark is cleared only after it is a member again;
+6. **stops**: a table the sink's open found changed by another writer since the pipeline's last
+   commit (:mod:`..lake.outside_changes`), or whose catch-up stopped it, is out of the pipeline
+   and in the run's result (``ApplyResult.stopped``): the run fails once it published the rest.
 
 On any failure the sink is released, so the next attempt need not wait out the lease. Guarded by
 ``tests/integration/test_table_admission.py`` and ``test_rerunning_the_same_segment_applies_nothing``.
@@ -33,6 +36,7 @@ import time
 from dataclasses import dataclass, field
 
 from airflow_mysql_cdc.engine.apply.admission import (
+    Admission,
     admit_tables,
     consistent_point,
     join_state,
@@ -43,6 +47,7 @@ from airflow_mysql_cdc.engine.apply.reading import Read, read_into_sink
 from airflow_mysql_cdc.engine.binlog.reader import BinlogReader
 from airflow_mysql_cdc.engine.binlog.stop_rules import WithinGtidSet
 from airflow_mysql_cdc.engine.lake.delta_sink import DeltaSink
+from airflow_mysql_cdc.engine.lake.evolution import TableEvolution
 from airflow_mysql_cdc.engine.lake.pauses import PauseMark, clear_pause, mark_paused
 from airflow_mysql_cdc.engine.lake.rebases import RebaseMark, mark_rebased, rebase_of
 from airflow_mysql_cdc.engine.lake.sink import Sink
@@ -66,6 +71,10 @@ class OpenedPipeline:
     """The run may not end before this (``admission.consistent_point``)."""
     done: ApplyResult | None = None
     """Set when the lake already holds the whole segment: nothing is to be read (sink released)."""
+    stopped: list[TableEvolution] = field(default_factory=list)
+    """Tables stopped while the pipeline opened (the sink's check, a joining table's catch-up)."""
+    standing_stopped: dict[str, str] = field(default_factory=dict)
+    """Tables out because the lake marks them stopped (this run or before), with what to say."""
 
     def starting_result(self, config: ApplyConfig) -> ApplyResult:
         """The run's result before anything is read: where it resumes, the tables that joined."""
@@ -77,6 +86,9 @@ class OpenedPipeline:
             consistent=self.consistent_point,
         )
         result.caught_up = dict(self.caught_up)
+        result.stopped_tables.update(self.standing_stopped)
+        for evolution in self.stopped:
+            result.record_stop(evolution)
         return result
 
 
@@ -98,6 +110,7 @@ def open_pipeline(
     if resume_from != config.start:
         log.info("the lake is ahead of the requested start; resuming from the lake: %s", resume_from)
     caught_up: dict[str, GtidSet] = {}
+    stops = list(sink.stopped_at_open)
     try:
         snapshots = read_snapshots(config.tables, config.lake_root, config.lake_storage_options())
         consistent = consistent_point(snapshots, _rebased(config))
@@ -111,13 +124,18 @@ def open_pipeline(
             done = _segment_already_applied(config, endpoint, resume_from, consistent)
             if done is not None:
                 sink.release()
+                for evolution in stops:
+                    done.record_stop(evolution)
                 return OpenedPipeline(sink, resume_from, caught_up, consistent_point=consistent, done=done)
         _pause(config, sink, resume_from)
-        snapshots = _admit(config, endpoint, sink, resume_from, stop_requested, caught_up, snapshots)
+        admission = _admit(config, endpoint, sink, resume_from, stop_requested, caught_up, snapshots, stops)
     except BaseException:
         sink.release()
         raise
-    return OpenedPipeline(sink, resume_from, caught_up, snapshots, consistent)
+    return OpenedPipeline(
+        sink, resume_from, caught_up, admission.snapshots, consistent, stopped=stops,
+        standing_stopped=admission.stopped,
+    )  # fmt: skip
 
 
 def _mark_rebased(config: ApplyConfig) -> None:
@@ -162,6 +180,7 @@ def delta_sink(
         lease_s=config.lease_s,
         state_path=state_path,
         tables=config.tables if tables is None else tables,
+        unsettled=config.unsettled,
     )
 
 
@@ -205,16 +224,20 @@ def _admit(
     stop_requested: threading.Event | None,
     caught_up: dict[str, GtidSet],
     snapshots: dict[str, SnapshotProgress | None],
-) -> dict[str, SnapshotProgress | None]:
-    """Admit the configured tables to the pipeline; returns the snapshot progress it used, for the filter."""
+    stops: list[TableEvolution],
+) -> Admission:
+    """Admit the configured tables to the pipeline; its snapshot progress is for the filter, and
+    ``stops`` gets the tables a catch-up stopped."""
 
     def catch_up(
         ref: TableRef, progress: SnapshotProgress | None, reflected: GtidSet, target: GtidSet, key: str
-    ) -> GtidSet:
-        caught_up[str(ref)] = _catch_up_joining_table(
-            config, endpoint, ref, progress, reflected, target, stop_requested, key
+    ) -> GtidSet | None:
+        end = _catch_up_joining_table(
+            config, endpoint, ref, progress, reflected, target, stop_requested, key, stops
         )
-        return caught_up[str(ref)]
+        if end is not None:
+            caught_up[str(ref)] = end
+        return end
 
     admission = admit_tables(
         config.tables,
@@ -236,7 +259,7 @@ def _admit(
         if target is not None:
             clear_pause(target)
         log.info("%s resumed: caught up to the pipeline's position and streamed again", name)
-    return admission.snapshots
+    return admission
 
 
 def _pause(config: ApplyConfig, sink: Sink, position: GtidSet) -> None:
@@ -275,8 +298,10 @@ def _catch_up_joining_table(
     pipeline_position: GtidSet,
     stop_requested: threading.Event | None,
     key: str,
-) -> GtidSet:
-    """Read ``ref`` alone from what it ``reflected`` up to the pipeline's position; returns where it ended.
+    stops: list[TableEvolution],
+) -> GtidSet | None:
+    """Read ``ref`` alone from what it ``reflected`` up to the pipeline's position; returns where it
+    ended, or None when the table was stopped (added to ``stops``): it does not join.
 
     Its own state table (and pipeline id) keeps the pipeline's lease and position untouched; its stop
     rule never passes ``pipeline_position ∪ reflected`` and takes nothing outside it.
@@ -284,6 +309,10 @@ def _catch_up_joining_table(
     store = join_state(config.lake_root, config.pipeline_id, ref, key, config.lake_storage_options())
     join_sink = delta_sink(config, store.path, store.pipeline_id, (str(ref),))
     start = join_sink.open(reflected)
+    if join_sink.stopped_at_open:  # changed by another writer since its snapshot: nothing to catch up
+        join_sink.release()
+        stops.extend(join_sink.stopped_at_open)
+        return None
     read = Read(
         tables=(str(ref),),
         start=start,
@@ -294,4 +323,5 @@ def _catch_up_joining_table(
     result = read_into_sink(
         read, config, endpoint, join_sink, result, started=time.monotonic(), stop_requested=stop_requested
     )
-    return result.end_gtids
+    stops.extend(result.stopped)
+    return None if result.stopped else result.end_gtids

@@ -9,6 +9,10 @@ judged as its own key, so a row that moves and a row that later takes its old ke
 (``test_key_changing_update_then_reuse_of_old_key``). The changelog keeps every change, in order,
 with its position inside its transaction.
 
+The same aggregation also finds each key's *first* change (a ``min`` beside the ``max``), which
+says whether the key existed before the batch: what the target MERGE's own counts must then be
+(:mod:`.batch_check`, the check every batch makes of itself) costs nothing more than that.
+
 Why columnar: the sink used to keep one Python object per change and per final action, and turn the
 changelog and the target rows into Arrow separately; that was 11 µs per change, a third of the
 single reader's time once decoding got fast (docs/benchmarks.md). Here each image is converted to
@@ -35,6 +39,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from airflow_mysql_cdc.engine.binlog.changes import Op, TableShape, Transaction
+from airflow_mysql_cdc.engine.lake.batch_check import MergeExpectation
 from airflow_mysql_cdc.engine.lake.delta_layout import (
     COMMIT_DATE_COLUMN,
     COMMIT_TS_COLUMN,
@@ -47,6 +52,12 @@ from airflow_mysql_cdc.engine.mysql.types import to_arrow_array
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 
 ACTION_COLUMN = "_cdc_action"
+EXISTED_COLUMN = "_cdc_existed"
+"""Of a key's first change in a batch: whether the key existed just before it (null: unknown).
+Computed for the MERGE's check (:mod:`.batch_check`), never written to a table."""
+FIRST_GTID_COLUMN = "_cdc_first_gtid"
+"""Of a key's first change in a catch-up wave: its transaction (a replay may leave it out)."""
+_INTERNAL_COLUMNS = (OP_COLUMN, SEQUENCE_COLUMN, EXISTED_COLUMN, FIRST_GTID_COLUMN)
 _ROW_NUMBER = "_cdc_row_number"
 _OPS = {Op.INSERT: "insert", Op.UPDATE: "update", Op.DELETE: "delete"}
 
@@ -73,6 +84,11 @@ class TableChanges(Protocol):
 
     def target_rows(self) -> pa.Table:
         """The last row per key, with its ``_cdc_action``: what a MERGE into the target applies."""
+        ...
+
+    def expected_merge(self) -> MergeExpectation:
+        """What the MERGE of :meth:`target_rows` must do (:mod:`.batch_check`); one aggregation
+        gives both."""
         ...
 
     def changelog_tables(self, schema: pa.Schema) -> Iterator[pa.Table]:
@@ -102,7 +118,14 @@ class ChangeTable:
         return without_gtids(self, skipped)
 
     def target_rows(self) -> pa.Table:
-        return final_actions(self)
+        return self._final.rows
+
+    def expected_merge(self) -> MergeExpectation:
+        return self._final.expected
+
+    @functools.cached_property
+    def _final(self) -> FinalRows:
+        return final_rows(self)
 
     def changelog_tables(self, schema: pa.Schema) -> Iterator[pa.Table]:
         yield changelog_rows(self, schema)
@@ -222,19 +245,77 @@ def without_gtids(table: ChangeTable, skipped: GtidSet) -> ChangeTable:
     return ChangeTable(table.shape, table.rows.filter(keep), extra)
 
 
+@dataclass(frozen=True)
+class FinalRows:
+    """What a MERGE into the target applies, and what it must report doing (:mod:`.batch_check`)."""
+
+    rows: pa.Table
+    expected: MergeExpectation
+
+
 def final_actions(table: ChangeTable) -> pa.Table:
     """The last row per key (with its ``_cdc_action``), in key order: what a MERGE into the target
     applies (rows it inserts are written in key order, so new files hold narrow key ranges)."""
-    last = last_per_key(table.rows, table.shape).drop_columns([OP_COLUMN, SEQUENCE_COLUMN])
-    return last.sort_by([(column, "ascending") for column in table.shape.primary_key])
+    return final_rows(table).rows
 
 
-def last_per_key(rows: pa.Table, shape: TableShape) -> pa.Table:
-    """The last of ``rows`` (binlog order) for each key, every column kept."""
+def final_rows(table: ChangeTable) -> FinalRows:
+    """:func:`final_actions` and the MERGE's expected counts, from one aggregation per key."""
+    rows = table.rows.append_column(EXISTED_COLUMN, existed_before_each(table))
+    return finish_final_rows(last_per_key(rows, table.shape, first=(EXISTED_COLUMN,)), table.shape)
+
+
+def finish_final_rows(last: pa.Table, shape: TableShape) -> FinalRows:
+    """The last rows per key (with :data:`EXISTED_COLUMN`) as the MERGE's source, in key order,
+    and their counts by past and action."""
+    expected = merge_expectation(last)
+    rows = last.drop_columns([name for name in _INTERNAL_COLUMNS if name in last.column_names])
+    return FinalRows(rows.sort_by([(column, "ascending") for column in shape.primary_key]), expected)
+
+
+_NOT_THERE_BEFORE = pa.scalar("insert")
+
+
+def existed_before_each(table: ChangeTable) -> pa.Array:
+    """Per row: were it its key's first change in the batch, whether the key existed just before it.
+
+    An insert says no, an update or delete yes, except the after image of a key-changing update,
+    whose new key did not exist (it follows its old key's delete, :attr:`ChangeTable.extra_rows`).
+    """
+    existed = pc.not_equal(table.rows[OP_COLUMN], _NOT_THERE_BEFORE)
+    if not table.extra_rows:
+        return existed
+    moved_to = pa.array([position + 1 for position in table.extra_rows], pa.int64())
+    positions = pa.array(range(table.rows.num_rows), pa.int64())
+    return pc.and_(existed, pc.invert(pc.is_in(positions, value_set=moved_to)))
+
+
+def merge_expectation(last: pa.Table) -> MergeExpectation:
+    """The keys of ``last`` (one row each, with :data:`EXISTED_COLUMN`) by past and last action."""
+    if last.num_rows == 0:
+        return MergeExpectation()
+    counts = pa.table({"existed": last[EXISTED_COLUMN], "action": last[ACTION_COLUMN]})
+    grouped = counts.group_by(["existed", "action"], use_threads=False).aggregate([([], "count_all")])
+    by_kind: dict[str, int] = {}
+    for group in grouped.to_pylist():
+        past = {True: "existed", False: "new", None: "unknown"}[group["existed"]]
+        action = "upserts" if group["action"] == "upsert" else "deletes"
+        by_kind[f"{past}_{action}"] = group["count_all"]
+    return MergeExpectation(**by_kind)
+
+
+def last_per_key(rows: pa.Table, shape: TableShape, first: Sequence[str] = ()) -> pa.Table:
+    """The last of ``rows`` (binlog order) for each key, every column kept; the columns named in
+    ``first`` take their value from the key's *first* row instead (a ``min`` in the same group-by)."""
     keys = list(shape.primary_key)
     numbered = rows.append_column(_ROW_NUMBER, pa.array(range(rows.num_rows), pa.int64()))
-    last = numbered.group_by(keys, use_threads=False).aggregate([(_ROW_NUMBER, "max")])
-    return rows.take(last[f"{_ROW_NUMBER}_max"])
+    aggregations = [(_ROW_NUMBER, "max"), *([(_ROW_NUMBER, "min")] if first else [])]
+    grouped = numbered.group_by(keys, use_threads=False).aggregate(aggregations)
+    last = rows.take(grouped[f"{_ROW_NUMBER}_max"])
+    for name in first:
+        index = last.schema.get_field_index(name)
+        last = last.set_column(index, name, rows[name].take(grouped[f"{_ROW_NUMBER}_min"]))
+    return last
 
 
 def changelog_rows(table: ChangeTable, schema: pa.Schema) -> pa.Table:

@@ -13,10 +13,17 @@ to a local Arrow IPC file once the wave holds more than its memory bound (:meth:
 streamed from there into the changelog's append. Replayed transactions a table already holds are
 left out of both (:meth:`without`); they come first in a replay, so leaving them out after the fold
 is the same as before it.
+
+The last rows also carry, per key, whether it existed before the wave and the transaction of its
+first change there, taken from the first row by the same group-by (the ``min`` beside the ``max``),
+so the wave's MERGE is checked like a micro-batch's (:mod:`.batch_check`). After a replay left out a
+key's first change, its past is unknown: the check bounds it instead
+(``test_a_replayed_wave_checks_keys_whose_first_change_was_left_out_as_unknown``).
 """
 
 from __future__ import annotations
 
+import functools
 import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -25,11 +32,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from airflow_mysql_cdc.engine.binlog.changes import TableShape
+from airflow_mysql_cdc.engine.lake.batch_check import MergeExpectation
 from airflow_mysql_cdc.engine.lake.change_table import (
+    EXISTED_COLUMN,
+    FIRST_GTID_COLUMN,
     ChangeTable,
+    FinalRows,
     changelog_rows,
     distinct_transactions,
-    final_actions,
+    existed_before_each,
+    finish_final_rows,
     last_per_key,
 )
 from airflow_mysql_cdc.engine.lake.delta_layout import GTID_COLUMN
@@ -54,11 +66,15 @@ class WaveTable:
 
     def add(self, part: ChangeTable) -> None:
         """Fold the next change table (later in binlog order than everything added) into the wave."""
-        rows = part.rows
+        rows = part.rows.append_column(EXISTED_COLUMN, existed_before_each(part))
+        rows = rows.append_column(FIRST_GTID_COLUMN, part.rows[GTID_COLUMN])
         self._last = last_per_key(
-            rows if self._last is None else pa.concat_tables([self._last, rows]), self.shape
+            rows if self._last is None else pa.concat_tables([self._last, rows]),
+            self.shape,
+            first=(EXISTED_COLUMN, FIRST_GTID_COLUMN),
         )
         self._changes.append(_without_extra_rows(part))
+        self.__dict__.pop("_final", None)  # folded after a look at the MERGE's rows: computed again
         self._count += part.change_count
         self._transactions += part.transaction_count
 
@@ -107,8 +123,20 @@ class WaveTable:
         return view
 
     def target_rows(self) -> pa.Table:
+        return self._final.rows
+
+    def expected_merge(self) -> MergeExpectation:
+        return self._final.expected
+
+    @functools.cached_property
+    def _final(self) -> FinalRows:
         assert self._last is not None, "add() changes first"
-        return final_actions(ChangeTable(self.shape, _drop(self._last, self._skipped)))
+        last = _drop(self._last, self._skipped)
+        if self._skipped:  # a key whose first change was left out: its past is unknown here
+            left_out = pc.is_in(last[FIRST_GTID_COLUMN], value_set=_names(self._skipped))
+            unknown = pc.if_else(left_out, pa.scalar(None, pa.bool_()), last[EXISTED_COLUMN])
+            last = last.set_column(last.schema.get_field_index(EXISTED_COLUMN), EXISTED_COLUMN, unknown)
+        return finish_final_rows(last, self.shape)
 
     def changelog_tables(self, schema: pa.Schema) -> Iterator[pa.Table]:
         for table in self._change_parts():
@@ -138,8 +166,11 @@ def _without_extra_rows(part: ChangeTable) -> pa.Table:
 def _drop(rows: pa.Table, skipped: GtidSet) -> pa.Table:
     if not skipped:
         return rows
-    names = pa.array([str(gtid) for gtid in skipped], pa.string())
-    return rows.filter(pc.invert(pc.is_in(rows[GTID_COLUMN], value_set=names)))
+    return rows.filter(pc.invert(pc.is_in(rows[GTID_COLUMN], value_set=_names(skipped))))
+
+
+def _names(gtids: GtidSet) -> pa.Array:
+    return pa.array([str(gtid) for gtid in gtids], pa.string())
 
 
 class Wave:

@@ -22,10 +22,15 @@ Invariants:
 5. **Nothing moves before every table is known writable.** :meth:`DeltaSink.open` loads the handle of
    every configured table (and moves a version 0.1 lake's facts out of commit history) before the
    first batch, so a table feature delta-rs cannot write fails the run with no data moved.
+6. **A wrong table stops, alone.** A batch whose target MERGE did not do what its events imply
+   (:mod:`.batch_check`), and an open that finds a streamed table changed by another writer since
+   the pipeline's last commit (:mod:`.outside_changes`), stop that table at that position, and only
+   it (:mod:`.table_stops`); the open records the versions it vouched for in the state.
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
 import time
 from collections import deque
@@ -33,19 +38,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
-from deltalake import CommitProperties, DeltaTable, Transaction
+from deltalake import CommitProperties, DeltaTable
 
 from airflow_mysql_cdc.engine.binlog.changes import Transaction as BinlogTransaction
+from airflow_mysql_cdc.engine.lake.batch_check import judge_merge
 from airflow_mysql_cdc.engine.lake.batch_commit import BatchCommit
-from airflow_mysql_cdc.engine.lake.change_table import (
-    TableChanges,
-    build_change_tables,
-)
+from airflow_mysql_cdc.engine.lake.change_table import TableChanges, build_change_tables
 from airflow_mysql_cdc.engine.lake.delta_layout import (
     COMMIT_DATE_COLUMN,
-    COMMIT_METADATA_APPLIED,
-    COMMIT_METADATA_BATCH,
-    COMMIT_METADATA_EPOCH,
     changelog_schema,
     table_properties,
     target_schema,
@@ -58,11 +58,12 @@ from airflow_mysql_cdc.engine.lake.schema_evolution import (
     dropped_columns,
     source_fields,
 )
-from airflow_mysql_cdc.engine.lake.sink import BatchResult, SinkBehindError, SinkDivergedError
+from airflow_mysql_cdc.engine.lake.sink import BatchResult, decide_rebase
 from airflow_mysql_cdc.engine.lake.state.pipeline_state import PipelineState, default_owner
 from airflow_mysql_cdc.engine.lake.state.store import LakeState
 from airflow_mysql_cdc.engine.lake.state.table_positions import move_legacy_positions, pipeline_app_id
 from airflow_mysql_cdc.engine.lake.table_handles import TableHandle, TableHandles
+from airflow_mysql_cdc.engine.lake.table_stops import mark_stopped, reasons_to_stop, require_vouched
 from airflow_mysql_cdc.engine.lake.table_writes import TargetMerge, append_changes
 from airflow_mysql_cdc.engine.mysql.schema import TableRef
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
@@ -84,9 +85,10 @@ class DeltaSink:
         lease_s: float = 60.0,
         state_path: str | None = None,
         tables: Sequence[str] = (),
+        unsettled: Mapping[str, GtidSet] | None = None,
     ) -> None:
-        """``state_path`` gives a writer its own state table (a table's catch-up before it joins);
-        ``tables`` are loaded and checked at :meth:`open`, before anything is written."""
+        """``state_path``: a writer's own state table (a catch-up's); ``tables``: loaded and checked at
+        :meth:`open`; ``unsettled``: checked by bounds for a while (``ApplyConfig.unsettled``)."""
         self.lake = LakeState(lake_root, pipeline_id, storage_options)
         self.layout = self.lake.layout
         self.pipeline_id = pipeline_id
@@ -96,12 +98,16 @@ class DeltaSink:
         self.storage_options = storage_options
         self.lease_s = lease_s
         self.tables = tuple(tables)
+        self.unsettled = dict(unsettled or {})
+        self._catch_up = state_path is not None
         self._last_state_commit = time.monotonic()
         self._state_store = self.lake.pipeline_store(state_path, pipeline_id)
         self._state: PipelineState | None = None
         self._handles = TableHandles(self.layout, self.app_id, storage_options)
-        self.merge_metrics: deque[dict[str, Any]] = deque(maxlen=1000)
-        """delta-rs's metrics of the latest MERGEs (files scanned, removed, added): for benchmarks."""
+        self.merge_metrics: deque[dict[str, Any]] = deque(maxlen=1000)  # delta-rs's, latest MERGEs
+        self.check_merges = True  # each MERGE against its batch's events; off only to measure the check
+        self._stopped: set[str] = set()  # tables this sink stopped: it never writes them again
+        self.stopped_at_open: list[TableEvolution] = []  # the Sink contract's
 
     # --- lifecycle ----------------------------------------------------------------------------
 
@@ -116,7 +122,7 @@ class DeltaSink:
         rebase (a retried rebase run finds its own progress so): the lake never moves backwards.
         """
         previous = self._state_store.read()
-        rebasing = _rebasing(previous, requested_start, rebase)
+        rebasing = decide_rebase(previous, requested_start, rebase)
         self._state = self._state_store.claim(
             self.owner, initial_applied=requested_start, lease_s=self.lease_s
         )
@@ -143,6 +149,7 @@ class DeltaSink:
             )
         try:
             self._settle_tables()
+            self._stop_tables_changed_outside()
         except BaseException:
             self.release()
             raise
@@ -162,9 +169,23 @@ class DeltaSink:
         if self._state.intents is None:  # a state written by version 0.1
             paths = [self._handles.path(str(ref), kind) for ref in refs for kind in ("target", "changelog")]
             self._state = move_legacy_positions(self._state_store, self._state, paths, self.app_id)
-        for ref in refs:
-            for kind in ("target", "changelog"):
-                self._handle(str(ref), kind)
+        for ref, kind in itertools.product(refs, ("target", "changelog")):
+            self._handle(str(ref), kind)
+
+    def _stop_tables_changed_outside(self) -> None:
+        """Invariant 6: stop the streamed tables the pipeline cannot vouch for; record the rest."""
+        assert self._state is not None
+        checked = dict(self._state.checked_versions or {})
+        members = None if self._catch_up else self.members  # a catch-up streams all its tables
+        stopping = reasons_to_stop(self.tables, members, self._handle, self.lake, checked)
+        if stopping:
+            batch = self._begin(self.applied_gtids)  # a batch of no changes: the stops, at the position
+            self._committed(batch, members=self._leave(stopping, batch), checked_versions=checked)
+            self.stopped_at_open = stopping
+        elif checked != (self._state.checked_versions or {}):
+            self._state = self._state_store.commit(
+                self._state, self._state.applied_gtids, self._state.batch_seq, checked_versions=checked
+            )
 
     @property
     def applied_gtids(self) -> GtidSet:
@@ -198,8 +219,17 @@ class DeltaSink:
         changed = set(members).symmetric_difference(self._state.members or {}) | {
             name for name, snapshot in members.items() if (self._state.members or {}).get(name) != snapshot
         }
+        checked = {
+            key: v
+            for key, v in (self._state.checked_versions or {}).items()
+            if key.split(":")[1] not in changed
+        }
         self._state = self._state_store.commit(
-            self._state, self._state.applied_gtids, self._state.batch_seq, members=members
+            self._state,
+            self._state.applied_gtids,
+            self._state.batch_seq,
+            members=members,
+            checked_versions=checked,
         )
         self._last_state_commit = time.monotonic()
         self._handles.forget(changed)
@@ -231,38 +261,49 @@ class DeltaSink:
     ) -> BatchResult:
         """Apply one micro-batch already gathered per table (by :func:`.build_change_tables`), or a
         catch-up's whole wave (:class:`~.change_waves.WaveTable`)."""
+        gtids = position_after - self.applied_gtids
         batch = self._begin(position_after)
         result = BatchResult(batch.seq, position_after, transactions)
+        stopping: list[TableEvolution] = []
         for name in batch.each(sorted(tables)):
+            if name in self._stopped:
+                continue  # it left the pipeline in this run; the reader drops its changes as well
             applied = []
             target = tables[name].without(self._handle(name, "target").already_applied)
             if target.change_count:
-                self._merge_target(name, target, batch.final)
+                stopping += self._merge_target(name, target, batch.final, gtids)
                 applied.append(target)
             changelog = tables[name].without(self._handle(name, "changelog").already_applied)
-            if changelog.change_count:
+            if changelog.change_count:  # the binlog's changes are right: the changelog gets them
                 self._append_changelog(name, changelog, batch.final, batch.before)
                 applied.append(changelog)
             if applied:  # a replay after a crash may have found one of the two already written
                 result.rows_by_table[name] = max(changes.change_count for changes in applied)
                 result.transactions_by_table[name] = max(changes.transaction_count for changes in applied)
-        self._committed(batch)
+        self._committed(batch, members=self._leave(stopping, batch) if stopping else None)
+        result.stopped = stopping
         return result
+
+    def _leave(self, evolutions: Sequence[TableEvolution], batch: BatchCommit) -> dict[str, str]:
+        """Mark each table stopped (with ``batch``'s app transaction); the members without them."""
+        members = dict(self.members or {})
+        commit = SchemaChangeCommit("", "", 0, batch.before, batch.final, self.soft_deletes)
+        for evolution in evolutions:
+            mark_stopped(evolution, self._existing(evolution.table, "target"), commit, members, self.lake)
+            self._handles.refresh(evolution.table)
+            self._stopped.add(evolution.table)
+        return members
 
     def _begin(self, position_after: GtidSet) -> BatchCommit:
         """The skeleton's first step (:mod:`.batch_commit`): the batch's intent is in the state."""
         assert self._state is not None, "open() the sink first"
         if not self._state.applied_gtids.issubset(position_after):
             raise ValueError("position_after must contain the applied set: the reader went backwards")
+        before = self._state.applied_gtids
         batch_seq = self._intend(position_after)
         state = self._state
-        return BatchCommit(
-            batch_seq,
-            position_after,
-            final=self._properties(position_after, batch_seq),
-            before=self._preparing(state.applied_gtids),
-            assert_owner=lambda: self._state_store.assert_still_owner(state),
-        )
+        assert_owner = lambda: self._state_store.assert_still_owner(state)  # noqa: E731
+        return BatchCommit.of(batch_seq, position_after, before, self.app_id, state.epoch, assert_owner)
 
     def _intend(self, position_after: GtidSet) -> int:
         """Record the next batch's number and position in the state before any table commits it."""
@@ -274,11 +315,18 @@ class DeltaSink:
         )
         return batch_seq
 
-    def _committed(self, batch: BatchCommit, members: dict[str, str] | None = None) -> None:
-        """The skeleton's last step: the batch's position (and ``members``, if they change) in the
-        state; every table now reflects it."""
+    def _committed(
+        self,
+        batch: BatchCommit,
+        members: dict[str, str] | None = None,
+        checked_versions: dict[str, int] | None = None,
+    ) -> None:
+        """The skeleton's last step: the batch's position (and ``members``, ``checked_versions``, if
+        they change) in the state; every table now reflects it."""
         assert self._state is not None
-        self._state = self._state_store.commit(self._state, batch.position, batch.seq, members=members)
+        self._state = self._state_store.commit(
+            self._state, batch.position, batch.seq, members=members, checked_versions=checked_versions
+        )
         self._last_state_commit = time.monotonic()
         for handle in self._handles.values():
             handle.already_applied = handle.already_applied - batch.position
@@ -327,31 +375,6 @@ class DeltaSink:
             self._handles.refresh(evolution.table)
         self._committed(batch, members=members)
 
-    def _properties(self, position: GtidSet, batch_seq: int) -> CommitProperties:
-        """A commit that records batch ``batch_seq``: its app transaction names the batch's intent."""
-        assert self._state is not None
-        return CommitProperties(
-            custom_metadata=self._metadata(position, batch_seq),
-            app_transactions=[Transaction(self.app_id, batch_seq)],
-            max_commit_retries=0,
-        )
-
-    def _preparing(self, position: GtidSet) -> CommitProperties:
-        """A commit that only prepares a batch (adds columns): no app transaction, nothing to skip."""
-        assert self._state is not None
-        return CommitProperties(custom_metadata=self._metadata(position, None), max_commit_retries=0)
-
-    def _metadata(self, position: GtidSet, batch_seq: int | None) -> dict[str, str | int]:
-        """For people reading a table's history; never read back (commit history is pruned)."""
-        assert self._state is not None
-        metadata: dict[str, str | int] = {
-            COMMIT_METADATA_APPLIED: str(position),
-            COMMIT_METADATA_EPOCH: self._state.epoch,
-        }
-        if batch_seq is not None:
-            metadata[COMMIT_METADATA_BATCH] = batch_seq
-        return metadata
-
     def _existing(self, name: str, kind: str) -> DeltaTable | None:
         """The table, checked to be where this writer left it; None when it does not exist yet."""
         handle = self._handle(name, kind)
@@ -365,19 +388,25 @@ class DeltaSink:
         assert self._state is not None
         return self._handles.get(name, kind, self._state)
 
-    def _merge_target(self, name: str, batch: TableChanges, properties: CommitProperties) -> None:
-        handle = self._handle(name, "target")
-        key = batch.shape.primary_key
-        schema = target_schema(batch.shape.columns)
+    def _merge_target(
+        self, name: str, batch: TableChanges, properties: CommitProperties, gtids: GtidSet
+    ) -> list[TableEvolution]:
+        """MERGE the batch into the target; the table's stop if that differs from its events' sum."""
+        handle = require_vouched(self._handle(name, "target"))
+        schema, key = target_schema(batch.shape.columns), batch.shape.primary_key
         target = self._handles.checked(handle, schema, None, self.epoch, table_properties(schema, key))
         merge = TargetMerge.of(batch, source_fields(target), self.soft_deletes, properties)
-        self.merge_metrics.append(self._handles.commit(handle, self.epoch, merge.execute))
+        metrics = self._handles.commit(handle, self.epoch, merge.execute)
+        self.merge_metrics.append(metrics)
+        expected = batch.expected_merge().within(gtids, self.unsettled.get(name))
+        wrong = self.check_merges and judge_merge(name, str(gtids), expected, metrics, self.soft_deletes)
+        return [TableEvolution.stopping(name, wrong.reason())] if wrong else []
 
     def _append_changelog(
         self, name: str, batch: TableChanges, properties: CommitProperties, before: CommitProperties
     ) -> None:
         """Append the batch's changes (:func:`.table_writes.append_changes`)."""
-        handle = self._handle(name, "changelog")
+        handle = require_vouched(self._handle(name, "changelog"))
         schema = changelog_schema(batch.shape.columns)
         partitions = [COMMIT_DATE_COLUMN]
         self._handles.checked(
@@ -391,28 +420,3 @@ class DeltaSink:
             append_changes(table, batch, schema, properties, before, prepared)
 
         self._handles.commit(handle, self.epoch, append)
-
-
-def _rebasing(previous: PipelineState | None, requested_start: GtidSet, rebase: bool) -> bool:
-    """Whether :meth:`DeltaSink.open` moves the pipeline to ``requested_start``; raises when the lake is
-    behind or off it and no rebase was asked for."""
-    if previous is None or previous.batch_seq == 0:
-        return False
-    sink_applied = previous.applied_gtids
-    if requested_start.issubset(sink_applied):
-        return False
-    if rebase:
-        return True
-    if sink_applied.issubset(requested_start):
-        raise SinkBehindError(
-            f"the lake has applied only {sink_applied or '(nothing)'}, but the run was asked to "
-            f"start from {requested_start}: the transactions {requested_start - sink_applied} "
-            "never reached the lake. Start from the lake's applied set (or re-snapshot)."
-        )
-    raise SinkDivergedError(
-        f"the requested start {requested_start} and the lake's applied set {sink_applied} "
-        f"diverge (the lake lacks {requested_start - sink_applied} and has "
-        f"{sink_applied - requested_start} the start does not): they belong to different "
-        "histories. Check the checkpoint and the connection; re-snapshot if the source "
-        "changed."
-    )

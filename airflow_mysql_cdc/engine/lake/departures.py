@@ -9,6 +9,13 @@ again, would meet the same change again. What the mark means for a configured ta
 waiting for a snapshot) is one rule,
 :func:`~airflow_mysql_cdc.engine.mysql.table_standing.judge_table`, which the plan and admission ask
 with the mark's GTID (docs/operations.md, "Schema changes").
+
+A *stopped* table (action ``stop``: its lake copy was found wrong, :mod:`.batch_check` and
+:mod:`.outside_changes`) leaves the same way, at a batch's position or at a run's open, but no GTID
+says when it may come back: it stays out, every run saying so, until an operator re-snapshots it.
+Its mark names the snapshot the table was streamed with (:attr:`Departure.snapshot_id`, like a
+pause mark), and holds while that is still the table's latest (:meth:`Departure.holds_for`); the
+plan never snapshots it on its own (``plan_segment``), so a wrong table is never quietly replaced.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ from typing import Any
 from deltalake import CommitProperties, DeltaTable
 from deltalake.exceptions import TableNotFoundError
 
+from airflow_mysql_cdc.engine.lake.evolution import stopped_words
 from airflow_mysql_cdc.engine.lake.layout import LakeLayout, LakeRoot
 from airflow_mysql_cdc.engine.mysql.schema import TableRef
 from airflow_mysql_cdc.engine.mysql.table_standing import judge_table
@@ -30,13 +38,24 @@ DEPARTURE_PROPERTY = "airflow_mysql_cdc.left_pipeline"
 
 @dataclass(frozen=True)
 class Departure:
-    """Why and where a table left: ``action`` is ``leave`` (dropped/renamed away) or ``resnapshot``."""
+    """Why and where a table left: ``action`` is ``leave`` (dropped/renamed away), ``resnapshot``
+    or ``stop`` (its lake copy is wrong; ``gtid`` may be empty)."""
 
     table: str
     gtid: str
     action: str
     reason: str
     statement: str
+    snapshot_id: str = ""
+    """The snapshot the table was streamed with when it left ("" without one)."""
+
+    @property
+    def stopped(self) -> bool:
+        return self.action == "stop"
+
+    def holds_for(self, latest_snapshot_id: str) -> bool:
+        """A stop still holds: no snapshot replaced the table's rows since (module docstring)."""
+        return self.stopped and latest_snapshot_id == self.snapshot_id
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -45,9 +64,12 @@ class Departure:
             "action": self.action,
             "reason": self.reason,
             "statement": self.statement,
+            "snapshot_id": self.snapshot_id,
         }
 
     def describe(self) -> str:
+        if self.stopped:
+            return stopped_words(self.table, self.reason)
         verb = "is to be snapshotted again" if self.action == "resnapshot" else "left the pipeline"
         return f"{self.table} {verb} at {self.gtid}: {self.reason}"
 
@@ -79,7 +101,14 @@ def departure_of(table: DeltaTable) -> Departure | None:
     if not text:
         return None
     data = json.loads(text)
-    return Departure(data["table"], data["gtid"], data["action"], data["reason"], data.get("statement", ""))
+    return Departure(
+        data["table"],
+        data["gtid"],
+        data["action"],
+        data["reason"],
+        data.get("statement", ""),
+        data.get("snapshot_id", ""),
+    )
 
 
 def read_departure(

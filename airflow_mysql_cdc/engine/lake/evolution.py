@@ -18,6 +18,11 @@ The actions (docs/operations.md, "Schema changes"):
 - ``leave`` / ``resnapshot``: the table leaves the pipeline at the DDL's position; a ``resnapshot``
   table joins again through a new snapshot (:attr:`TableEvolution.waits_for_snapshot`).
 - ``unchanged``: nothing in the lake changes (an index, a table option, a default for new rows).
+- ``stop``: not a DDL's but the lake's own finding: the table's lake copy is wrong (a batch's MERGE
+  did not do what its events imply, :mod:`.batch_check`; another writer changed its rows,
+  :mod:`.outside_changes`). It leaves the pipeline like a ``leave`` and stays out until an operator
+  re-snapshots it (:meth:`.departures.Departure.holds_for`); the run that stops it fails after it
+  published the other tables' record (:func:`stopped_words` says so to the user, in one place).
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ if TYPE_CHECKING:  # Arrow and the type mapping load only where columns are adde
 
     from airflow_mysql_cdc.engine.mysql.types import ColumnType
 
-Action = Literal["evolve", "truncate", "leave", "resnapshot", "unchanged"]
+Action = Literal["evolve", "truncate", "leave", "resnapshot", "unchanged", "stop"]
 ACTIONS: tuple[str, ...] = get_args(Action)
 
 
@@ -85,10 +90,15 @@ class TableEvolution:
         added = tuple(column.column.name for column in new_columns)
         return cls(table, "evolve", reason, added, dropped, new_columns=new_columns)
 
+    @classmethod
+    def stopping(cls, table: str, reason: str) -> TableEvolution:
+        """The table's lake copy is wrong (``reason``): it leaves until an operator re-snapshots it."""
+        return cls(table, "stop", reason)
+
     @property
     def leaves(self) -> bool:
         """The table stops being streamed at the DDL (it joins again only through a snapshot)."""
-        return self.action in ("leave", "resnapshot")
+        return self.action in ("leave", "resnapshot", "stop")
 
     @property
     def waits_for_snapshot(self) -> bool:
@@ -133,7 +143,20 @@ class TableEvolution:
 
     def describe(self) -> str:
         """One log line: what happened to the table, and why."""
+        if self.action == "stop":
+            return stopped_words(self.table, self.reason)
         return f"Schema change {self.gtid}: {self.table} {_ACTION_WORDS[self.action]}: {self.reason}"
+
+
+def stopped_words(table: str, reason: str) -> str:
+    """What a user is told of a stopped table, every run until it is re-snapshotted: what happened
+    (``reason``), what it means, what to do."""
+    return (
+        f"{table}: {reason}. The pipeline stopped streaming it (the other tables go on) until it is "
+        f'snapshotted again: trigger the pipeline DAG with the conf {{"resnapshot": ["{table}"]}} '
+        '(docs/operations.md, "A table stopped"). Only this pipeline may write its Delta tables: find '
+        "out who else did first."
+    )
 
 
 _ACTION_WORDS: dict[str, str] = {
@@ -142,4 +165,5 @@ _ACTION_WORDS: dict[str, str] = {
     "leave": "left the pipeline; its lake table is kept",
     "resnapshot": "left the pipeline to be snapshotted again",
     "unchanged": "unchanged in the lake",
+    "stop": "stopped: its lake copy is wrong",
 }

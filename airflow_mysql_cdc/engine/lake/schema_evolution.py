@@ -41,6 +41,7 @@ from airflow_mysql_cdc.engine.lake.delta_layout import (
 from airflow_mysql_cdc.engine.lake.departures import Departure, mark_departed
 from airflow_mysql_cdc.engine.lake.evolution import AddedColumn, TableEvolution
 from airflow_mysql_cdc.engine.lake.file_statistics import sync_statistics_columns
+from airflow_mysql_cdc.engine.lake.state.own_commits import own_commit
 
 DROPPED_COLUMNS_PROPERTY = "airflow_mysql_cdc.dropped_columns"
 TRUNCATE_OP = "truncate"
@@ -59,7 +60,7 @@ def add_columns(table: DeltaTable, added: tuple[AddedColumn, ...], properties: C
         Field.from_arrow(column.delta_field()) for column in added if column.column.name not in present
     ]
     if missing:
-        table.alter.add_columns(missing, commit_properties=properties)
+        table.alter.add_columns(missing, commit_properties=own_commit(properties, table))
         _sync_statistics(table, properties)
 
 
@@ -76,7 +77,7 @@ def set_existing_rows(
     source = pa.table({f"v{i}": column.delta_value() for i, column in enumerate(added)})
     updates = {_quote(column.column.name): f"s.v{i}" for i, column in enumerate(added)}
     table.merge(
-        source, "true", source_alias="s", target_alias="t", commit_properties=properties
+        source, "true", source_alias="s", target_alias="t", commit_properties=own_commit(properties, table)
     ).when_matched_update(updates).execute()
 
 
@@ -100,7 +101,7 @@ def truncate_target(
 ) -> None:
     """Every row goes, at the TRUNCATE's position (soft deletes: every live row is marked deleted)."""
     if not soft_deletes:
-        table.delete(commit_properties=properties)
+        table.delete(commit_properties=own_commit(properties, table))
         return
     source = pa.table({"gtid": pa.array([gtid], pa.string()), "ts": _timestamp(commit_timestamp_us)})
     deleted = {
@@ -110,7 +111,7 @@ def truncate_target(
         _quote(COMMIT_TS_COLUMN): "s.ts",
     }
     table.merge(
-        source, "true", source_alias="s", target_alias="t", commit_properties=properties
+        source, "true", source_alias="s", target_alias="t", commit_properties=own_commit(properties, table)
     ).when_matched_update(deleted, predicate=f"t.{_quote(DELETED_COLUMN)} = false").execute()
 
 
@@ -128,7 +129,7 @@ def append_truncate_record(
         COMMIT_DATE_COLUMN: commit_ts.cast(pa.date32()),
     }
     row = pa.table({field.name: values.get(field.name, pa.nulls(1, field.type)) for field in schema})
-    write_deltalake(table, row.cast(schema), mode="append", commit_properties=properties)
+    write_deltalake(table, row.cast(schema), mode="append", commit_properties=own_commit(properties, table))
 
 
 @dataclass(frozen=True)
@@ -150,8 +151,10 @@ def apply_to_tables(
     target: DeltaTable | None,
     changelog: DeltaTable | None,
     ddl: SchemaChangeCommit,
+    snapshot_id: str = "",
 ) -> None:
-    """Apply ``evolution`` to the table's target and changelog (None: not created yet, nothing to do)."""
+    """Apply ``evolution`` to the table's target and changelog (None: not created yet, nothing to do);
+    ``snapshot_id``: the snapshot a leaving table was streamed with, kept in its mark."""
     evolution.check_applicable()
     if evolution.action == "evolve":
         for table in (target, changelog):
@@ -167,7 +170,9 @@ def apply_to_tables(
         if changelog is not None:
             append_truncate_record(changelog, ddl.gtid, ddl.commit_timestamp_us, ddl.final)
     elif evolution.leaves and target is not None:
-        departure = Departure(evolution.table, ddl.gtid, evolution.action, evolution.reason, ddl.statement)
+        departure = Departure(
+            evolution.table, ddl.gtid, evolution.action, evolution.reason, ddl.statement, snapshot_id
+        )
         mark_departed(target, departure, ddl.final)
 
 
@@ -205,7 +210,8 @@ def changelog_fitter(
         if name not in lake.names
     ]
     if missing:
-        table.alter.add_columns([Field.from_arrow(field) for field in missing], commit_properties=properties)
+        added = [Field.from_arrow(field) for field in missing]
+        table.alter.add_columns(added, commit_properties=own_commit(properties, table))
         _sync_statistics(table, properties)
         table.update_incremental()
         lake = pa.schema(table.schema().to_arrow())

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import pyarrow as pa
 
@@ -34,6 +34,9 @@ from airflow_mysql_cdc.engine.errors import LakeMismatchError
 from airflow_mysql_cdc.engine.lake.change_table import TableChanges
 from airflow_mysql_cdc.engine.lake.evolution import TableEvolution
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
+
+if TYPE_CHECKING:  # the contract loads no Delta writer (the Airflow side reads it)
+    from airflow_mysql_cdc.engine.lake.state.pipeline_state import PipelineState
 
 
 class SinkBehindError(LakeMismatchError, RuntimeError):
@@ -44,16 +47,44 @@ class SinkDivergedError(LakeMismatchError, RuntimeError):
     """The requested start and the sink's applied set are not ordered: different histories."""
 
 
+def decide_rebase(previous: PipelineState | None, requested_start: GtidSet, rebase: bool) -> bool:
+    """Whether a sink's open moves the pipeline from its ``previous`` state to ``requested_start``
+    (``rebase``); raises when the lake is behind or off it and no rebase was asked for."""
+    if previous is None or previous.batch_seq == 0:
+        return False
+    sink_applied = previous.applied_gtids
+    if requested_start.issubset(sink_applied):
+        return False
+    if rebase:
+        return True
+    if sink_applied.issubset(requested_start):
+        raise SinkBehindError(
+            f"the lake has applied only {sink_applied or '(nothing)'}, but the run was asked to "
+            f"start from {requested_start}: the transactions {requested_start - sink_applied} "
+            "never reached the lake. Start from the lake's applied set (or re-snapshot)."
+        )
+    raise SinkDivergedError(
+        f"the requested start {requested_start} and the lake's applied set {sink_applied} "
+        f"diverge (the lake lacks {requested_start - sink_applied} and has "
+        f"{sink_applied - requested_start} the start does not): they belong to different "
+        "histories. Check the checkpoint and the connection; re-snapshot if the source "
+        "changed."
+    )
+
+
 @dataclass
 class BatchResult:
     """What one micro-batch committed: its number, the position it recorded, its rows and
-    transactions per table."""
+    transactions per table, and the tables it stopped."""
 
     batch_seq: int
     applied_gtids: GtidSet
     transactions: int
     rows_by_table: dict[str, int] = field(default_factory=dict)
     transactions_by_table: dict[str, int] = field(default_factory=dict)
+    stopped: list[TableEvolution] = field(default_factory=list)
+    """Tables whose MERGE did not do what the batch's events imply (:mod:`.batch_check`): they left
+    the pipeline at this batch's position (action ``stop``); their later changes must be dropped."""
 
 
 class Sink(Protocol):
@@ -71,6 +102,13 @@ class Sink(Protocol):
     @property
     def epoch(self) -> int:
         """This writer's claim; a later claim fences it."""
+        ...
+
+    @property
+    def stopped_at_open(self) -> list[TableEvolution]:
+        """Tables :meth:`open` took out of the pipeline (action ``stop``): another writer changed
+        their rows since the pipeline's last commit, or a crash interrupted their stop
+        (:mod:`.outside_changes`). Their changes must be dropped."""
         ...
 
     def heartbeat_if_due(self) -> None:

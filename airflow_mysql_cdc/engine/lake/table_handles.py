@@ -9,7 +9,9 @@ a race to a rearrangement is made again on the rearranged table, which holds the
 
 A handle also knows how far the table is *ahead* of the pipeline's state (a crash between its
 commit and the state's): :func:`~.state.table_positions.ahead_of_state`, from its app transaction,
-never from commit history.
+never from commit history; and whether the pipeline can vouch for the table's rows, from the commits
+made since its own last one (:attr:`TableHandle.judgement`, :mod:`.outside_changes`): what the
+sink's open stops a table for.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from airflow_mysql_cdc.engine.lake.delta_layout import recorded_row_key
 from airflow_mysql_cdc.engine.lake.file_statistics import sync_statistics_columns
 from airflow_mysql_cdc.engine.lake.foreign_commits import check_writable, commits_since, rearranged_only
 from airflow_mysql_cdc.engine.lake.layout import LakeLayout
+from airflow_mysql_cdc.engine.lake.outside_changes import Finding, Vouched, judge
 from airflow_mysql_cdc.engine.lake.state.pipeline_state import PipelineFencedError, PipelineState
 from airflow_mysql_cdc.engine.lake.state.table_positions import ahead_of_state
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
@@ -47,6 +50,14 @@ class TableHandle:
     table: DeltaTable | None
     expected_version: int | None
     already_applied: GtidSet
+    judgement: Finding | Vouched | None = None
+    """Whether the pipeline could vouch for the table's rows when the handle was loaded (None: no
+    table yet)."""
+
+    @property
+    def key(self) -> str:
+        """``<kind>:<table>``: how the state names it (``PipelineState.checked_versions``)."""
+        return f"{self.kind}:{self.name}"
 
     @property
     def role(self) -> str:
@@ -85,14 +96,17 @@ class TableHandles:
         except TableNotFoundError:
             table = None
         ahead = GtidSet()
+        judgement: Finding | Vouched | None = None
         if table is not None:
             check_writable(table, f"{kind} of {name}", updates_rows=kind == "target")
+            judgement = judge(table, f"{kind}", (state.checked_versions or {}).get(f"{kind}:{name}"))
             if sync_statistics_columns(table, recorded_row_key(table.metadata().configuration)):
                 log.info("sink: %s %s now keeps statistics only where they are exact", kind, name)
             ahead = ahead_of_state(path, table.transaction_version(self.app_id), state)
             if ahead:
                 log.info("sink: %s %s already has %s; those changes are skipped for it", kind, name, ahead)
-        return TableHandle(name, kind, path, table, table.version() if table is not None else None, ahead)
+        version = table.version() if table is not None else None
+        return TableHandle(name, kind, path, table, version, ahead, judgement)
 
     def checked(
         self,

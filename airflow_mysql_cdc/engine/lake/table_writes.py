@@ -25,6 +25,7 @@ from airflow_mysql_cdc.engine.lake.delta_layout import (
 )
 from airflow_mysql_cdc.engine.lake.merge_plan import MergePlan, merge_plan, quote
 from airflow_mysql_cdc.engine.lake.schema_evolution import changelog_fitter
+from airflow_mysql_cdc.engine.lake.state.own_commits import own_commit
 
 
 @dataclass(frozen=True)
@@ -66,7 +67,7 @@ class TargetMerge:
             self.plan.predicate,
             source_alias="s",
             target_alias="t",
-            commit_properties=self.properties,
+            commit_properties=own_commit(self.properties, table),
             streamed_exec=self.plan.streamed_exec,
         ).when_matched_update(self.upsert, predicate=f"s.{ACTION_COLUMN} = 'upsert'")
         upserted = merger.when_not_matched_insert(self.upsert, predicate=f"s.{ACTION_COLUMN} = 'upsert'")
@@ -104,4 +105,4 @@ def append_changes(
             yield from fit(rows).to_batches()
 
     reader = pa.RecordBatchReader.from_batches(lake_schema, batches())
-    write_deltalake(table, reader, mode="append", commit_properties=properties)
+    write_deltalake(table, reader, mode="append", commit_properties=own_commit(properties, table))

@@ -38,6 +38,7 @@ from airflow_mysql_cdc.engine.lake.delta_layout import (
 from airflow_mysql_cdc.engine.lake.file_statistics import sync_statistics_columns
 from airflow_mysql_cdc.engine.lake.foreign_commits import check_writable
 from airflow_mysql_cdc.engine.lake.layout import LakeRoot
+from airflow_mysql_cdc.engine.lake.state.own_commits import own_commit
 from airflow_mysql_cdc.engine.lake.state.snapshot_log import SNAPSHOT_APP_ID, snapshot_transaction
 from airflow_mysql_cdc.engine.lake.state.store import LakeState
 from airflow_mysql_cdc.engine.mysql.definition import TableDefinition
@@ -243,7 +244,7 @@ class DeltaSnapshotWriter:
             mode="overwrite",
             schema_mode="overwrite",
             storage_options=None if table is not None else self.storage_options,
-            commit_properties=self._properties(record, link),
+            commit_properties=own_commit(self._properties(record, link), table),
             configuration=_created_with(schema, key) if table is None else None,
         )
         self._head = link
@@ -281,7 +282,7 @@ class DeltaSnapshotWriter:
                 ],
                 mode="append",
                 schema=target_schema(self.columns),
-                commit_properties=self._properties(records[-1], link),
+                commit_properties=own_commit(self._properties(records[-1], link), table),
             )
         except CommitFailedError:
             raise self._interleaved() from None
@@ -312,7 +313,8 @@ class DeltaSnapshotWriter:
         table = self._table()
         assert table is not None, "start() the snapshot first"
         link = self._log.intend(record, previous=self._head)
-        write_deltalake(table, data, mode="append", commit_properties=self._properties(record, link))
+        properties = own_commit(self._properties(record, link), table)
+        write_deltalake(table, data, mode="append", commit_properties=properties)
         self._head = link
         self._done(progress, window.chunk, window.low_watermark, window.high_watermark, data.num_rows)
 

@@ -38,6 +38,7 @@ from airflow_mysql_cdc.engine.lake.delta_layout import (
 )
 from airflow_mysql_cdc.engine.lake.foreign_commits import check_writable
 from airflow_mysql_cdc.engine.lake.merge_plan import merge_plan, quote
+from airflow_mysql_cdc.engine.lake.state.own_commits import own_commit
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from airflow_mysql_cdc.engine.verify.comparable import Key
 
@@ -88,8 +89,11 @@ def repair_target(
         merge_plan(source, key).predicate,
         source_alias="s",
         target_alias="t",
-        commit_properties=CommitProperties(
-            custom_metadata={REPAIR_COMMIT_METADATA: json.dumps(metadata)}, max_commit_retries=0
+        commit_properties=own_commit(  # not another writer's change: the next open vouches for it
+            CommitProperties(
+                custom_metadata={REPAIR_COMMIT_METADATA: json.dumps(metadata)}, max_commit_retries=0
+            ),
+            table,
         ),
     ).when_matched_update(upsert, predicate=f"s.{_ACTION} = 'upsert'")
     if soft_deletes:
@@ -131,8 +135,11 @@ def remove_live_rows(
             merge_plan(source, key).predicate,
             source_alias="s",
             target_alias="t",
-            commit_properties=CommitProperties(
-                custom_metadata={REPAIR_COMMIT_METADATA: json.dumps(metadata)}, max_commit_retries=0
+            commit_properties=own_commit(  # the pipeline's own: the next open vouches for it
+                CommitProperties(
+                    custom_metadata={REPAIR_COMMIT_METADATA: json.dumps(metadata)}, max_commit_retries=0
+                ),
+                table,
             ),
         )
         .when_matched_delete(predicate=f"t.{DELETED_COLUMN} IS NULL OR NOT t.{DELETED_COLUMN}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -119,3 +120,20 @@ def test_the_sink_contract_and_the_evolution_type_load_no_delta_writer_or_arrow(
     )
     output = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True)
     assert output.stdout.split() == ["[]", "[]"]
+
+
+def test_stops_and_unsettled_tables_survive_the_json_forms() -> None:
+    """A result's stops (the run fails on them) and stopped tables; a configuration's unsettled sets."""
+    result = ApplyResult.starting("p", GtidSet(), GtidSet())
+    result.record_stop(TableEvolution.stopping("shop.orders", "its target was changed by another writer"))
+    back = ApplyResult.from_dict(json.loads(json.dumps(result.to_dict())))
+    assert [stop.table for stop in back.stopped] == ["shop.orders"]
+    assert back.stopped_tables == result.stopped_tables
+    assert ApplyResult.combine([back, ApplyResult.starting("p", GtidSet(), GtidSet())]).stopped_tables == (
+        result.stopped_tables
+    )
+    window = GtidSet.parse("3e11fa47-71ca-11e1-9e33-c80aa9429562:1-9")
+    config = ApplyConfig(
+        pipeline_id="p", lake_root="/l", tables=("shop.orders",), unsettled={"shop.orders": window}
+    )
+    assert ApplyConfig.from_dict(json.loads(config.to_json())).unsettled == {"shop.orders": window}

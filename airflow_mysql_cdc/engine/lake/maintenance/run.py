@@ -17,6 +17,7 @@ nothing (:func:`maintenance_due`).
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import time
@@ -32,6 +33,7 @@ from airflow_mysql_cdc.engine.lake.delta_layout import ROW_KEY_PROPERTY
 from airflow_mysql_cdc.engine.lake.layout import OWN_TABLE_PROPERTIES
 from airflow_mysql_cdc.engine.lake.maintenance.policy import MaintenancePolicy
 from airflow_mysql_cdc.engine.lake.maintenance.steps import MaintainedTable, TableReport, maintain_table
+from airflow_mysql_cdc.engine.lake.outside_changes import vouched_across
 from airflow_mysql_cdc.engine.lake.state.pipeline_state import default_owner
 from airflow_mysql_cdc.engine.lake.state.snapshot_log import SNAPSHOT_APP_ID
 from airflow_mysql_cdc.engine.lake.state.store import LakeState
@@ -127,10 +129,18 @@ def maintain_lake(
                 table = DeltaTable(spec.path, storage_options=lake.storage_options)
             except TableNotFoundError:
                 continue
-            table_report = maintain_table(table, spec, policy)
+            # Vouch for its own (data-neutral) commits, so the next open reads only what comes after.
+            key, checked = f"{spec.role}:{spec.name}", dict(state.checked_versions or {})
+            maintain = functools.partial(maintain_table, table, spec, policy)
+            if spec.role == "own":
+                table_report, vouched = maintain(), None
+            else:
+                table_report, vouched = vouched_across(table, spec.role, checked.get(key), maintain)
             report.tables.append(table_report)
             log.info("maintenance: %s", table_report.describe())
-            state = store.commit(state, state.applied_gtids, state.batch_seq)  # the lease's heartbeat
+            if vouched is not None:
+                checked[key] = vouched
+            state = store.commit(state, state.applied_gtids, state.batch_seq, checked_versions=checked)
         report.seconds = round(time.monotonic() - started, 3)
         _record(lake, report)
     finally:

@@ -7,6 +7,8 @@ Reading order:
 - ``pipeline_state``  the one-row state table: position, epoch claims, lease, members, intents.
 - ``table_positions`` a target's or changelog's own applied set: its app transaction and the intents.
 - ``snapshot_log``    snapshot records as rows, tied to the target by an app transaction chain.
+- ``own_commits``     the version of the pipeline's last commit that may change a table's rows, named
+                      in that commit's own app transaction.
 - ``legacy``          facts a version 0.1 lake kept in commit history, read once to move them.
 
 Invariant of the folder: nothing a later run needs is read from Delta commit history, which

@@ -27,6 +27,10 @@ The state also names the pipeline's *members*: the tables it streams, each with 
 snapshot it joined with. A table that is not a member (added to the configuration, or
 re-snapshotted) must be admitted before the stream writes it
 (:mod:`~airflow_mysql_cdc.engine.apply.admission`).
+
+Last, it keeps per lake table the version at which the writer's open last found every commit since
+the pipeline's own last commit data-neutral (:attr:`PipelineState.checked_versions`,
+:mod:`..outside_changes`), so the next open reads only the commits made since.
 """
 
 from __future__ import annotations
@@ -58,6 +62,7 @@ _SCHEMA = pa.schema(
         pa.field("updated_at_us", pa.int64()),
         pa.field("members", pa.string()),
         pa.field("intents", pa.string()),
+        pa.field("checked_versions", pa.string()),
     ]
 )
 
@@ -117,6 +122,9 @@ class PipelineState:
     """Batch number -> the position its table commits record, for batches whose position the applied
     set does not contain yet (a crash between table commits and the state commit); None for a
     state written before intents were recorded (:mod:`.legacy` moves such a lake on)."""
+    checked_versions: dict[str, int] | None = None
+    """``<kind>:<table>`` (``target:shop.orders``) -> the version at which an open last found every
+    commit to that lake table since the pipeline's own last one data-neutral (None: never checked)."""
 
     @property
     def next_batch_seq(self) -> int:
@@ -162,6 +170,7 @@ class PipelineStateStore:
             table_version=table.version(),
             members=json.loads(row["members"]) if row.get("members") is not None else None,
             intents=_intents_from_json(row.get("intents")),
+            checked_versions=json.loads(row["checked_versions"]) if row.get("checked_versions") else None,
         )
 
     def claim(self, owner: str, initial_applied: GtidSet, *, lease_s: float = 0.0) -> PipelineState:
@@ -196,6 +205,7 @@ class PipelineStateStore:
             table_version=-1,
             members=previous.members if previous else {},
             intents=previous.intents if previous else {},
+            checked_versions=previous.checked_versions if previous else None,
         )
         return self._write(table, state, "claim")
 
@@ -208,12 +218,13 @@ class PipelineStateStore:
         release: bool = False,
         members: dict[str, str] | None = None,
         intents: dict[int, GtidSet] | None = None,
+        checked_versions: dict[str, int] | None = None,
     ) -> PipelineState:
         """Record progress (also the lease's heartbeat); ``release`` lets the next instance in at once.
 
-        ``members`` replaces the member tables and ``intents`` the intended batches; by default they
-        are kept. Intents whose position ``applied`` contains are dropped: no table can be ahead by
-        them any more.
+        ``members`` replaces the member tables, ``intents`` the intended batches and
+        ``checked_versions`` the versions vouched for; by default they are kept. Intents whose position
+        ``applied`` contains are dropped: no table can be ahead by them any more.
 
         Fails with PipelineFencedError if anyone wrote the state since ``current``.
         """
@@ -228,6 +239,7 @@ class PipelineStateStore:
             table_version=-1,
             members=current.members if members is None else members,
             intents=_unresolved(current.intents if intents is None else intents, applied),
+            checked_versions=_vouched(current, members, checked_versions),
         )
         return self._write(self._table, state, "commit")
 
@@ -255,6 +267,11 @@ class PipelineStateStore:
                 "updated_at_us": [state.updated_at_us],
                 "members": [None if state.members is None else json.dumps(state.members, sort_keys=True)],
                 "intents": [_intents_to_json(state.intents)],
+                "checked_versions": [
+                    None
+                    if state.checked_versions is None
+                    else json.dumps(state.checked_versions, sort_keys=True)
+                ],
             },
             schema=_SCHEMA,
         )
@@ -319,6 +336,19 @@ class PipelineStateStore:
             f"(epoch {state.epoch}, owner {state.owner}) stops: {reason}. Only one application may run "
             "per pipeline; check for a second DAG run or a leftover spark-submit."
         )
+
+
+def _vouched(
+    current: PipelineState, members: dict[str, str] | None, checked: dict[str, int] | None
+) -> dict[str, int] | None:
+    """The versions vouched for, without those of tables that joined or left with ``members``: a
+    table that joins is vouched for by its snapshot's own commits (it may even be a new table)."""
+    vouched = current.checked_versions if checked is None else checked
+    if members is None or vouched is None:
+        return vouched
+    before = current.members or {}
+    changed = {name for name in set(members) | set(before) if members.get(name) != before.get(name)}
+    return {key: version for key, version in vouched.items() if key.partition(":")[2] not in changed}
 
 
 def _unresolved(intents: dict[int, GtidSet] | None, applied: GtidSet) -> dict[int, GtidSet] | None:

@@ -13,14 +13,21 @@ batches in flight               the same row's ``intents``; each table's app tra
 a table's own applied set       its app transaction, resolved by :mod:`.table_positions`
 snapshot plans, chunks,         ``_cdc/snapshots/<schema>/<table>`` rows, tied to the target
 watermarks, definitions         by its snapshot app transaction (:mod:`.snapshot_log`)
-departures, dropped columns     the target's table properties (:mod:`..departures`)
+departures, stops, dropped      the target's table properties (:mod:`..departures`)
+columns
 pauses                          the target's table property (:mod:`..pauses`)
 the published chain             ``_cdc/checkpoints`` rows (:mod:`..checkpoint_log`)
 a joining table's catch-up      ``_cdc/joins/...``: one row each, like ``_cdc/state``
+a table's version after the     its own-commit app transaction, in that very commit
+pipeline's last commit that     (:mod:`.own_commits`)
+may change rows
+versions an open vouched for    the state row's ``checked_versions`` (:mod:`..outside_changes`)
 =============================== ==========================================================
 
 Opening (the binlog application), admission, the snapshot writer and run placement ask this
-class; none reads a Delta table's history. Lakes written by version 0.1 are moved on by
+class; none reads a Delta table's history for a fact. Only the check of other writers' commits
+(:mod:`..outside_changes`) reads the commits made since the version the state vouches for, and when
+log clean-up deleted them it says it cannot know, never guesses. Lakes written by version 0.1 are moved on by
 :meth:`LakeState.migrate_snapshots` and the sink's open (:mod:`.legacy`).
 """
 
@@ -102,6 +109,11 @@ class LakeState:
             self.layout.target(ref.schema, ref.table),
             self.storage_options,
         )
+
+    def latest_snapshot_id(self, ref: TableRef) -> str:
+        """The id of the table's latest snapshot ("" when it has none)."""
+        starts = (record for record in self.snapshot_records(ref) if record["phase"] == "start")
+        return str(next(starts, {}).get("id", ""))
 
     def snapshot_records(self, ref: TableRef, target: DeltaTable | None = None) -> list[dict[str, Any]]:
         """The latest snapshot's committed records, newest first ([]: the table has no snapshot).

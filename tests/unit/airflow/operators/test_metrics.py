@@ -12,6 +12,7 @@ from airflow.sdk._shared.observability.metrics.base_stats_logger import NoStatsL
 from airflow.sdk.observability import stats
 
 from airflow_mysql_cdc.engine.apply.config import ApplyResult
+from airflow_mysql_cdc.engine.lake.evolution import TableEvolution
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from airflow_mysql_cdc.operators import metrics
 
@@ -79,6 +80,21 @@ def test_an_application_emits_rows_per_table_transactions_lag_and_binlog_bytes(r
     assert calls[("timing", "mysql_cdc.apply.duration")] == (2500.0, {"pipeline": "shop"})
     assert calls[("incr", "mysql_cdc.binlog.bytes_read")] == (8192, {"pipeline": "shop"})
     assert calls[("incr", "mysql_cdc.binlog.bytes_read.shop")] == (8192, None)
+
+
+def test_a_stopped_table_is_counted_once_and_shown_every_run_until_re_snapshotted(recorder: Recorder) -> None:
+    """The run that stops it counts a stop; it and every later run set the gauge to 1 (0 for others)."""
+    stopping = ApplyResult("shop", GtidSet(), GtidSet(), GtidSet())
+    stopping.record_stop(TableEvolution.stopping("shop.orders", "its target was changed by another writer"))
+    later = ApplyResult("shop", GtidSet(), GtidSet(), GtidSet(), stopped_tables=dict(stopping.stopped_tables))
+    for result in (stopping, later):
+        recorder.calls.clear()
+        metrics.emit_apply(result, ["shop.orders", "shop.customers"])
+        values = {(name, (tags or {}).get("table")): value for _, name, value, tags in recorder.calls if tags}
+        assert values[("mysql_cdc.apply.table_stopped", "shop.orders")] == 1
+        assert values[("mysql_cdc.apply.table_stopped", "shop.customers")] == 0
+        assert values[("mysql_cdc.apply.table_stops", "shop.orders")] == (1 if result is stopping else 0)
+        assert values[("mysql_cdc.apply.table_stops", "shop.customers")] == 0
 
 
 def test_an_idle_application_sets_no_lag(recorder: Recorder) -> None:

@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import logging
+from types import SimpleNamespace
+
 import pytest
 
+from airflow_mysql_cdc.engine.lake.departures import Departure
+from airflow_mysql_cdc.engine.values.gtid import GtidSet
+from airflow_mysql_cdc.runs import lake
 from airflow_mysql_cdc.runs.actions import ResnapshotRequest, RunActionError, read_run_actions
 from airflow_mysql_cdc.runs.segment import plan_segment
 
@@ -107,3 +113,29 @@ def test_a_rebase_without_confirmation_plans_every_table_again_and_a_confirmed_o
     assert plan_segment(loaded, None, TABLES, "/unused", actions=confirmed) == {
         "tables": [], "restart": False, "rebase": True, "keep_members": True, "start_gtids": f"{UUID}:1-5",
     }  # fmt: skip
+
+
+def test_a_stopped_table_is_snapshotted_only_when_the_conf_asks_for_it(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Its lake copy was found wrong: the plan says so every run and never replaces it on its own."""
+    mark = Departure("shop.orders", "", "stop", "its target was changed by another writer", "", "snap-1")
+    progress = SimpleNamespace(snapshot_id="snap-1", complete=True, stream_start=GtidSet())
+    monkeypatch.setattr(
+        lake, "departure", lambda root, ref, options: mark if str(ref) == "shop.orders" else None
+    )
+    monkeypatch.setattr(lake, "snapshot_progress", lambda root, ref, options: progress)
+    monkeypatch.setattr(lake, "pause", lambda root, ref, options: None)
+    checkpoint = "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-10"  # after the stopped table's snapshot
+    loaded = {"first_run": False, "checkpoint": checkpoint, "members": {"shop.customers": "snap-2"}}
+    tables = ["shop.orders", "shop.customers"]
+    with caplog.at_level(logging.WARNING):
+        assert plan_segment(loaded, None, tables, "/lake")["tables"] == []
+    assert f"not snapshotted unless the run's conf asks for it: {mark.describe()}" in caplog.text
+    assert 'the conf {"resnapshot": ["shop.orders"]}' in caplog.text
+    asked = read_run_actions({"resnapshot": ["shop.orders"]}, tables)
+    plan = plan_segment(loaded, None, tables, "/lake", actions=asked)
+    assert (plan["tables"], plan["restart"]) == (["shop.orders"], True)
+    # Once a snapshot replaced its rows, the mark no longer holds: it joins like any table.
+    progress.snapshot_id = "snap-3"
+    assert plan_segment(loaded, None, tables, "/lake")["tables"] == ["shop.orders"]

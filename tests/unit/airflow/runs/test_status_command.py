@@ -9,9 +9,12 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
+from deltalake import CommitProperties, DeltaTable
 
 from airflow_mysql_cdc.engine.lake.checkpoint_log import CheckpointLog
+from airflow_mysql_cdc.engine.lake.departures import Departure, mark_departed
 from airflow_mysql_cdc.engine.lake.layout import LakeLayout
 from airflow_mysql_cdc.engine.lake.state.pipeline_state import PipelineStateStore
 from airflow_mysql_cdc.engine.values.checkpoint import CheckpointRecord, SourceIdentity
@@ -51,6 +54,23 @@ def test_status_prints_the_position_the_chain_and_each_tables_state(
     assert "db.orders: member (joined with snapshot snap-1)" in out
     assert "db.refunds: not a member" in out
     assert "target: none" in out  # no target written here: the figures say so, nothing fails
+
+
+def test_status_shows_a_stopped_table_with_why_and_the_way_out(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    lake_root = _lake(tmp_path)
+    target = DeltaTable.create(
+        LakeLayout(lake_root).target("db", "refunds"), schema=pa.schema([("id", pa.int64())])
+    )
+    reason = "its target was changed by another writer after the pipeline's last commit to it (version 3)"
+    mark_departed(target, Departure("db.refunds", "", "stop", reason, ""), CommitProperties())
+    assert main(["status", "--lake-root", lake_root, "--pipeline-id", "shop", "--table", "db.refunds"]) == 0
+    out = capsys.readouterr().out
+    assert (
+        f"db.refunds: STOPPED, not streamed: db.refunds: {reason}. The pipeline stopped streaming it" in out
+    )
+    assert 'trigger the pipeline DAG with the conf {"resnapshot": ["db.refunds"]}' in out
 
 
 def test_status_as_json_carries_the_records_and_tables(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
