@@ -169,7 +169,7 @@ def test_columns_added_by_a_schema_change_keep_statistics_only_where_exact(tmp_p
         AddedColumn(column, None)
         for column in (ColumnType("qty", "int", bits=32), ColumnType("big", "uint", bits=64))
     )
-    add_columns(table, added, CommitProperties())
+    add_columns(table, added, CommitProperties(max_commit_retries=0))
     columns = DeltaTable(path).metadata().configuration[STATISTICS_COLUMNS_PROPERTY]
     assert "`qty`" in columns and "`big`" not in columns
 

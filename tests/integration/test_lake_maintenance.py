@@ -165,6 +165,7 @@ def test_a_killed_maintenance_leaves_the_lake_exact_and_its_retry_finishes(tmp_p
         "--result-file",
         str(tmp_path / "result.json"),
     ]
+    files_at_first = sum(len(DeltaTable(path).file_uris()) for path in paths)
     kills = 0
     for delay in (0.8, 1.3, 1.8):  # inside the import, the claim, a sort, a vacuum: wherever it is
         process = subprocess.Popen(
@@ -180,7 +181,10 @@ def test_a_killed_maintenance_leaves_the_lake_exact_and_its_retry_finishes(tmp_p
     finished = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert finished.returncode == 0, finished.stdout + finished.stderr
     result = json.loads((tmp_path / "result.json").read_text())
-    assert result["skipped"] is None and result["files_after"] < result["files_before"]
+    # A killed attempt may have finished a table's compaction already (a quiet machine got there in
+    # 1.8 s): the lake has fewer files than before the first attempt, whichever attempt did it.
+    assert result["skipped"] is None
+    assert sum(len(DeltaTable(path).file_uris()) for path in paths) < files_at_first
     assert [_rows(path, "id" if "orders" in path else "sku") for path in paths] == before
     # The killed runs' dead owner on this host does not hold the pipeline back.
     _micro_batches(tmp_path, 3, first=31)

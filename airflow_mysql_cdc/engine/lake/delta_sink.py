@@ -47,7 +47,6 @@ from airflow_mysql_cdc.engine.lake.change_table import TableChanges, build_chang
 from airflow_mysql_cdc.engine.lake.delta_layout import (
     COMMIT_DATE_COLUMN,
     changelog_schema,
-    table_properties,
     target_schema,
 )
 from airflow_mysql_cdc.engine.lake.evolution import TableEvolution
@@ -394,7 +393,7 @@ class DeltaSink:
         """MERGE the batch into the target; the table's stop if that differs from its events' sum."""
         handle = require_vouched(self._handle(name, "target"))
         schema, key = target_schema(batch.shape.columns), batch.shape.primary_key
-        target = self._handles.checked(handle, schema, None, self.epoch, table_properties(schema, key))
+        target = self._handles.checked(handle, schema, None, self.epoch, key)
         merge = TargetMerge.of(batch, source_fields(target), self.soft_deletes, properties)
         metrics = self._handles.commit(handle, self.epoch, merge.execute)
         self.merge_metrics.append(metrics)
@@ -408,10 +407,7 @@ class DeltaSink:
         """Append the batch's changes (:func:`.table_writes.append_changes`)."""
         handle = require_vouched(self._handle(name, "changelog"))
         schema = changelog_schema(batch.shape.columns)
-        partitions = [COMMIT_DATE_COLUMN]
-        self._handles.checked(
-            handle, schema, partitions, self.epoch, table_properties(schema, (), partitions)
-        )
+        self._handles.checked(handle, schema, [COMMIT_DATE_COLUMN], self.epoch)
 
         def append(table: DeltaTable) -> None:
             def prepared(version: int) -> None:

@@ -17,7 +17,7 @@ sink's open stops a table for.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -25,7 +25,7 @@ import pyarrow as pa
 from deltalake import DeltaTable
 from deltalake.exceptions import CommitFailedError, DeltaError, TableNotFoundError
 
-from airflow_mysql_cdc.engine.lake.delta_layout import recorded_row_key
+from airflow_mysql_cdc.engine.lake.delta_layout import recorded_row_key, table_properties
 from airflow_mysql_cdc.engine.lake.file_statistics import sync_statistics_columns
 from airflow_mysql_cdc.engine.lake.foreign_commits import check_writable, commits_since, rearranged_only
 from airflow_mysql_cdc.engine.lake.layout import LakeLayout
@@ -114,11 +114,12 @@ class TableHandles:
         schema: pa.Schema,
         partition_by: list[str] | None,
         epoch: int,
-        properties: dict[str, str] | None = None,
+        row_key: Sequence[str] = (),
     ) -> DeltaTable:
-        """The table, created if missing (with ``properties``), at the version this writer last saw
-        (module docstring)."""
+        """The table, created if missing (with the properties of :func:`.delta_layout.table_properties`
+        for ``row_key``), at the version this writer last saw (module docstring)."""
         if handle.table is None:
+            properties = table_properties(schema, row_key, partition_by or ())
             handle.table = DeltaTable.create(
                 handle.path, schema=schema, partition_by=partition_by, mode="ignore",
                 storage_options=self.storage_options, configuration=properties, raise_if_key_not_exists=False,

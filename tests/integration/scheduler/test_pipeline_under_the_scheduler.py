@@ -140,10 +140,12 @@ def _watch_apply(pipeline_id: str, action) -> threading.Thread:
 
 def _kill_task_process_of(application: psutil.Process) -> None:
     """SIGKILL the task process that started ``application`` (its nearest ``airflow worker --``
-    ancestor), a few seconds into the driver's run; raises NoSuchProcess (watch on) before that."""
+    ancestor), just after the driver's Python starts; raises NoSuchProcess (watch on) before that.
+    The driver's Spark start takes seconds more, so the application is orphaned before it could end:
+    3 s into the driver once let a short segment finish first, and the run was green."""
     if not any("python" in part for part in application.cmdline()[:1]):
         raise psutil.NoSuchProcess(application.pid)  # the spark-submit JVM: wait for its Python driver
-    time.sleep(3)
+    time.sleep(0.5)
     # The nearest: the supervisor above it is titled "airflow worker -- LocalExecutor: ...".
     task_process = next(
         p for p in application.parents() if " ".join(p.cmdline()).startswith("airflow worker --")
