@@ -72,7 +72,7 @@ def _run(endpoint: MySqlEndpoint, sql: list[str]) -> None:
             cursor.execute(statement)
 
 
-def _fill(endpoint: MySqlEndpoint, table: str, rows: int, key: str) -> None:
+def _fill(endpoint: MySqlEndpoint, table: str, rows: int, key: str = "bigint") -> None:
     mysql_type, offset = KEYS[key]
     statements = [
         f"DROP TABLE IF EXISTS {SCHEMA}.{table}",
