@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import itertools
 import logging
-import time
 from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -58,6 +57,7 @@ from airflow_mysql_cdc.engine.lake.schema_evolution import (
     source_fields,
 )
 from airflow_mysql_cdc.engine.lake.sink import BatchResult, decide_rebase
+from airflow_mysql_cdc.engine.lake.state.lease import Lease
 from airflow_mysql_cdc.engine.lake.state.pipeline_state import PipelineState, default_owner
 from airflow_mysql_cdc.engine.lake.state.store import LakeState
 from airflow_mysql_cdc.engine.lake.state.table_positions import move_legacy_positions, pipeline_app_id
@@ -99,9 +99,8 @@ class DeltaSink:
         self.tables = tuple(tables)
         self.unsettled = dict(unsettled or {})
         self._catch_up = state_path is not None
-        self._last_state_commit = time.monotonic()
         self._state_store = self.lake.pipeline_store(state_path, pipeline_id)
-        self._state: PipelineState | None = None
+        self._lease: Lease | None = None
         self._handles = TableHandles(self.layout, self.app_id, storage_options)
         self.merge_metrics: deque[dict[str, Any]] = deque(maxlen=1000)  # delta-rs's, latest MERGEs
         self.check_merges = True  # each MERGE against its batch's events; off only to measure the check
@@ -122,29 +121,23 @@ class DeltaSink:
         """
         previous = self._state_store.read()
         rebasing = decide_rebase(previous, requested_start, rebase)
-        self._state = self._state_store.claim(
-            self.owner, initial_applied=requested_start, lease_s=self.lease_s
+        self._lease = lease = Lease.claim(
+            self._state_store, self.owner, requested_start, lease_s=self.lease_s
         )
         if previous is None or previous.batch_seq == 0:
-            self._state = self._state_store.commit(
-                self._state, requested_start, self._state.batch_seq, intents={}
-            )
+            lease.commit(requested_start, intents={})
         elif rebasing:
             log.warning(
                 "sink %s: rebasing the pipeline from %s to %s %s",
                 self.layout.root,
-                self._state.applied_gtids,
+                lease.state.applied_gtids,
                 requested_start,
                 "as the operator confirmed; every member table stays a member there"
                 if keep_members
                 else "after a re-snapshot; every table must join again from its new snapshot",
             )
-            self._state = self._state_store.commit(
-                self._state,
-                requested_start,
-                self._state.batch_seq,
-                members=dict(self._state.members or {}) if keep_members else {},
-                intents={},
+            lease.commit(
+                requested_start, members=dict(lease.state.members or {}) if keep_members else {}, intents={}
             )
         try:
             self._settle_tables()
@@ -155,57 +148,59 @@ class DeltaSink:
         log.info(
             "sink %s: claimed epoch %d, resuming from %s",
             self.layout.root,
-            self._state.epoch,
-            self._state.applied_gtids or "(empty)",
+            lease.state.epoch,
+            lease.state.applied_gtids or "(empty)",
         )
-        return self._state.applied_gtids
+        return lease.state.applied_gtids
 
     def _settle_tables(self) -> None:
         """Move a version 0.1 lake's facts out of commit history, then load and check every table."""
-        assert self._state is not None
+        lease = self._held()
         refs = [TableRef.parse(name) for name in self.tables]
         self.lake.migrate_snapshots(refs)
-        if self._state.intents is None:  # a state written by version 0.1
+        if lease.state.intents is None:  # a state written by version 0.1
             paths = [self._handles.path(str(ref), kind) for ref in refs for kind in ("target", "changelog")]
-            self._state = move_legacy_positions(self._state_store, self._state, paths, self.app_id)
+            move_legacy_positions(lease, paths, self.app_id)
         for ref, kind in itertools.product(refs, ("target", "changelog")):
             self._handle(str(ref), kind)
 
     def _stop_tables_changed_outside(self) -> None:
         """Invariant 6: stop the streamed tables the pipeline cannot vouch for; record the rest."""
-        assert self._state is not None
-        checked = dict(self._state.checked_versions or {})
+        lease = self._held()
+        checked = dict(lease.state.checked_versions or {})
         members = None if self._catch_up else self.members  # a catch-up streams all its tables
         stopping = reasons_to_stop(self.tables, members, self._handle, self.lake, checked)
         if stopping:
             batch = self._begin(self.applied_gtids)  # a batch of no changes: the stops, at the position
             self._committed(batch, members=self._leave(stopping, batch), checked_versions=checked)
             self.stopped_at_open = stopping
-        elif checked != (self._state.checked_versions or {}):
-            self._state = self._state_store.commit(
-                self._state, self._state.applied_gtids, self._state.batch_seq, checked_versions=checked
-            )
+        elif checked != (lease.state.checked_versions or {}):
+            lease.commit(checked_versions=checked)
+
+    def _held(self) -> Lease:
+        assert self._lease is not None and self._lease.held, "open() the sink first"
+        return self._lease
+
+    @property
+    def _state(self) -> PipelineState:
+        return self._held().state
 
     @property
     def applied_gtids(self) -> GtidSet:
-        assert self._state is not None, "open() the sink first"
         return self._state.applied_gtids
 
     @property
     def epoch(self) -> int:
-        assert self._state is not None, "open() the sink first"
         return self._state.epoch
 
     @property
     def members(self) -> dict[str, str] | None:
         """The tables the pipeline streams (see ``pipeline_state``); None for a state without them."""
-        assert self._state is not None, "open() the sink first"
         return self._state.members
 
     @property
     def is_new(self) -> bool:
         """Nothing was ever applied or admitted: the pipeline's first run."""
-        assert self._state is not None, "open() the sink first"
         return self._state.batch_seq == 0 and not self._state.members
 
     def record_members(self, members: dict[str, str]) -> None:
@@ -214,7 +209,6 @@ class DeltaSink:
         A table that joined was written by its own catch-up (:mod:`~airflow_mysql_cdc.engine.apply.admission`)
         since :meth:`open` loaded it: its handle is loaded again at its first write.
         """
-        assert self._state is not None, "open() the sink first"
         changed = set(members).symmetric_difference(self._state.members or {}) | {
             name for name, snapshot in members.items() if (self._state.members or {}).get(name) != snapshot
         }
@@ -223,31 +217,18 @@ class DeltaSink:
             for key, v in (self._state.checked_versions or {}).items()
             if key.split(":")[1] not in changed
         }
-        self._state = self._state_store.commit(
-            self._state,
-            self._state.applied_gtids,
-            self._state.batch_seq,
-            members=members,
-            checked_versions=checked,
-        )
-        self._last_state_commit = time.monotonic()
+        self._held().commit(members=members, checked_versions=checked)
         self._handles.forget(changed)
 
     def heartbeat_if_due(self) -> None:
         """Renew the lease when no batch has done it lately (an idle live stream)."""
-        if self._state is not None and time.monotonic() - self._last_state_commit >= self.lease_s / 3:
-            self._state = self._state_store.commit(
-                self._state, self._state.applied_gtids, self._state.batch_seq
-            )
-            self._last_state_commit = time.monotonic()
+        if self._lease is not None:
+            self._lease.heartbeat_if_due()
 
     def release(self) -> None:
         """Let the next instance claim the pipeline at once (the run ended normally)."""
-        if self._state is not None:
-            self._state_store.commit(
-                self._state, self._state.applied_gtids, self._state.batch_seq, release=True
-            )
-            self._state = None
+        if self._lease is not None:
+            self._lease.release()
 
     # --- applying -----------------------------------------------------------------------------
 
@@ -295,23 +276,20 @@ class DeltaSink:
 
     def _begin(self, position_after: GtidSet) -> BatchCommit:
         """The skeleton's first step (:mod:`.batch_commit`): the batch's intent is in the state."""
-        assert self._state is not None, "open() the sink first"
-        if not self._state.applied_gtids.issubset(position_after):
+        lease = self._held()
+        if not lease.state.applied_gtids.issubset(position_after):
             raise ValueError("position_after must contain the applied set: the reader went backwards")
-        before = self._state.applied_gtids
+        before = lease.state.applied_gtids
         batch_seq = self._intend(position_after)
-        state = self._state
+        state = lease.state
         assert_owner = lambda: self._state_store.assert_still_owner(state)  # noqa: E731
         return BatchCommit.of(batch_seq, position_after, before, self.app_id, state.epoch, assert_owner)
 
     def _intend(self, position_after: GtidSet) -> int:
         """Record the next batch's number and position in the state before any table commits it."""
-        state = self._state
-        assert state is not None
-        batch_seq = state.next_batch_seq
-        self._state = self._state_store.commit(
-            state, state.applied_gtids, state.batch_seq, intents=state.intending(batch_seq, position_after)
-        )
+        lease = self._held()
+        batch_seq = lease.state.next_batch_seq
+        lease.commit(intents=lease.state.intending(batch_seq, position_after))
         return batch_seq
 
     def _committed(
@@ -322,11 +300,7 @@ class DeltaSink:
     ) -> None:
         """The skeleton's last step: the batch's position (and ``members``, ``checked_versions``, if
         they change) in the state; every table now reflects it."""
-        assert self._state is not None
-        self._state = self._state_store.commit(
-            self._state, batch.position, batch.seq, members=members, checked_versions=checked_versions
-        )
-        self._last_state_commit = time.monotonic()
+        self._held().commit(batch.position, batch.seq, members=members, checked_versions=checked_versions)
         for handle in self._handles.values():
             handle.already_applied = handle.already_applied - batch.position
 
@@ -384,7 +358,6 @@ class DeltaSink:
     # --- tables -------------------------------------------------------------------------------
 
     def _handle(self, name: str, kind: str) -> TableHandle:
-        assert self._state is not None
         return self._handles.get(name, kind, self._state)
 
     def _merge_target(

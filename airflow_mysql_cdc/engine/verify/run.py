@@ -33,11 +33,8 @@ import pyarrow as pa
 import pymysql
 
 from airflow_mysql_cdc.engine.binlog.stream import random_server_id
-from airflow_mysql_cdc.engine.lake.state.pipeline_state import (
-    PipelineState,
-    PipelineStateStore,
-    default_owner,
-)
+from airflow_mysql_cdc.engine.lake.state.lease import Lease
+from airflow_mysql_cdc.engine.lake.state.pipeline_state import default_owner
 from airflow_mysql_cdc.engine.lake.state.store import LakeState
 from airflow_mysql_cdc.engine.mysql.schema import TableRef
 from airflow_mysql_cdc.engine.mysql.types import ColumnType
@@ -60,22 +57,6 @@ from airflow_mysql_cdc.engine.verify.verify_log import VerifyLog, VerifyRecord
 log = logging.getLogger("airflow_mysql_cdc.verify")
 
 
-class Lease:
-    """The pipeline's lease while a verification holds it: renewed at most every third of ``lease_s``."""
-
-    def __init__(self, store: PipelineStateStore, state: PipelineState, lease_s: float) -> None:
-        self.store, self.state, self.lease_s = store, state, lease_s
-        self._renewed = time.monotonic()
-
-    def heartbeat(self) -> None:
-        if time.monotonic() - self._renewed >= self.lease_s / 3:
-            self.state = self.store.commit(self.state, self.state.applied_gtids, self.state.batch_seq)
-            self._renewed = time.monotonic()
-
-    def release(self) -> None:
-        self.store.commit(self.state, self.state.applied_gtids, self.state.batch_seq, release=True)
-
-
 def verify_lake(
     lake: LakeState,
     endpoint: MySqlEndpoint,
@@ -96,10 +77,7 @@ def verify_lake(
             "verify is off" if not settings.enabled else "the pipeline has not written this lake yet"
         )
         return report
-    lease = Lease(
-        store, store.claim(owner or default_owner(), current.applied_gtids, lease_s=lease_s), lease_s
-    )
-    try:
+    with Lease.claim(store, owner or default_owner(), current.applied_gtids, lease_s=lease_s) as lease:
         position = lease.state.applied_gtids
         report.position = str(position)
         verify_log = VerifyLog(lake.layout.verify_log, lake.pipeline_id, lake.storage_options)
@@ -127,8 +105,6 @@ def verify_lake(
                     records[str(table.ref)] = _record(table, settings, position)
         if records:
             verify_log.write(records)
-    finally:
-        lease.release()
     report.seconds = round(time.monotonic() - started, 3)
     log.info("%s", report.summary())
     return report
@@ -170,7 +146,7 @@ def _verify_table(
 ) -> None:
     check = TableCheck(
         connection, table.metadata, table.columns, table.lake_rows, follower, position,
-        settle_s=settings.settle_s, heartbeat=lease.heartbeat,
+        settle_s=settings.settle_s, heartbeat=lease.heartbeat_if_due,
     )  # fmt: skip
     report = table.report
     chunks = table.again + table.chunks

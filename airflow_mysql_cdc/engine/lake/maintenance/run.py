@@ -34,6 +34,7 @@ from airflow_mysql_cdc.engine.lake.layout import OWN_TABLE_PROPERTIES
 from airflow_mysql_cdc.engine.lake.maintenance.policy import MaintenancePolicy
 from airflow_mysql_cdc.engine.lake.maintenance.steps import MaintainedTable, TableReport, maintain_table
 from airflow_mysql_cdc.engine.lake.outside_changes import vouched_across
+from airflow_mysql_cdc.engine.lake.state.lease import Lease
 from airflow_mysql_cdc.engine.lake.state.pipeline_state import default_owner
 from airflow_mysql_cdc.engine.lake.state.snapshot_log import SNAPSHOT_APP_ID
 from airflow_mysql_cdc.engine.lake.state.store import LakeState
@@ -119,10 +120,9 @@ def maintain_lake(
         log.info("%s", report.summary())
         return report
     store = lake.pipeline_store()
-    state = store.read()
-    assert state is not None
-    state = store.claim(owner or default_owner(), state.applied_gtids, lease_s=lease_s)
-    try:
+    current = store.read()
+    assert current is not None
+    with Lease.claim(store, owner or default_owner(), current.applied_gtids, lease_s=lease_s) as lease:
         report.pruned_snapshot_records = _prune_snapshot_logs(lake, tables)
         for spec in _tables(lake, tables):
             try:
@@ -130,7 +130,7 @@ def maintain_lake(
             except TableNotFoundError:
                 continue
             # Vouch for its own (data-neutral) commits, so the next open reads only what comes after.
-            key, checked = f"{spec.role}:{spec.name}", dict(state.checked_versions or {})
+            key, checked = f"{spec.role}:{spec.name}", dict(lease.state.checked_versions or {})
             maintain = functools.partial(maintain_table, table, spec, policy)
             if spec.role == "own":
                 table_report, vouched = maintain(), None
@@ -140,11 +140,9 @@ def maintain_lake(
             log.info("maintenance: %s", table_report.describe())
             if vouched is not None:
                 checked[key] = vouched
-            state = store.commit(state, state.applied_gtids, state.batch_seq, checked_versions=checked)
+            lease.commit(checked_versions=checked)  # also the lease's heartbeat, after every table
         report.seconds = round(time.monotonic() - started, 3)
         _record(lake, report)
-    finally:
-        store.commit(state, state.applied_gtids, state.batch_seq, release=True)
     log.info("%s", report.summary())
     return report
 

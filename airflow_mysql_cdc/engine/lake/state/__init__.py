@@ -5,6 +5,8 @@ Reading order:
 - ``store``           :class:`~.store.LakeState`, the one door: opening, admission, the snapshot
                       writer and run placement ask it; its docstring maps each fact to its home.
 - ``pipeline_state``  the one-row state table: position, epoch claims, lease, members, intents.
+- ``lease``           one writer's hold on the pipeline (claim, commit, heartbeat, release): the sink,
+                      a verification and a maintenance run each hold one.
 - ``table_positions`` a target's or changelog's own applied set: its app transaction and the intents.
 - ``snapshot_log``    snapshot records as rows, tied to the target by an app transaction chain.
 - ``own_commits``     the version of the pipeline's last commit that may change a table's rows, named

@@ -28,8 +28,9 @@ from deltalake import CommitProperties, DeltaTable, Transaction
 from deltalake.exceptions import TableNotFoundError
 
 from airflow_mysql_cdc.engine.errors import LakeMismatchError
+from airflow_mysql_cdc.engine.lake.state.lease import Lease
 from airflow_mysql_cdc.engine.lake.state.legacy import applied_in_history
-from airflow_mysql_cdc.engine.lake.state.pipeline_state import PipelineState, PipelineStateStore
+from airflow_mysql_cdc.engine.lake.state.pipeline_state import PipelineState
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 
 log = logging.getLogger(__name__)
@@ -98,18 +99,17 @@ def settle_legacy_positions(
     return intents, rewind
 
 
-def move_legacy_positions(
-    store: PipelineStateStore, state: PipelineState, paths: Sequence[str], app_id: str
-) -> PipelineState:
+def move_legacy_positions(lease: Lease, paths: Sequence[str], app_id: str) -> PipelineState:
     """Give a version 0.1 state its intents (:func:`settle_legacy_positions`), under the writer's claim.
 
     Tables at the next batch that are not ahead get a commit that changes nothing but their app
     transaction (back to the state's batch), so only tables ahead keep a number the intents resolve.
     """
+    state = lease.state
     tables: dict[str, DeltaTable] = {}
     for path in paths:
         try:
-            tables[path] = DeltaTable(path, storage_options=store.storage_options)
+            tables[path] = DeltaTable(path, storage_options=lease.store.storage_options)
         except TableNotFoundError:
             continue
     intents, rewind = settle_legacy_positions(state, tables, app_id)
@@ -125,4 +125,4 @@ def move_legacy_positions(
         len(intents),
         len(rewind),
     )
-    return store.commit(state, state.applied_gtids, state.batch_seq, intents=intents)
+    return lease.commit(intents=intents)
