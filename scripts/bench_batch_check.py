@@ -146,7 +146,7 @@ def measure_aggregation(batch_rows: int, repeat: int) -> None:
 def measure_sink(batch_rows: int, batches: int, target_rows: int) -> None:
     source = Source(target_rows)
     with tempfile.TemporaryDirectory(prefix="bench-batch-check-") as lake:
-        sink = DeltaSink(lake, "bench", tables=("bench.orders",))
+        sink = DeltaSink.at(lake, "bench", tables=("bench.orders",))
         sink.open(GtidSet())
         position = GtidSet()
         snapshot = [RowChange(SHAPE, Op.INSERT, None, row, (key,)) for key, row in source.rows.items()]

@@ -96,7 +96,7 @@ def _config(lake: Path, tables: tuple[str, ...], start: GtidSet, end: GtidSet, *
 
 
 def _apply(endpoint: MySqlEndpoint, config: ApplyConfig) -> tuple[float, list[dict]]:
-    sink = delta_sink(config)
+    sink = delta_sink(config, config.lake_state())
     started = time.monotonic()
     run_apply(config, endpoint, sink=sink)
     return time.monotonic() - started, list(sink.merge_metrics)
@@ -187,7 +187,7 @@ _ITEMS = TableShape("shop", "items", (ColumnType("sku", "text"), ColumnType("pri
 
 def files_after_live_batches(workdir: Path, batches: int) -> None:
     lake = workdir / "live"
-    sink = DeltaSink(lake, "life", tables=("shop.orders", "shop.items"))
+    sink = DeltaSink.at(lake, "life", tables=("shop.orders", "shop.items"))
     sink.open(GtidSet())
     started = time.monotonic()
     for number in range(1, batches + 1):

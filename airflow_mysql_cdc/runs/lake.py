@@ -112,7 +112,7 @@ def snapshot_progress(
     """The table's latest snapshot in the lake (None: never snapshotted)."""
     from airflow_mysql_cdc.engine.snapshot.lake_commits import read_snapshot_progress  # Delta, Arrow: lazily
 
-    return read_snapshot_progress(lake_root, ref, storage_options)
+    return read_snapshot_progress(_lake(lake_root, storage_options=storage_options), ref)
 
 
 def target_table_exists(lake_root: str, ref: TableRef, storage_options: StorageOptions) -> bool:

@@ -127,14 +127,14 @@ def test_a_stop_a_crash_interrupted_is_completed_by_the_next_open(
     """The stop's mark is committed with the batch's app transaction before the state records the
     position and the members; killed in between, the next open finds the mark and completes it."""
     tables = ("shop.orders", "shop.items")
-    first = DeltaSink(tmp_path, "p1", tables=tables)
+    first = DeltaSink.at(tmp_path, "p1", tables=tables)
     first.open(through(0))
     first.record_members({"shop.orders": "", "shop.items": ""})
     first.apply([transaction(1, insert(ORDERS, {"id": 1, "status": "new", "qty": 1}))], through(1))
     first.release()
     target = DeltaTable(first.layout.target("shop", "orders"))
     target.delete("id = 1", commit_properties=own_commit(None, target))  # as a wrong commit of its own
-    sink = DeltaSink(tmp_path, "p1", tables=tables)
+    sink = DeltaSink.at(tmp_path, "p1", tables=tables)
     sink.open(through(1))
     crash_before_the_state_commit(monkeypatch, sink)
     moved = update(ORDERS, {"id": 1, "status": "new", "qty": 1}, {"id": 1, "status": "paid", "qty": 1})
@@ -142,7 +142,7 @@ def test_a_stop_a_crash_interrupted_is_completed_by_the_next_open(
         sink.apply([transaction(2, moved, insert(ITEMS, {"sku": "a", "price": 1.0}))], through(2))
     monkeypatch.undo()
 
-    recovered = DeltaSink(tmp_path, "p1", lease_s=0, tables=tables)
+    recovered = DeltaSink.at(tmp_path, "p1", lease_s=0, tables=tables)
     assert recovered.open(through(0)) == through(1)
     assert [stop.table for stop in recovered.stopped_at_open] == ["shop.orders"]
     assert recovered.stopped_at_open[0].reason.startswith(
@@ -164,7 +164,7 @@ def test_soft_deletes_are_checked_by_bounds_against_real_tombstones(tmp_path: Pa
     def row(key: int, status: str) -> dict:
         return {"id": key, "status": status, "qty": key}
 
-    sink = DeltaSink(tmp_path, "p1", soft_deletes=True, tables=("shop.orders",))
+    sink = DeltaSink.at(tmp_path, "p1", soft_deletes=True, tables=("shop.orders",))
     sink.open(through(0))
     batches = [
         [transaction(1, *(insert(ORDERS, row(key, "a")) for key in (1, 2, 3)))],
@@ -186,7 +186,7 @@ def test_soft_deletes_are_checked_by_bounds_against_real_tombstones(tmp_path: Pa
 
     target = DeltaTable(sink.layout.target("shop", "orders"))
     target.delete("id = 3", commit_properties=own_commit(None, target))  # as a wrong commit of its own
-    later = DeltaSink(tmp_path, "p1", soft_deletes=True, tables=("shop.orders",))
+    later = DeltaSink.at(tmp_path, "p1", soft_deletes=True, tables=("shop.orders",))
     later.open(through(6))
     wrong = later.apply([transaction(7, update(ORDERS, row(3, "a"), row(3, "e")))], through(7))
     assert [stop.reason for stop in wrong.stopped] == [
@@ -202,7 +202,7 @@ def test_a_re_loads_unsettled_stretch_is_checked_by_bounds_then_exactly_again(tm
     set whole by their next change. Until the stream passes ``gtid_executed`` as of the re-load the
     table's batches are checked by bounds; after it, exactly."""
     tables = ("shop.orders",)
-    first = DeltaSink(tmp_path, "p1", tables=tables)
+    first = DeltaSink.at(tmp_path, "p1", tables=tables)
     first.open(through(0))
     rows = [insert(ORDERS, {"id": key, "status": "new", "qty": key}) for key in (1, 2)]
     first.apply([transaction(1, *rows)], through(1))
@@ -210,7 +210,7 @@ def test_a_re_loads_unsettled_stretch_is_checked_by_bounds_then_exactly_again(tm
     target = DeltaTable(first.layout.target("shop", "orders"))
     target.delete("id IN (1, 2)", commit_properties=own_commit(None, target))  # left wrong at 1
 
-    sink = DeltaSink(tmp_path, "p1", tables=tables, unsettled={"shop.orders": through(2)})
+    sink = DeltaSink.at(tmp_path, "p1", tables=tables, unsettled={"shop.orders": through(2)})
     sink.open(through(1))
     healed = update(ORDERS, {"id": 1, "status": "new", "qty": 1}, {"id": 1, "status": "paid", "qty": 1})
     assert sink.apply([transaction(2, healed)], through(2)).stopped == []  # within the stretch

@@ -96,7 +96,7 @@ def test_a_run_applying_while_another_process_compacts_the_same_tables_stays_exa
 
 
 def test_a_commit_that_changes_rows_by_another_writer_still_fences_the_run(tmp_path: Path) -> None:
-    sink = DeltaSink(tmp_path, "p1", tables=("shop.orders",))
+    sink = DeltaSink.at(tmp_path, "p1", tables=("shop.orders",))
     sink.open(through(0))
     sink.apply([transaction(1, insert(ORDERS, {"id": 1, "status": "new", "qty": 1}))], through(1))
     target = DeltaTable(sink.layout.target("shop", "orders"))
@@ -114,7 +114,7 @@ def test_a_table_feature_delta_rs_cannot_write_fails_the_run_before_any_data_mov
     from airflow_mysql_cdc.engine.lake.foreign_commits import UnsupportedTableFeatureError
 
     tables = ("shop.items", "shop.orders")
-    sink = DeltaSink(tmp_path, "p1", tables=tables)
+    sink = DeltaSink.at(tmp_path, "p1", tables=tables)
     sink.open(through(0))
     sink.apply([transaction(1, insert(ORDERS, {"id": 1, "status": "new", "qty": 1}))], through(1))
     sink.release()
@@ -123,10 +123,10 @@ def test_a_table_feature_delta_rs_cannot_write_fails_the_run_before_any_data_mov
     versions = {orders.table_uri: DeltaTable(orders.table_uri).version()}
 
     with pytest.raises(UnsupportedTableFeatureError) as refused:
-        DeltaSink(tmp_path, "p1", tables=tables).open(through(1))
+        DeltaSink.at(tmp_path, "p1", tables=tables).open(through(1))
     message = str(refused.value)
     assert "deletionVectors" in message and "target of shop.orders" in message
     assert "DROP FEATURE deletionVectors" in message  # the way out
     assert DeltaTable(orders.table_uri).version() == versions[orders.table_uri]  # nothing moved
     # The refused run let go of the pipeline: a run after the fix starts at once.
-    assert DeltaSink(tmp_path, "p1", tables=("shop.items",)).open(through(1)) == through(1)
+    assert DeltaSink.at(tmp_path, "p1", tables=("shop.items",)).open(through(1)) == through(1)

@@ -48,7 +48,7 @@ def _first_batch():
 
 
 def test_batch_is_merged_last_write_wins_and_logged_change_by_change(tmp_path: Path) -> None:
-    sink = DeltaSink(tmp_path, "p1")
+    sink = DeltaSink.at(tmp_path, "p1")
     assert sink.open(through(0)) == through(0)
     result = sink.apply(_first_batch(), through(3))
     assert result.applied_gtids == through(3)
@@ -71,7 +71,7 @@ def test_batch_is_merged_last_write_wins_and_logged_change_by_change(tmp_path: P
 
 
 def test_key_changing_update_then_reuse_of_old_key(tmp_path: Path) -> None:
-    sink = DeltaSink(tmp_path, "p1")
+    sink = DeltaSink.at(tmp_path, "p1")
     sink.open(through(0))
     sink.apply([transaction(1, insert(ORDERS, {"id": 1, "status": "a", "qty": 1}))], through(1))
     sink.apply(
@@ -87,7 +87,7 @@ def test_key_changing_update_then_reuse_of_old_key(tmp_path: Path) -> None:
 
 
 def test_soft_deletes_keep_the_row_flagged_with_its_delete_time(tmp_path: Path) -> None:
-    sink = DeltaSink(tmp_path, "p1", soft_deletes=True)
+    sink = DeltaSink.at(tmp_path, "p1", soft_deletes=True)
     sink.open(through(0))
     sink.apply(_first_batch()[:2], through(2))
     sink.apply(_first_batch()[2:], through(3))
@@ -98,30 +98,31 @@ def test_soft_deletes_keep_the_row_flagged_with_its_delete_time(tmp_path: Path) 
 
 
 def test_reopening_resumes_from_the_sink_and_a_replayed_segment_applies_nothing(tmp_path: Path) -> None:
-    first = DeltaSink(tmp_path, "p1")
+    first = DeltaSink.at(tmp_path, "p1")
     first.open(through(0))
     first.apply(_first_batch(), through(3))
     first.release()
     versions = DeltaTable(str(first.layout.target("shop", "orders"))).version()
-    second = DeltaSink(tmp_path, "p1")
+    second = DeltaSink.at(tmp_path, "p1")
     assert second.open(through(1)) == through(3)  # the start is behind the sink: resume from the sink
     assert DeltaTable(str(first.layout.target("shop", "orders"))).version() == versions
 
 
 def test_start_the_sink_never_reached_is_refused_as_a_gap(tmp_path: Path) -> None:
-    sink = DeltaSink(tmp_path, "p1")
+    sink = DeltaSink.at(tmp_path, "p1")
     sink.open(through(0))
     sink.apply(_first_batch()[:1], through(1))
     with pytest.raises(SinkBehindError, match="never reached the lake"):
-        DeltaSink(tmp_path, "p1").open(through(3))
+        DeltaSink.at(tmp_path, "p1").open(through(3))
     with pytest.raises(SinkDivergedError, match="diverge"):
-        DeltaSink(tmp_path, "p1").open(through(0) | GtidSet.parse("4e11fa47-71ca-11e1-9e33-c80aa9429562:1"))
+        elsewhere = GtidSet.parse("4e11fa47-71ca-11e1-9e33-c80aa9429562:1")
+        DeltaSink.at(tmp_path, "p1").open(through(0) | elsewhere)
 
 
 def test_crash_between_table_commits_replays_nothing_twice(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    sink = DeltaSink(tmp_path, "p1")
+    sink = DeltaSink.at(tmp_path, "p1")
     sink.open(through(0))
     crash_before_the_state_commit(monkeypatch, sink)
     with pytest.raises(KeyboardInterrupt):
@@ -129,7 +130,7 @@ def test_crash_between_table_commits_replays_nothing_twice(
     monkeypatch.undo()
 
     # The crashed writer lives on in this process, so its lease looks alive: take over explicitly.
-    recovered = DeltaSink(tmp_path, "p1", lease_s=0)
+    recovered = DeltaSink.at(tmp_path, "p1", lease_s=0)
     assert recovered.open(through(0)) == through(0)
     recovered.apply(_first_batch(), through(3))
     recovered.apply([transaction(4, insert(ORDERS, {"id": 9, "status": "x", "qty": 0}))], through(4))
@@ -139,21 +140,21 @@ def test_crash_between_table_commits_replays_nothing_twice(
 
 
 def test_second_instance_refuses_to_start_while_the_first_holds_the_lease(tmp_path: Path) -> None:
-    first = DeltaSink(tmp_path, "p1", owner="host-a:1:first")
+    first = DeltaSink.at(tmp_path, "p1", owner="host-a:1:first")
     first.open(through(0))
     first.apply(_first_batch()[:1], through(1))
     with pytest.raises(PipelineBusyError, match="is being written by host-a:1:first"):
-        DeltaSink(tmp_path, "p1", owner="host-b:2:second").open(through(1))
+        DeltaSink.at(tmp_path, "p1", owner="host-b:2:second").open(through(1))
     first.apply(_first_batch()[1:], through(3))  # the first instance goes on undisturbed
     first.release()
-    DeltaSink(tmp_path, "p1", owner="host-b:2:second").open(through(3))
+    DeltaSink.at(tmp_path, "p1", owner="host-b:2:second").open(through(3))
 
 
 def test_instance_that_outlived_its_lease_is_fenced_by_its_successor(tmp_path: Path) -> None:
-    first = DeltaSink(tmp_path, "p1", owner="host-a:1:first")
+    first = DeltaSink.at(tmp_path, "p1", owner="host-a:1:first")
     first.open(through(0))
     first.apply(_first_batch()[:1], through(1))
-    second = DeltaSink(tmp_path, "p1", owner="host-b:2:second", lease_s=0)  # the lease has run out
+    second = DeltaSink.at(tmp_path, "p1", owner="host-b:2:second", lease_s=0)  # the lease has run out
     second.open(through(1))
     with pytest.raises(PipelineFencedError, match="owner host-b:2:second"):
         first.apply(_first_batch()[1:], through(3))
@@ -162,7 +163,7 @@ def test_instance_that_outlived_its_lease_is_fenced_by_its_successor(tmp_path: P
 
 
 def test_lake_tables_are_ordinary_delta_tables_for_other_readers(tmp_path: Path) -> None:
-    sink = DeltaSink(tmp_path, "p1")
+    sink = DeltaSink.at(tmp_path, "p1")
     sink.open(through(0))
     sink.apply(_first_batch(), through(3))
     frame = polars.read_delta(str(sink.layout.target("shop", "orders")))

@@ -27,7 +27,7 @@ TABLES = ("shop.orders", "shop.items")
 
 def _micro_batches(lake: Path, count: int, first: int = 1) -> DeltaSink:
     """``count`` one-transaction batches into two tables (live mode's shape: a commit per batch)."""
-    sink = DeltaSink(lake, "p1", tables=TABLES)
+    sink = DeltaSink.at(lake, "p1", tables=TABLES)
     sink.open(through(first - 1))
     for number in range(first, first + count):
         key = number % 40
@@ -112,7 +112,7 @@ def test_maintenance_waits_out_its_interval_and_says_why(tmp_path: Path) -> None
 
 
 def test_maintenance_refuses_to_run_beside_an_application_holding_the_lease(tmp_path: Path) -> None:
-    sink = DeltaSink(tmp_path, "p1", tables=TABLES, owner="other-host:1:app")
+    sink = DeltaSink.at(tmp_path, "p1", tables=TABLES, owner="other-host:1:app")
     sink.open(through(0))
     sink.apply([transaction(1, insert(ORDERS, {"id": 1, "status": "new", "qty": 1}))], through(1))
     with pytest.raises(PipelineBusyError, match="is being written by other-host:1:app"):

@@ -83,7 +83,7 @@ def test_runs_after_another_writers_maintenance_go_on_without_a_new_snapshot(
         added = snapshot_table(mysql_database, tmp_path, refunds, chunk_size=20)
         position = _stream(mysql_database, tmp_path, (orders, payments), position).end_gtids
     maintain_like_another_writer(tmp_path)
-    progress = read_snapshot_progress(tmp_path, TableRef.parse(refunds))
+    progress = read_snapshot_progress(LakeState(tmp_path), TableRef.parse(refunds))
     assert progress is not None and progress.complete and progress.snapshot_id == added.snapshot_id
     result = _stream(mysql_database, tmp_path, (orders, payments, refunds), position)
     assert refunds in result.caught_up
@@ -94,7 +94,7 @@ def test_runs_after_another_writers_maintenance_go_on_without_a_new_snapshot(
 def test_a_crash_before_the_state_commit_replays_exactly_after_the_log_was_cleaned_up(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    sink = DeltaSink(tmp_path, "p1", tables=("shop.orders",))
+    sink = DeltaSink.at(tmp_path, "p1", tables=("shop.orders",))
     sink.open(through(0))
     sink.apply([transaction(1, insert(ORDERS, {"id": 1, "status": "new", "qty": 1}))], through(1))
     crash_before_the_state_commit(monkeypatch, sink)
@@ -108,7 +108,7 @@ def test_a_crash_before_the_state_commit_replays_exactly_after_the_log_was_clean
     maintain_like_another_writer(tmp_path)
     assert history_starts_after_version_zero(sink.layout.changelog("shop", "orders"))
 
-    recovered = DeltaSink(tmp_path, "p1", lease_s=0, tables=("shop.orders",))
+    recovered = DeltaSink.at(tmp_path, "p1", lease_s=0, tables=("shop.orders",))
     assert recovered.open(through(0)) == through(1)
     recovered.apply(batch[:1], through(2))  # a replay cut shorter than the crashed batch
     recovered.apply(batch[1:], through(3))

@@ -93,7 +93,7 @@ def test_a_version_0_1_crash_between_table_commits_is_replayed_exactly_after_the
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     tables = ("shop.orders", "shop.items")
-    sink = DeltaSink(tmp_path, "p1", tables=tables)
+    sink = DeltaSink.at(tmp_path, "p1", tables=tables)
     sink.open(through(0))
     sink.apply([transaction(1, insert(ORDERS, {"id": 1, "status": "new", "qty": 1}))], through(1))
     batch = [
@@ -113,7 +113,7 @@ def test_a_version_0_1_crash_between_table_commits_is_replayed_exactly_after_the
     items_changelog = DeltaTable(_create_items_changelog(tmp_path))
     commit_like_0_1(items_changelog, pipeline_app_id("p1"), 2, str(through(1)), epoch=1)
 
-    recovered = DeltaSink(tmp_path, "p1", lease_s=0, tables=tables)
+    recovered = DeltaSink.at(tmp_path, "p1", lease_s=0, tables=tables)
     assert recovered.open(through(0)) == through(1)
     assert LakeState(tmp_path, "p1").pipeline().intents == {2: through(3)}
     # The items changelog was not ahead: its app transaction was moved back to the state's batch.

@@ -56,12 +56,12 @@ def _rows(sink: DeltaSink, kind: str) -> list[dict]:
 def test_a_crash_inside_a_schema_change_is_replayed_exactly(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, crash_at: str
 ) -> None:
-    reference = DeltaSink(tmp_path / "reference", "p1")
+    reference = DeltaSink.at(tmp_path / "reference", "p1")
     reference.open(through(0))
     _apply_until_the_ddl(reference)
     _apply_the_ddl_and_after(reference)
 
-    sink = DeltaSink(tmp_path / "lake", "p1")
+    sink = DeltaSink.at(tmp_path / "lake", "p1")
     sink.open(through(0))
     _apply_until_the_ddl(sink)
 
@@ -78,7 +78,7 @@ def test_a_crash_inside_a_schema_change_is_replayed_exactly(
         _apply_the_ddl_and_after(sink)
     monkeypatch.undo()
 
-    recovered = DeltaSink(tmp_path / "lake", "p1", lease_s=0)  # the crashed writer's lease looks alive here
+    recovered = DeltaSink.at(tmp_path / "lake", "p1", lease_s=0)  # the crashed writer's lease looks alive
     assert recovered.open(through(0)) == through(1)
     _apply_the_ddl_and_after(recovered)
 

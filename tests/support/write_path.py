@@ -420,7 +420,7 @@ class Lake:
         return LakeLayout(str(self.root)).changelog("db", "t")
 
     def __enter__(self) -> Lake:
-        self._sink = DeltaSink(str(self.root), PIPELINE, soft_deletes=self.soft_deletes, tables=["db.t"])
+        self._sink = DeltaSink.at(str(self.root), PIPELINE, soft_deletes=self.soft_deletes, tables=["db.t"])
         self._sink.open(through(self.gtid))
         return self
 

@@ -41,7 +41,9 @@ EXPECTED = {
 
 
 @pytest.fixture(scope="module")
-def dagbag() -> DagBag:
+def dagbag(airflow_db: None) -> DagBag:
+    """The examples' DAGs; get_dag reads the metadata database, so this test needs one of its own
+    (it passed in the suite only when an earlier test on its worker had migrated one)."""
     return DagBag(dag_folder=str(EXAMPLES))
 
 

@@ -40,9 +40,11 @@ def test_a_second_writer_is_refused_while_the_lease_is_held_and_let_in_once_it_i
 
 
 def test_the_lease_is_released_when_the_work_raises(tmp_path: Path) -> None:
-    with pytest.raises(RuntimeError, match="the work failed"):
-        with Lease.claim(_store(tmp_path), "writer-a", START, lease_s=60):
-            raise RuntimeError("the work failed")
+    with (
+        pytest.raises(RuntimeError, match="the work failed"),
+        Lease.claim(_store(tmp_path), "writer-a", START, lease_s=60),
+    ):
+        raise RuntimeError("the work failed")
     state = _store(tmp_path).read()
     assert state is not None and state.owner == RELEASED
 

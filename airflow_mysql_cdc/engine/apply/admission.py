@@ -84,13 +84,10 @@ def join_pipeline_id(pipeline_id: str, ref: TableRef, snapshot_id: str) -> str:
     return f"{pipeline_id}:join:{ref}:{snapshot_id}"
 
 
-def join_state(
-    lake_root: str, pipeline_id: str, ref: TableRef, snapshot_id: str, storage_options: dict[str, str] | None
-) -> PipelineStateStore:
+def join_state(lake: LakeState, ref: TableRef, snapshot_id: str) -> PipelineStateStore:
     """The state of a table's catch-up: its own table, so the pipeline's lease is not involved."""
-    lake = LakeState(lake_root, pipeline_id, storage_options)
     path = lake.layout.join_state(ref.schema, ref.table, snapshot_id)
-    return lake.pipeline_store(path, join_pipeline_id(pipeline_id, ref, snapshot_id))
+    return lake.pipeline_store(path, join_pipeline_id(lake.pipeline_id, ref, snapshot_id))
 
 
 @dataclass(frozen=True)
@@ -119,14 +116,9 @@ def resume_key(snapshot_id: str, paused_at: str) -> str:
     return f"{snapshot_id or 'nosnapshot'}-resume-{stamp}"
 
 
-def read_snapshots(
-    tables: Sequence[str], lake_root: str, storage_options: dict[str, str] | None = None
-) -> dict[str, SnapshotProgress | None]:
+def read_snapshots(tables: Sequence[str], lake: LakeState) -> dict[str, SnapshotProgress | None]:
     """Each table's latest snapshot progress (None: never snapshotted), read once per run."""
-    return {
-        str(ref): read_snapshot_progress(lake_root, ref, storage_options)
-        for ref in (TableRef.parse(name) for name in tables)
-    }
+    return {str(ref): read_snapshot_progress(lake, ref) for ref in (TableRef.parse(name) for name in tables)}
 
 
 def consistent_point(
@@ -150,20 +142,19 @@ def consistent_point(
 def admit_tables(
     tables: Sequence[str],
     *,
-    lake_root: str,
-    pipeline_id: str,
+    lake: LakeState,
     position: GtidSet,
     members: dict[str, str] | None,
     first_run: bool,
     catch_up: CatchUp,
-    storage_options: dict[str, str] | None = None,
     snapshots: Mapping[str, SnapshotProgress | None] | None = None,
     resume: Iterable[str] = (),
 ) -> Admission:
     """The pipeline's members for a run of ``tables`` from ``position``, catching tables up as needed.
 
-    ``members`` is what the pipeline's state records (None: a state from before membership was
-    recorded, whose tables are all taken as members). ``snapshots`` holds progress already read
+    ``lake`` is the pipeline's (its id names it). ``members`` is what the pipeline's state records
+    (None: a state from before membership was recorded, whose tables are all taken as members).
+    ``snapshots`` holds progress already read
     (:func:`read_snapshots`); tables missing from it are read here. ``resume`` names paused tables
     to join again (the rest of the paused stay out).
     """
@@ -176,33 +167,31 @@ def admit_tables(
     read: dict[str, SnapshotProgress | None] = {}
     for name in tables:
         ref = TableRef.parse(name)
-        progress = (
-            known[str(ref)] if str(ref) in known else read_snapshot_progress(lake_root, ref, storage_options)
-        )
+        progress = known[str(ref)] if str(ref) in known else read_snapshot_progress(lake, ref)
         read[str(ref)] = progress
         snapshot_id = progress.snapshot_id if progress is not None else ""
         if members is None or members.get(str(ref)) == snapshot_id:
             admitted[str(ref)] = snapshot_id
             continue
-        if _departed(ref, progress, lake_root, storage_options, stopped):
+        if _departed(ref, progress, lake, stopped):
             continue
-        mark = LakeState(lake_root, storage_options=storage_options).pause(ref)
+        mark = lake.pause(ref)
         if mark is not None and mark.holds_for(snapshot_id):
             if str(ref) not in resuming:
                 log.info("%s is not streamed: %s; resume it to catch it up", ref, mark.describe())
                 paused.append(str(ref))
-            elif _resume(ref, progress, mark, position, lake_root, pipeline_id, catch_up, storage_options):
+            elif _resume(ref, progress, mark, position, lake, catch_up):
                 admitted[str(ref)] = snapshot_id
                 resumed.append(str(ref))
             continue
         if progress is None:
-            _refuse_without_snapshot(ref, members.get(str(ref)), first_run, pipeline_id, position)
+            _refuse_without_snapshot(ref, members.get(str(ref)), first_run, lake.pipeline_id, position)
             admitted[str(ref)] = ""
             continue
         progress.require_complete(ref)
-        _join(ref, progress, position, lake_root, pipeline_id, catch_up, storage_options)
+        _join(ref, progress, position, lake, catch_up)
         # Its catch-up may meet a DDL, or find the table changed by another writer (a stop).
-        if not _departed(ref, progress, lake_root, storage_options, stopped):
+        if not _departed(ref, progress, lake, stopped):
             admitted[str(ref)] = snapshot_id
     return Admission(admitted, read, tuple(paused), tuple(resumed), stopped)
 
@@ -235,22 +224,19 @@ def _resume(
     progress: SnapshotProgress | None,
     mark: PauseMark,
     position: GtidSet,
-    lake_root: str,
-    pipeline_id: str,
+    lake: LakeState,
     catch_up: CatchUp,
-    storage_options: dict[str, str] | None,
 ) -> bool:
     """Catch a paused table up from its mark's position and join it; False if a DDL took it out."""
     key = resume_key(progress.snapshot_id if progress else "", mark.paused_at)
-    _join(ref, progress, position, lake_root, pipeline_id, catch_up, storage_options, mark.reflected, key)
-    return not _departed(ref, progress, lake_root, storage_options)
+    _join(ref, progress, position, lake, catch_up, mark.reflected, key)
+    return not _departed(ref, progress, lake)
 
 
 def _departed(
     ref: TableRef,
     progress: SnapshotProgress | None,
-    lake_root: str,
-    storage_options: dict[str, str] | None,
+    lake: LakeState,
     stopped: dict[str, str] | None = None,
 ) -> bool:
     """The table left the pipeline at a DDL after its latest snapshot (it waits for a new one), or
@@ -259,7 +245,7 @@ def _departed(
     The rule is :func:`~airflow_mysql_cdc.engine.mysql.table_standing.judge_table`, the one the
     prerequisites and the plan ask too; admission does not ask the source (it runs in Spark).
     """
-    departure = LakeState(lake_root, storage_options=storage_options).departure(ref)
+    departure = lake.departure(ref)
     if departure is None:
         return False
     if departure.stopped:
@@ -286,10 +272,8 @@ def _join(
     ref: TableRef,
     progress: SnapshotProgress | None,
     position: GtidSet,
-    lake_root: str,
-    pipeline_id: str,
+    lake: LakeState,
     catch_up: CatchUp,
-    storage_options: dict[str, str] | None,
     paused_at: GtidSet | None = None,
     key: str | None = None,
 ) -> None:
@@ -299,7 +283,7 @@ def _join(
     # watermark stands for its rows, which reflect exactly what it was paused at.
     highs = [chunk.high_watermark for chunk in progress.done.values()] if progress else [GtidSet()]
     key = key or (progress.snapshot_id if progress else "")
-    caught_up = join_state(lake_root, pipeline_id, ref, key, storage_options).read()
+    caught_up = join_state(lake, ref, key).read()
     assert paused_at is not None or progress is not None, "only a paused table joins without a snapshot"
     start = paused_at if paused_at is not None else progress.stream_start  # type: ignore[union-attr]
     reflected = start | (caught_up.applied_gtids if caught_up else GtidSet())
@@ -318,13 +302,13 @@ def _join(
         gap = join_gap(position, reflected, highs)
     if not gap.doubled.is_empty():
         raise TableAdmissionError(
-            f"{ref} cannot join pipeline {pipeline_id!r} at {position or '(empty)'}: its lake copy already "
-            f"reflects {gap.doubled}, which the pipeline has not applied, so streaming would apply them "
-            f"twice. Re-snapshot the table (restart=True) to join at the pipeline's position."
+            f"{ref} cannot join pipeline {lake.pipeline_id!r} at {position or '(empty)'}: its lake copy "
+            f"already reflects {gap.doubled}, which the pipeline has not applied, so streaming would "
+            f"apply them twice. Re-snapshot the table (restart=True) to join at the pipeline's position."
         )
     if not gap.missing.is_empty():
         raise TableAdmissionError(
-            f"{ref} cannot join pipeline {pipeline_id!r} at {position or '(empty)'}: its catch-up ended at "
-            f"{reflected} and the table still lacks {gap.missing}. Rerun: the catch-up resumes."
+            f"{ref} cannot join pipeline {lake.pipeline_id!r} at {position or '(empty)'}: its catch-up "
+            f"ended at {reflected} and the table still lacks {gap.missing}. Rerun: the catch-up resumes."
         )
     log.info("%s joins the pipeline (snapshot %s)", ref, key)

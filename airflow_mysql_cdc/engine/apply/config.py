@@ -17,7 +17,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, Literal, cast, get_args
+from typing import TYPE_CHECKING, Any, Literal, cast, get_args
 
 from airflow_mysql_cdc.engine.binlog.stop_rules import (
     Live,
@@ -31,6 +31,9 @@ from airflow_mysql_cdc.engine.lake.evolution import TableEvolution
 from airflow_mysql_cdc.engine.lake.storage import check_storage_options, merged_storage_options
 from airflow_mysql_cdc.engine.runtime.progress import PROGRESS_INTERVAL_S, check_progress_interval
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
+
+if TYPE_CHECKING:
+    from airflow_mysql_cdc.engine.lake.state.store import LakeState
 
 Mode = Literal["segment", "until_gtid_set", "until_caught_up", "live"]
 MODES: tuple[str, ...] = get_args(Mode)
@@ -158,6 +161,12 @@ class ApplyConfig:
     def lake_storage_options(self) -> dict[str, str] | None:
         """What delta-rs gets to reach the lake: public and secret options (None: its defaults)."""
         return merged_storage_options(self.storage_options, self.secret_storage_options)
+
+    def lake_state(self) -> LakeState:
+        """The pipeline's state in its lake: built once per run by the opening, and passed on."""
+        from airflow_mysql_cdc.engine.lake.state.store import LakeState  # Delta: not at DAG parse
+
+        return LakeState(self.lake_root, self.pipeline_id, self.lake_storage_options())
 
     @property
     def start(self) -> GtidSet:

@@ -99,10 +99,13 @@ def open_pipeline(
     sink: Sink | None = None,
     stop_requested: threading.Event | None = None,
 ) -> OpenedPipeline:
-    """Claim the pipeline, settle where to resume, and admit new tables: every applier starts here."""
-    sink = sink or delta_sink(config)
+    """Claim the pipeline, settle where to resume, and admit new tables: every applier starts here.
+
+    One :class:`LakeState` serves the whole opening (the sink, the snapshots, marks and catch-ups)."""
+    lake = config.lake_state()
+    sink = sink or delta_sink(config, lake)
     if config.keep_members:
-        _mark_rebased(config)
+        _mark_rebased(config, lake)
     if config.rebase:
         resume_from = sink.open(config.start, rebase=True, keep_members=config.keep_members)
     else:
@@ -112,8 +115,8 @@ def open_pipeline(
     caught_up: dict[str, GtidSet] = {}
     stops = list(sink.stopped_at_open)
     try:
-        snapshots = read_snapshots(config.tables, config.lake_root, config.lake_storage_options())
-        consistent = consistent_point(snapshots, _rebased(config))
+        snapshots = read_snapshots(config.tables, lake)
+        consistent = consistent_point(snapshots, _rebased(config, lake))
         if not consistent.issubset(resume_from):
             log.info(
                 "every table is exact only from %s on (its snapshot's high watermarks): this run does not "
@@ -127,8 +130,10 @@ def open_pipeline(
                 for evolution in stops:
                     done.record_stop(evolution)
                 return OpenedPipeline(sink, resume_from, caught_up, consistent_point=consistent, done=done)
-        _pause(config, sink, resume_from)
-        admission = _admit(config, endpoint, sink, resume_from, stop_requested, caught_up, snapshots, stops)
+        _pause(config, lake, sink, resume_from)
+        admission = _admit(
+            config, lake, endpoint, sink, resume_from, stop_requested, caught_up, snapshots, stops
+        )
     except BaseException:
         sink.release()
         raise
@@ -138,13 +143,12 @@ def open_pipeline(
     )  # fmt: skip
 
 
-def _mark_rebased(config: ApplyConfig) -> None:
+def _mark_rebased(config: ApplyConfig, lake: LakeState) -> None:
     """Mark every member's target with the snapshot a confirmed rebase vouches for (:mod:`..lake.rebases`).
 
     Before the claim: the marks only say which snapshots' watermarks belong to the old history, and
     a retry writes the same ones.
     """
-    lake = LakeState(config.lake_root, config.pipeline_id, config.lake_storage_options())
     state = lake.pipeline()
     for name, snapshot_id in ((state.members or {}) if state else {}).items():
         target = lake.target(TableRef.parse(name))
@@ -152,9 +156,8 @@ def _mark_rebased(config: ApplyConfig) -> None:
             mark_rebased(target, RebaseMark(snapshot_id, str(config.start), config.run_id))
 
 
-def _rebased(config: ApplyConfig) -> dict[str, str]:
+def _rebased(config: ApplyConfig, lake: LakeState) -> dict[str, str]:
     """Table -> the snapshot a confirmed rebase vouched for (its watermarks bound nothing)."""
-    lake = LakeState(config.lake_root, storage_options=config.lake_storage_options())
     rebased: dict[str, str] = {}
     for name in config.tables:
         target = lake.target(TableRef.parse(name))
@@ -166,17 +169,15 @@ def _rebased(config: ApplyConfig) -> dict[str, str]:
 
 def delta_sink(
     config: ApplyConfig,
+    lake: LakeState,
     state_path: str | None = None,
-    pipeline_id: str | None = None,
     tables: tuple[str, ...] | None = None,
 ) -> DeltaSink:
-    """The Delta sink of ``config``'s lake; ``state_path`` and ``pipeline_id`` give it its own state,
-    ``tables`` its own tables (default: the configuration's)."""
+    """The Delta sink of ``lake`` (``config``'s, or a joining table's: its own id and ``state_path``),
+    writing ``tables`` (default: the configuration's)."""
     return DeltaSink(
-        config.lake_root,
-        pipeline_id or config.pipeline_id,
+        lake,
         soft_deletes=config.soft_deletes,
-        storage_options=config.lake_storage_options(),
         lease_s=config.lease_s,
         state_path=state_path,
         tables=config.tables if tables is None else tables,
@@ -218,6 +219,7 @@ def _segment_already_applied(
 
 def _admit(
     config: ApplyConfig,
+    lake: LakeState,
     endpoint: MySqlEndpoint,
     sink: Sink,
     position: GtidSet,
@@ -233,7 +235,7 @@ def _admit(
         ref: TableRef, progress: SnapshotProgress | None, reflected: GtidSet, target: GtidSet, key: str
     ) -> GtidSet | None:
         end = _catch_up_joining_table(
-            config, endpoint, ref, progress, reflected, target, stop_requested, key, stops
+            config, lake, endpoint, ref, progress, reflected, target, stop_requested, key, stops
         )
         if end is not None:
             caught_up[str(ref)] = end
@@ -241,19 +243,16 @@ def _admit(
 
     admission = admit_tables(
         config.tables,
-        lake_root=config.lake_root,
-        pipeline_id=config.pipeline_id,
+        lake=lake,
         position=position,
         members=sink.members,
         first_run=sink.is_new,
         catch_up=catch_up,
-        storage_options=config.lake_storage_options(),
         snapshots=snapshots,
         resume=config.resume,
     )
     if admission.members != sink.members:
         sink.record_members(admission.members)
-    lake = LakeState(config.lake_root, storage_options=config.lake_storage_options())
     for name in admission.resumed:
         target = lake.target(TableRef.parse(name))
         if target is not None:
@@ -262,12 +261,11 @@ def _admit(
     return admission
 
 
-def _pause(config: ApplyConfig, sink: Sink, position: GtidSet) -> None:
+def _pause(config: ApplyConfig, lake: LakeState, sink: Sink, position: GtidSet) -> None:
     """Take the member tables ``config.pause`` names out of the stream at ``position`` (module doc, 4)."""
     members = sink.members
     if not config.pause or members is None:
         return
-    lake = LakeState(config.lake_root, storage_options=config.lake_storage_options())
     remaining = dict(members)
     for name in config.pause:
         ref = TableRef.parse(name)
@@ -291,6 +289,7 @@ def _pause(config: ApplyConfig, sink: Sink, position: GtidSet) -> None:
 
 def _catch_up_joining_table(
     config: ApplyConfig,
+    lake: LakeState,
     endpoint: MySqlEndpoint,
     ref: TableRef,
     progress: SnapshotProgress | None,
@@ -306,8 +305,8 @@ def _catch_up_joining_table(
     Its own state table (and pipeline id) keeps the pipeline's lease and position untouched; its stop
     rule never passes ``pipeline_position ∪ reflected`` and takes nothing outside it.
     """
-    store = join_state(config.lake_root, config.pipeline_id, ref, key, config.lake_storage_options())
-    join_sink = delta_sink(config, store.path, store.pipeline_id, (str(ref),))
+    store = join_state(lake, ref, key)
+    join_sink = delta_sink(config, lake.of_pipeline(store.pipeline_id), store.path, (str(ref),))
     start = join_sink.open(reflected)
     if join_sink.stopped_at_open:  # changed by another writer since its snapshot: nothing to catch up
         join_sink.release()

@@ -192,14 +192,7 @@ def run_parallel_catchup(
 def _applier(config: ApplyConfig, endpoint: MySqlEndpoint, opened: OpenedPipeline) -> BatchApplier:
     """The batch applier of the catch-up, with its result started at the pipeline's position."""
     result = opened.starting_result(config)
-    snapshot_filter = load_snapshot_filter(
-        endpoint,
-        config.lake_root,
-        config.tables,
-        opened.resume_from,
-        config.lake_storage_options(),
-        opened.snapshots,
-    )
+    snapshot_filter = load_snapshot_filter(endpoint, config.tables, opened.resume_from, opened.snapshots)
     return BatchApplier(opened.sink, opened.resume_from, result, snapshot_filter, BatchCollector())
 
 

@@ -138,9 +138,7 @@ def _applier(
 ) -> BatchApplier:
     """The batch applier of one read: its snapshot filter, schema- and statement-change handling and,
     in a catch-up, its wave."""
-    snapshot_filter = load_snapshot_filter(
-        endpoint, config.lake_root, read.tables, read.start, config.lake_storage_options(), read.snapshots
-    )
+    snapshot_filter = load_snapshot_filter(endpoint, read.tables, read.start, read.snapshots)
     schema_changes = SchemaChanges(
         sink, endpoint, read.departed, snapshot_filter, result.schema_changes.append, read.snapshots
     )

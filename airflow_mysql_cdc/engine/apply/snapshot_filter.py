@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from airflow_mysql_cdc.engine.mysql.schema import TableRef
 from airflow_mysql_cdc.engine.snapshot.change_filter import SnapshotChangeFilter, TableChunkIndex
 from airflow_mysql_cdc.engine.snapshot.key_order import KeyOrder, read_key_columns
-from airflow_mysql_cdc.engine.snapshot.lake_commits import SnapshotProgress, read_snapshot_progress
+from airflow_mysql_cdc.engine.snapshot.lake_commits import SnapshotProgress
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 
@@ -17,26 +17,21 @@ log = logging.getLogger("airflow_mysql_cdc.apply")
 
 def load_snapshot_filter(
     endpoint: MySqlEndpoint,
-    lake_root: str,
     tables: Sequence[str],
     resume_from: GtidSet,
-    storage_options: dict[str, str] | None = None,
-    snapshots: Mapping[str, SnapshotProgress | None] | None = None,
+    snapshots: Mapping[str, SnapshotProgress | None],
 ) -> SnapshotChangeFilter | None:
     """The streaming filter for tables whose snapshot's watermarks the stream has not passed yet.
 
     A table whose latest snapshot is unfinished cannot be streamed: its rows are partial, and the
-    filter would not know the missing chunks' watermarks. ``snapshots`` holds progress already read
-    (by table admission), so each table's Delta history is read once per run.
+    filter would not know the missing chunks' watermarks. ``snapshots`` holds every table's progress
+    as the pipeline's opening read it (:func:`.admission.read_snapshots`): read once per run.
     """
     indexes: dict[str, TableChunkIndex] = {}
     connection = None
     for name in tables:
         ref = TableRef.parse(name)
-        if snapshots is not None and str(ref) in snapshots:
-            progress = snapshots[str(ref)]
-        else:
-            progress = read_snapshot_progress(lake_root, ref, storage_options)
+        progress = snapshots[str(ref)]
         if progress is None:
             continue
         progress.require_complete(ref)

@@ -75,26 +75,25 @@ class DeltaSink:
 
     def __init__(
         self,
-        lake_root: LakeRoot,
-        pipeline_id: str,
+        lake: LakeState,
         *,
         soft_deletes: bool = False,
         owner: str | None = None,
-        storage_options: dict[str, str] | None = None,
         lease_s: float = 60.0,
         state_path: str | None = None,
         tables: Sequence[str] = (),
         unsettled: Mapping[str, GtidSet] | None = None,
     ) -> None:
-        """``state_path``: a writer's own state table (a catch-up's); ``tables``: loaded and checked at
-        :meth:`open`; ``unsettled``: checked by bounds for a while (``ApplyConfig.unsettled``)."""
-        self.lake = LakeState(lake_root, pipeline_id, storage_options)
-        self.layout = self.lake.layout
-        self.pipeline_id = pipeline_id
+        """The sink of ``lake``'s pipeline (its id names it). ``state_path``: a writer's own state
+        table (a catch-up's); ``tables``: loaded and checked at :meth:`open`; ``unsettled``: checked
+        by bounds for a while (``ApplyConfig.unsettled``)."""
+        self.lake = lake
+        self.layout = lake.layout
+        self.pipeline_id = pipeline_id = lake.pipeline_id
         self.app_id = pipeline_app_id(pipeline_id)
         self.soft_deletes = soft_deletes
         self.owner = owner or default_owner()
-        self.storage_options = storage_options
+        self.storage_options = storage_options = lake.storage_options
         self.lease_s = lease_s
         self.tables = tuple(tables)
         self.unsettled = dict(unsettled or {})
@@ -106,6 +105,18 @@ class DeltaSink:
         self.check_merges = True  # each MERGE against its batch's events; off only to measure the check
         self._stopped: set[str] = set()  # tables this sink stopped: it never writes them again
         self.stopped_at_open: list[TableEvolution] = []  # the Sink contract's
+
+    @classmethod
+    def at(
+        cls,
+        lake_root: LakeRoot,
+        pipeline_id: str,
+        *,
+        storage_options: Mapping[str, str] | None = None,
+        **options: Any,
+    ) -> DeltaSink:
+        """The sink of pipeline ``pipeline_id`` in the lake at ``lake_root`` (``options``: as above)."""
+        return cls(LakeState(lake_root, pipeline_id, storage_options), **options)
 
     # --- lifecycle ----------------------------------------------------------------------------
 

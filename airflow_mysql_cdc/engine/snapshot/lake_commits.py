@@ -137,11 +137,9 @@ def _chunk_from_json(data: dict[str, Any]) -> Chunk:
     return Chunk(data["index"], decode_key(data["lower"]), decode_key(data["upper"]))
 
 
-def read_snapshot_progress(
-    lake_root: LakeRoot, ref: TableRef, storage_options: dict[str, str] | None = None
-) -> SnapshotProgress | None:
+def read_snapshot_progress(lake: LakeState, ref: TableRef) -> SnapshotProgress | None:
     """The snapshot progress of a table's lake copy; None if the table or its snapshot does not exist."""
-    return progress_from_records(LakeState(lake_root, storage_options=storage_options).snapshot_records(ref))
+    return progress_from_records(lake.snapshot_records(ref))
 
 
 def progress_from_records(records: list[dict[str, Any]]) -> SnapshotProgress | None:

@@ -63,6 +63,10 @@ class LakeState:
         self.pipeline_id = pipeline_id
         self.storage_options = dict(storage_options) if storage_options else None
 
+    def of_pipeline(self, pipeline_id: str) -> LakeState:
+        """The state of another pipeline id in the same lake (a joining table's catch-up)."""
+        return LakeState(self.layout.root, pipeline_id, self.storage_options)
+
     # --- the pipeline's row ------------------------------------------------------------------
 
     def pipeline_store(
