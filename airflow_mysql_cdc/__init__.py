@@ -1,6 +1,6 @@
 """airflow-mysql-cdc: replicate MySQL tables into Delta Lake by snapshot plus GTID binlog CDC.
 
-The package has two rooms. ``airflow_mysql_cdc.engine`` is the CDC engine and never imports
+The package has two rooms. ``engine`` is the CDC engine and never imports
 Airflow, because it runs inside Spark executors where Airflow is not installed. Everything else is
 the thin Airflow layer that calls it, shaped like a first-party provider: ``hooks`` (connections and
 the server queries the sensors and trigger share), ``triggers`` (which import hooks, never

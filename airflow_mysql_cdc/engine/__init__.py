@@ -16,6 +16,8 @@ The layers, each importing only those before it (a folder's ``__init__`` is its 
   the cadence of progress lines (:mod:`.runtime.progress`).
 - ``mysql/``: the source's schema (one column model), type mapping to Arrow, server state, grants,
   prerequisites.
+- ``binlog/``: the replication stream read into committed transactions of canonical values.
+- ``snapshot/``: tables read in chunks between GTID watermarks, without locks.
 
 The binlog path, in reading order:
 ``binlog/stream`` (the dump connection) → ``binlog/reader`` (events to committed transactions) →

@@ -4,7 +4,11 @@
 - ``spark_application``: the shared machinery of the two Spark operators (config file, secrets in
   the environment, a failure that no retry can fix fails at once, decided by the engine's
   :class:`~airflow_mysql_cdc.engine.errors.ExitCode`).
-- ``snapshot`` and ``binlog_apply``: the two applications as operators for custom DAGs.
+- ``snapshot`` and ``binlog_apply``: the two applications as operators for custom DAGs;
+  ``verify`` and ``maintenance``: the verification and the lake's upkeep (plain processes).
+- ``engine_process``, ``attempt_marker``, ``attempt_recovery``: an engine application's process,
+  its work dir and the marker naming the attempt, and the next attempt's recovery of one a killed
+  attempt left (adopted or stopped, never beside it).
 - ``replicate``: the example DAG's one chain step (place, plan, snapshot, apply, publish).
 - ``run_record_link``: the replicate task's "Run record" extra link, to its XCom tab (the record).
 - ``lineage``, ``metrics``, ``spark_openlineage``: what the operators report after an application's

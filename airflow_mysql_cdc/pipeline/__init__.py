@@ -8,6 +8,8 @@ Reading order:
    ``check_prerequisites >> load_checkpoint >> resumability >> replicate >> maintain_lake`` that
    ``dags/mysql_cdc_daily.py`` builds from the configuration.
 3. ``dag_docs``: the DAG's ``doc_md``, describing the pipeline from its configuration.
+4. ``spark_settings``: the JSON's ``spark`` object (executors, memory, properties), checked at parse.
+5. ``checkpoint_chain``: the 0.1 import path of :mod:`airflow_mysql_cdc.runs.checkpoint_chain`.
 
 What a run decides (its place in the checkpoint chain, the record it publishes, its segment plan)
 lives below the operators, in :mod:`airflow_mysql_cdc.runs`: the replicate operator and a custom DAG

@@ -12,7 +12,10 @@ Reading order:
    from (``segment_start``: the checkpoint, or the stream start of the snapshots the run took).
 4. ``status``: the read-only ``airflow-mysql-cdc status`` command: the chain and each table's state,
    through ``lake`` (tests/unit/airflow/runs/test_status_command.py).
-5. ``republish``: a re-run of a published interval pushes the run's other XComs (plan, snapshot,
+5. ``actions``: what a run's conf asks (re-snapshot, pause, resume, rebase), checked before it acts.
+6. ``record_facts``: the per-table facts of a run's record, read from the lake when it is made.
+7. ``assets``: each lake table as an Airflow Asset, and the change feed each run's event names.
+8. ``republish``: a re-run of a published interval pushes the run's other XComs (plan, snapshot,
    applied) again from its record, so a clear does not lose the run's story.
 
 Layers: these modules import hooks and the engine, never sensors, operators or the pipeline; the

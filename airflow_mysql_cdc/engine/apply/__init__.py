@@ -7,6 +7,9 @@ Reading order (each module states its invariant in full):
                       joining table's catch-up is its own read (its table, its WithinGtidSet rule).
 - ``admission``       a table joins only when it would miss and double nothing (join_gap).
 - ``snapshot_filter`` changes a table's snapshot chunk already holds are dropped, per chunk watermark.
+- ``schema_changes``  a DDL applied at its position (the batch before it committed first), and rows
+                      of a shape the stream has not seen checked against the lake's columns.
+- ``schema_decisions`` what one DDL does to one table: evolve in place, truncate, leave, re-snapshot.
 - ``statement_changes`` a statement-logged change of a tracked table: nothing (left, or its snapshot
                       holds the GTID), stop, or the table leaves for a re-snapshot before it.
 - ``batches``         THE batch applier: every batch's position is ``resume point ∪ GTIDs fed``,

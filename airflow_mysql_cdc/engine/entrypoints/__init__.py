@@ -2,6 +2,8 @@
 
 - ``snapshot_to_delta``: snapshot the configured tables (windows as Spark tasks).
 - ``binlog_to_delta``: apply the binlog segment (the single reader, or parallel catch-up).
+- ``verify_lake`` and ``maintain_lake``: the verification and the lake's upkeep, plain processes
+  (no Spark), under the pipeline's lease.
 - ``common``: arguments, logging, the atomic result file, and the error report whose exit code comes
   from the error's class (:class:`..errors.ExitCode`).
 

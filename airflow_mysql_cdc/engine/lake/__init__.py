@@ -24,7 +24,11 @@ Reading order (each module states its invariant in full):
 - ``pauses``         the mark a table an operator paused carries (its frozen position).
 - ``table_handles``  the tables one sink writes: versions seen, other writers' rearrangements accepted.
 - ``table_writes``   one batch of one table as one commit: the target's MERGE, the changelog's append.
+- ``file_statistics`` which columns keep Delta file statistics: only those delta-rs records exactly.
 - ``merge_plan``     the MERGE's predicate and mode, so delta-rs reads only the files a batch touches.
+- ``data_files``     Parquet files an executor writes, committed later by the driver.
+- ``rebases``        the mark of a table an operator's confirmed rebase moved onto another history.
+- ``run_changes``    what a run's transactions left in the changelog, counted per operation.
 - ``foreign_commits`` other writers: data-neutral rearrangements, and table features delta-rs can write.
 - ``state/``         the pipeline's state, one door (``LakeState``), nothing in commit history alone.
 - ``maintenance/``   the lake's upkeep under the pipeline's lease.

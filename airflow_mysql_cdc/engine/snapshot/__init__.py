@@ -10,6 +10,7 @@ Reading order:
    deltalake, Spark or Airflow, so executors need only the engine's executor requirements.
 5. ``runner``: plan or resume, run windows (in this process or as Spark tasks through
    :mod:`..runtime.spark_tasks`), commit each finished chunk.
+5b. ``table_definition``: the definition a chunk was read with; a DDL mid-snapshot restarts it.
 6. ``lake_commits``: a snapshot's rows and progress committed together into the table's own Delta
    history, so a killed snapshot resumes at its next unfinished chunk.
 7. ``change_filter``: the stream after a snapshot drops the changes a chunk already reflects.

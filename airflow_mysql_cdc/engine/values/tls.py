@@ -16,7 +16,7 @@ Invariants:
 - **PREFERRED really falls back.** PyMySQL treats a context passed as ``ssl`` as *required* TLS, so
   :func:`connection_factory` retries without TLS when the server offers none (measured on MySQL
   9.7 started with ``--tls-version=``: "SSL is required but the server doesn't support it"). Guarded
-  by ``test_preferred_mode_logs_in_to_a_server_without_tls_by_rsa_key_exchange``.
+  by ``test_caching_sha2_password_without_tls_logs_in_everywhere_by_rsa_key_exchange``.
 - **A failed login says what to do** (:class:`MySqlLoginError`): no ``cryptography`` for the RSA
   key exchange ``caching_sha2_password`` uses without TLS, a server that requires TLS, a certificate
   that fails verification. Guarded by ``tests/integration/test_managed_mysql.py``.
