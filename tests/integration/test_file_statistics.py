@@ -13,6 +13,7 @@ from deltalake import CommitProperties, DeltaTable, QueryBuilder, write_deltalak
 
 from airflow_mysql_cdc.engine.lake.delta_layout import target_schema
 from airflow_mysql_cdc.engine.lake.evolution import AddedColumn
+from airflow_mysql_cdc.engine.lake.evolution_writes import add_columns
 from airflow_mysql_cdc.engine.lake.file_statistics import (
     EXACT_STATISTICS_SINCE_PROPERTY,
     STATISTICS_COLUMNS_PROPERTY,
@@ -23,7 +24,6 @@ from airflow_mysql_cdc.engine.lake.file_statistics import (
 )
 from airflow_mysql_cdc.engine.lake.maintenance.policy import MaintenancePolicy
 from airflow_mysql_cdc.engine.lake.maintenance.steps import MaintainedTable, maintain_table
-from airflow_mysql_cdc.engine.lake.schema_evolution import add_columns
 from airflow_mysql_cdc.engine.mysql.schema import TableRef
 from airflow_mysql_cdc.engine.mysql.types import ColumnType
 from airflow_mysql_cdc.engine.snapshot.chunks import Chunk

@@ -14,7 +14,7 @@ import pytest
 from deltalake import DeltaTable
 
 from airflow_mysql_cdc.engine.binlog.changes import TableShape
-from airflow_mysql_cdc.engine.lake import schema_evolution
+from airflow_mysql_cdc.engine.lake import evolution_writes
 from airflow_mysql_cdc.engine.lake.delta_sink import DeltaSink
 from airflow_mysql_cdc.engine.lake.evolution import AddedColumn, TableEvolution
 from airflow_mysql_cdc.engine.mysql.types import ColumnType
@@ -69,9 +69,9 @@ def test_a_crash_inside_a_schema_change_is_replayed_exactly(
         raise KeyboardInterrupt(f"simulated kill -9 {crash_at}")
 
     if crash_at == "after adding the columns":
-        monkeypatch.setattr(schema_evolution, "set_existing_rows", crash)
+        monkeypatch.setattr(evolution_writes, "set_existing_rows", crash)
     elif crash_at == "after the existing rows got their value":
-        monkeypatch.setattr(schema_evolution, "record_dropped", crash)
+        monkeypatch.setattr(evolution_writes, "record_dropped", crash)
     else:
         monkeypatch.setattr(sink._state_store, "commit", crash)
     with pytest.raises(KeyboardInterrupt):

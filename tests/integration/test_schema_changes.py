@@ -18,8 +18,8 @@ import pytest
 from deltalake import DeltaTable
 
 from airflow_mysql_cdc.engine.lake.departures import DEPARTURE_PROPERTY
+from airflow_mysql_cdc.engine.lake.evolution_writes import DROPPED_COLUMNS_PROPERTY
 from airflow_mysql_cdc.engine.lake.layout import LakeLayout
-from airflow_mysql_cdc.engine.lake.schema_evolution import DROPPED_COLUMNS_PROPERTY
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from tests.support.airflow import task_states, xcom_value

@@ -4,7 +4,7 @@ Invariant: the lake's columns of a streamed table always fit the rows the stream
 steps keep it:
 
 1. **at a DDL** (a transaction with a :class:`~..binlog.changes.SchemaChange`), the batch before it
-   is committed first, then each table it names gets its :class:`~..lake.schema_evolution.TableEvolution`
+   is committed first, then each table it names gets its :class:`~..lake.evolution.TableEvolution`
    (:mod:`.schema_decisions`), applied by the sink in a commit that records the position including
    the DDL. A table that leaves (dropped, renamed away, to be re-snapshotted) is dropped from every
    later transaction of the read;

@@ -17,7 +17,8 @@ Reading order (each module states its invariant in full):
 - ``delta_sink``     the delta-rs sink: data and position commit together per table, replays are
                      recognised, a fenced writer fails before it moves a table.
 - ``batch_commit``   the sink's commit skeleton, written once: intent, tables behind the fence, position.
-- ``schema_evolution`` the Delta operations of a ``TableEvolution`` (columns added, truncate, departure).
+- ``evolution_writes`` the Delta writes of a ``TableEvolution`` (columns added, truncate, departure).
+- ``changelog_fitting`` a batch's rows shaped for its changelog (retyped columns, dropped ones).
 - ``departures``     the mark a table that left the pipeline carries (or that was stopped).
 - ``table_stops``    a table whose lake copy is wrong stops, alone: after a batch, or at the open.
 - ``outside_changes`` another writer's commit since the pipeline's own last one: neutral, or a stop.

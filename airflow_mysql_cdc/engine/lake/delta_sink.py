@@ -49,13 +49,13 @@ from airflow_mysql_cdc.engine.lake.delta_layout import (
     target_schema,
 )
 from airflow_mysql_cdc.engine.lake.evolution import TableEvolution
-from airflow_mysql_cdc.engine.lake.layout import LakeRoot
-from airflow_mysql_cdc.engine.lake.schema_evolution import (
+from airflow_mysql_cdc.engine.lake.evolution_writes import (
     SchemaChangeCommit,
     apply_to_tables,
     dropped_columns,
     source_fields,
 )
+from airflow_mysql_cdc.engine.lake.layout import LakeRoot
 from airflow_mysql_cdc.engine.lake.sink import BatchResult, decide_rebase
 from airflow_mysql_cdc.engine.lake.state.lease import Lease
 from airflow_mysql_cdc.engine.lake.state.pipeline_state import PipelineState, default_owner
@@ -338,7 +338,7 @@ class DeltaSink:
         """Apply one DDL's effect on each table at its position (``position_after`` includes it).
 
         Tables that leave are marked and removed from the members in the same state commit that
-        records the position (:mod:`.departures`); see :mod:`.schema_evolution` for replays.
+        records the position (:mod:`.departures`); see :mod:`.evolution_writes` for replays.
         """
         batch = self._begin(position_after)
         members = dict(self.members or {})

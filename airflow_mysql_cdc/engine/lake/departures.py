@@ -25,11 +25,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from deltalake import CommitProperties, DeltaTable
-from deltalake.exceptions import TableNotFoundError
 
 from airflow_mysql_cdc.engine.lake.evolution import stopped_words
-from airflow_mysql_cdc.engine.lake.layout import LakeLayout, LakeRoot
-from airflow_mysql_cdc.engine.mysql.schema import TableRef
 from airflow_mysql_cdc.engine.mysql.table_standing import judge_table
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 
@@ -109,15 +106,3 @@ def departure_of(table: DeltaTable) -> Departure | None:
         data.get("statement", ""),
         data.get("snapshot_id", ""),
     )
-
-
-def read_departure(
-    lake_root: LakeRoot, ref: TableRef, storage_options: dict[str, str] | None = None
-) -> Departure | None:
-    """The table's departure mark (None: it never left, or has no target table)."""
-    path = str(LakeLayout(lake_root).target(ref.schema, ref.table))
-    try:
-        table = DeltaTable(path, storage_options=storage_options)
-    except TableNotFoundError:
-        return None
-    return departure_of(table)

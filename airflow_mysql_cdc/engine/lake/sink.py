@@ -170,6 +170,6 @@ class Sink(Protocol):
         evolutions: Sequence[TableEvolution],
         position_after: GtidSet,
     ) -> None:
-        """Apply one DDL's effect on each table at its position (:mod:`.schema_evolution`); tables
+        """Apply one DDL's effect on each table at its position (:mod:`.evolution_writes`); tables
         that leave are marked and stop being members in the same step."""
         ...

@@ -80,7 +80,7 @@ class Shape:
 
     @classmethod
     def of_lake(cls, fields: Mapping[str, pa.DataType]) -> Shape:
-        """A Delta table's source columns (:func:`.schema_evolution.source_fields`)."""
+        """A Delta table's source columns (:func:`.evolution_writes.source_fields`)."""
         return cls(dict(fields))
 
 

@@ -26,8 +26,8 @@ from deltalake import DeltaTable
 
 from airflow_mysql_cdc.engine.lake.departures import departure_of
 from airflow_mysql_cdc.engine.lake.evolution import TableEvolution
+from airflow_mysql_cdc.engine.lake.evolution_writes import SchemaChangeCommit, apply_to_tables
 from airflow_mysql_cdc.engine.lake.outside_changes import Finding, Vouched
-from airflow_mysql_cdc.engine.lake.schema_evolution import SchemaChangeCommit, apply_to_tables
 from airflow_mysql_cdc.engine.lake.state.pipeline_state import PipelineFencedError
 from airflow_mysql_cdc.engine.lake.state.store import LakeState
 from airflow_mysql_cdc.engine.lake.table_handles import TableHandle

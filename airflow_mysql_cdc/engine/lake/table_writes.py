@@ -17,6 +17,7 @@ import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, write_deltalake
 
 from airflow_mysql_cdc.engine.lake.change_table import ACTION_COLUMN, TableChanges
+from airflow_mysql_cdc.engine.lake.changelog_fitting import changelog_fitter
 from airflow_mysql_cdc.engine.lake.delta_layout import (
     COMMIT_TS_COLUMN,
     DELETED_AT_COLUMN,
@@ -24,7 +25,6 @@ from airflow_mysql_cdc.engine.lake.delta_layout import (
     GTID_COLUMN,
 )
 from airflow_mysql_cdc.engine.lake.merge_plan import MergePlan, merge_plan, quote
-from airflow_mysql_cdc.engine.lake.schema_evolution import changelog_fitter
 from airflow_mysql_cdc.engine.lake.state.own_commits import own_commit
 
 
@@ -93,7 +93,7 @@ def append_changes(
     """Append every change of ``batch`` to the changelog ``table``, streamed a part at a time.
 
     Columns the changelog lacks (or has with another type, after a re-snapshot) are added first
-    (:func:`.schema_evolution.changelog_fitter`); a wave's spilled changes are read back part by
+    (:func:`.changelog_fitting.changelog_fitter`); a wave's spilled changes are read back part by
     part, so the append holds one part in memory, not the wave.
     """
     fit, lake_schema = changelog_fitter(schema, table, before)

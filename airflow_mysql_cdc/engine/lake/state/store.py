@@ -48,7 +48,6 @@ from airflow_mysql_cdc.engine.lake.state.legacy import history_complete, snapsho
 from airflow_mysql_cdc.engine.lake.state.pipeline_state import PipelineState, PipelineStateStore
 from airflow_mysql_cdc.engine.lake.state.snapshot_log import SNAPSHOT_APP_ID, SnapshotLog
 from airflow_mysql_cdc.engine.mysql.schema import TableRef
-from airflow_mysql_cdc.engine.values.checkpoint import CheckpointRecord
 
 log = logging.getLogger(__name__)
 
@@ -85,9 +84,6 @@ class LakeState:
 
     def checkpoint_log(self) -> CheckpointLog:
         return CheckpointLog(self.layout.root, self.pipeline_id, self.storage_options)
-
-    def checkpoint_records(self) -> list[CheckpointRecord]:
-        return self.checkpoint_log().records()
 
     # --- tables ------------------------------------------------------------------------------
 

@@ -1,4 +1,4 @@
-"""What a schema change does to one table's Delta tables, and the Delta operations that do it.
+"""The Delta writes of a schema change: what a :class:`TableEvolution` does to one table's tables.
 
 Invariant: a :class:`TableEvolution` is applied at its DDL's position, before any row after the DDL,
 and every Delta commit it makes carries the pipeline position in its commit metadata like a batch
@@ -15,13 +15,14 @@ table), NULL from then on, and is recorded in the target's table properties
 (``airflow_mysql_cdc.dropped_columns``); ``truncate`` empties the target (or soft-deletes every row)
 and appends one ``_cdc_op = 'truncate'`` row to the changelog; ``leave``/``resnapshot`` mark the
 target (:mod:`.departures`); ``unchanged`` writes nothing.
+
+A batch's rows meeting a changelog whose columns differ (a re-snapshot changed a type, the source
+dropped a column) are fitted by :mod:`.changelog_fitting`, per batch, not here.
 """
 
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -61,7 +62,7 @@ def add_columns(table: DeltaTable, added: tuple[AddedColumn, ...], properties: C
     ]
     if missing:
         table.alter.add_columns(missing, commit_properties=own_commit(properties, table))
-        _sync_statistics(table, properties)
+        sync_statistics_after_adding(table, properties)
 
 
 def set_existing_rows(
@@ -176,66 +177,7 @@ def apply_to_tables(
         mark_departed(target, departure, ddl.final)
 
 
-def retyped_name(name: str, arrow_type: pa.DataType) -> str:
-    """The changelog column that holds a column's values after a re-snapshot changed its type."""
-    return f"{name}__{re.sub(r'[^0-9a-z]+', '_', str(arrow_type).lower()).strip('_')}"
-
-
-def fit_changelog(rows: pa.Table, table: DeltaTable, properties: CommitProperties) -> pa.Table:
-    """``rows`` shaped for the changelog ``table``, whose columns are added to first when needed."""
-    fit, _ = changelog_fitter(rows.schema, table, properties)
-    return fit(rows)
-
-
-def changelog_fitter(
-    schema: pa.Schema, table: DeltaTable, properties: CommitProperties
-) -> tuple[Callable[[pa.Table], pa.Table], pa.Schema]:
-    """How rows of ``schema`` become rows of the changelog ``table`` (and the schema they get).
-
-    The changelog is history, so a column never changes its type there: values of a column whose
-    type changed (a re-snapshot after MODIFY) go to a new column named by :func:`retyped_name`, and
-    the old one holds NULL from then on. The names depend on the types alone, never on the values,
-    so a replay makes the same columns. Added columns are added now, in a commit with ``properties``
-    (the position *before* the batch: the batch is not in the changelog until its append).
-    """
-    lake = pa.schema(table.schema().to_arrow())
-    renamed: dict[str, str] = {}
-    for field in schema:
-        if field.name in lake.names and lake.field(field.name).type != field.type:
-            renamed[field.name] = retyped_name(field.name, field.type)
-    fitted_names = [renamed.get(name, name) for name in schema.names]
-    missing = [
-        pa.field(name, field.type)
-        for name, field in zip(fitted_names, schema, strict=True)
-        if name not in lake.names
-    ]
-    if missing:
-        added = [Field.from_arrow(field) for field in missing]
-        table.alter.add_columns(added, commit_properties=own_commit(properties, table))
-        _sync_statistics(table, properties)
-        table.update_incremental()
-        lake = pa.schema(table.schema().to_arrow())
-
-    def fit(rows: pa.Table) -> pa.Table:
-        return with_dropped_columns(rows.rename_columns(fitted_names) if renamed else rows, lake)
-
-    return fit, lake
-
-
-def with_dropped_columns(rows: pa.Table, lake_schema: pa.Schema) -> pa.Table:
-    """``rows`` with NULL in the lake's columns the source no longer has, in the lake's column order."""
-    if rows.schema.names == lake_schema.names:
-        return rows
-    present = set(rows.schema.names)
-    return pa.table(
-        {
-            field.name: rows[field.name] if field.name in present else pa.nulls(rows.num_rows, field.type)
-            for field in lake_schema
-        }
-    ).cast(lake_schema)
-
-
-def _sync_statistics(table: DeltaTable, properties: CommitProperties) -> None:
+def sync_statistics_after_adding(table: DeltaTable, properties: CommitProperties) -> None:
     """Added columns keep statistics only if their type's are exact (:mod:`.file_statistics`)."""
     table.update_incremental()
     sync_statistics_columns(table, recorded_row_key(table.metadata().configuration), properties)
