@@ -16,7 +16,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from airflow_mysql_cdc.engine.lake.maintenance.config import MaintenanceConfig
 from airflow_mysql_cdc.engine.lake.maintenance.policy import MaintenancePolicy
+from airflow_mysql_cdc.engine.lake.maintenance.report import MaintenanceReport
 from airflow_mysql_cdc.engine.lake.storage import check_storage_options, secret_storage_options_to_environment
 from airflow_mysql_cdc.hooks.lake_storage import LakeStorageHook
 from airflow_mysql_cdc.operators import metrics
@@ -80,30 +82,24 @@ class MySqlCdcLakeMaintenanceOperator(OpenLineageMixin, EngineProcessOperator):
             why_not = lake.maintenance_due(self.lake_root, self.pipeline_id, options, self.policy)
         if why_not is not None:
             self.log.info("Summary: maintenance skipped: %s", why_not)
-            return {"pipeline_id": self.pipeline_id, "skipped": why_not, "tables": []}
-        config = {
-            "pipeline_id": self.pipeline_id,
-            "lake_root": self.lake_root,
-            "tables": list(self.tables),
-            "policy": self.policy.to_dict(),
-            "storage_options": public,
-            "lease_s": self.lease_s,
-            "force": True,
-        }
+            return MaintenanceReport(self.pipeline_id, 0, skipped=why_not).to_dict()
+        config = MaintenanceConfig(
+            pipeline_id=self.pipeline_id,
+            lake_root=self.lake_root,
+            tables=tuple(self.tables),
+            policy=self.policy,
+            storage_options=public,
+            lease_s=self.lease_s,
+            force=True,
+        )
         result = self._run(config, secret_storage_options_to_environment(secret))
-        metrics.emit_maintenance(result)
+        report = MaintenanceReport.from_dict(result)
+        metrics.emit_maintenance(report)
         locations = [table.location for table in lake_tables(self.lake_root, self.tables)]
         lake_hook.report_tables_read(locations)
         lake_hook.report_tables_written(locations)
         self.lineage = self.planned_lineage().done(None)
-        self.log.info(
-            "Summary: maintenance of %d table(s): %d -> %d files, %d old snapshot record(s) pruned, in %.1fs",
-            len(result["tables"]),
-            result["files_before"],
-            result["files_after"],
-            result["pruned_snapshot_records"],
-            result["seconds"],
-        )
+        self.log.info("Summary: %s", report.summary())
         return result
 
     def planned_lineage(self) -> TaskLineage:
@@ -117,5 +113,5 @@ class MySqlCdcLakeMaintenanceOperator(OpenLineageMixin, EngineProcessOperator):
             ),
         )
 
-    def _run(self, config: dict[str, Any], secret_environment: dict[str, str]) -> dict[str, Any]:
-        return self.run_engine_process(APPLICATION_MODULE, config, secret_environment)
+    def _run(self, config: MaintenanceConfig, secret_environment: dict[str, str]) -> dict[str, Any]:
+        return self.run_engine_process(APPLICATION_MODULE, config.to_dict(), secret_environment)

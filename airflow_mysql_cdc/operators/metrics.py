@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from airflow_mysql_cdc.engine.apply.config import ApplyResult
+from airflow_mysql_cdc.engine.lake.maintenance.report import MaintenanceReport
+from airflow_mysql_cdc.engine.verify.report import VerifyReport
 
 log = logging.getLogger(__name__)
 
@@ -261,29 +263,28 @@ def emit_snapshot(result: Mapping[str, Any]) -> None:
         emit("mysql_cdc.snapshot.chunks_total", table["chunks_total"], table=name)
 
 
-def emit_maintenance(result: Mapping[str, Any]) -> None:
-    """A maintenance run's figures (its result file), per lake table; nothing for a skipped run."""
-    if result.get("skipped"):
+def emit_maintenance(report: MaintenanceReport) -> None:
+    """A maintenance run's figures, per lake table; nothing for a skipped run."""
+    if report.skipped:
         return
-    pipeline = str(result["pipeline_id"])
-    for table in result.get("tables", ()):
-        tags = {"pipeline": pipeline, "table": str(table["name"]), "role": str(table["role"])}
-        emit("mysql_cdc.maintenance.files_before", table["files_before"], **tags)
-        emit("mysql_cdc.maintenance.files_after", table["files_after"], **tags)
-        emit("mysql_cdc.maintenance.bytes_after", table["bytes_after"], **tags)
-        emit("mysql_cdc.maintenance.vacuumed_files", table["vacuumed_files"], **tags)
-    emit("mysql_cdc.maintenance.duration", float(result["seconds"]) * 1000.0, pipeline=pipeline)
+    pipeline = report.pipeline_id
+    for table in report.tables:
+        tags = {"pipeline": pipeline, "table": table.name, "role": table.role}
+        emit("mysql_cdc.maintenance.files_before", table.files_before, **tags)
+        emit("mysql_cdc.maintenance.files_after", table.files_after, **tags)
+        emit("mysql_cdc.maintenance.bytes_after", table.bytes_after, **tags)
+        emit("mysql_cdc.maintenance.vacuumed_files", table.vacuumed_files, **tags)
+    emit("mysql_cdc.maintenance.duration", report.seconds * 1000.0, pipeline=pipeline)
 
 
-def emit_verify(result: Mapping[str, Any]) -> None:
-    """A verification's figures (its result file), per table; nothing for a skipped one."""
-    if result.get("skipped"):
+def emit_verify(report: VerifyReport) -> None:
+    """A verification's figures, per table; nothing for a skipped one."""
+    if report.skipped:
         return
-    pipeline = str(result["pipeline_id"])
-    for table in result.get("tables", ()):
-        name = str(table["table"])
-        emit("mysql_cdc.verify.rows_compared", table.get("rows_compared", 0), pipeline=pipeline, table=name)
-        mismatched = sum(int(table.get(key) or 0) for key in ("missing", "extra", "differing", "duplicated"))
-        emit("mysql_cdc.verify.mismatched_rows", mismatched, pipeline=pipeline, table=name)
-        emit("mysql_cdc.verify.coverage", float(table.get("coverage") or 0.0), pipeline=pipeline, table=name)
-        emit("mysql_cdc.verify.left_out_rows", int(table.get("excluded") or 0), pipeline=pipeline, table=name)
+    pipeline = report.pipeline_id
+    for table in report.tables:
+        name = table.table
+        emit("mysql_cdc.verify.rows_compared", table.rows_compared, pipeline=pipeline, table=name)
+        emit("mysql_cdc.verify.mismatched_rows", table.differences, pipeline=pipeline, table=name)
+        emit("mysql_cdc.verify.coverage", table.coverage, pipeline=pipeline, table=name)
+        emit("mysql_cdc.verify.left_out_rows", table.excluded, pipeline=pipeline, table=name)

@@ -45,6 +45,8 @@ from airflow_mysql_cdc.engine.apply.config import (
 from airflow_mysql_cdc.engine.lake.storage import check_storage_options
 from airflow_mysql_cdc.engine.runtime.progress import PROGRESS_INTERVAL_S, check_progress_interval
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
+from airflow_mysql_cdc.engine.verify.config import VerifyConfig
+from airflow_mysql_cdc.engine.verify.report import VerifyReport
 from airflow_mysql_cdc.engine.verify.settings import VerifySettings
 from airflow_mysql_cdc.hooks.lake_storage import LakeStorageHook
 from airflow_mysql_cdc.hooks.mysql_cdc import MySqlCdcHook
@@ -62,7 +64,6 @@ from airflow_mysql_cdc.operators.snapshot import snapshot_tables
 from airflow_mysql_cdc.operators.spark_application import ApplicationSecrets, SparkApplicationOperator
 from airflow_mysql_cdc.operators.table_lists import rendered_table_names, table_names_argument
 from airflow_mysql_cdc.operators.verify import APPLICATION_MODULE as VERIFY_APPLICATION
-from airflow_mysql_cdc.operators.verify import verify_config
 from airflow_mysql_cdc.runs import assets, checkpoint_chain
 from airflow_mysql_cdc.runs.actions import ResnapshotRequest, RunActionError
 from airflow_mysql_cdc.runs.republish import push_again
@@ -309,20 +310,21 @@ class MySqlCdcReplicateOperator(OpenLineageMixin, SparkApplicationOperator):
                 "Re-loading %s keys %s to %s (inclusive) at the lake's position",
                 request.table, list(request.key_from or ["(first)"]), list(request.key_to or ["(last)"]),
             )  # fmt: skip
-            config = verify_config(
-                pipeline_id=self.pipeline_id, lake_root=self.lake_root, tables=[request.table],
+            config = VerifyConfig(
+                pipeline_id=self.pipeline_id, lake_root=self.lake_root, tables=(request.table,),
                 settings=settings, soft_deletes=self.soft_deletes, storage_options=public, lease_s=60.0,
             )  # fmt: skip
             self._engine = EngineProcess(self.log, self.task_id)
-            report = self._engine.run(VERIFY_APPLICATION, config, secrets.environment)["tables"][0]
-            if report["status"] not in ("clean", "repaired"):
+            result = self._engine.run(VERIFY_APPLICATION, config.to_dict(), secrets.environment)
+            report = VerifyReport.from_dict(result).tables[0]
+            if report.status not in ("clean", "repaired"):
                 raise RunActionError(
-                    f"the re-load of {request.table} ended {report['status']}: "
-                    f"{report.get('reason') or report}. "
+                    f"the re-load of {request.table} ended {report.status}: "
+                    f"{report.reason or report.describe()}. "
                     f'Re-snapshot the whole table instead ({{"resnapshot": ["{request.table}"]}}).'
                 )
-            reloads.append({**request.to_json(), "status": report["status"], "repair": report.get("repair")})
-            self.log.info("%s: the key range is %s", request.table, report["status"])
+            reloads.append({**request.to_json(), "status": report.status, "repair": report.repair})
+            self.log.info("%s: the key range is %s", request.table, report.status)
         return reloads
 
     def on_kill(self) -> None:

@@ -17,13 +17,23 @@ each table was compared (docs/metrics.md).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import json
+from collections.abc import Sequence
 from typing import Any
 
 from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_mysql_cdc.engine.lake.storage import check_storage_options
-from airflow_mysql_cdc.engine.verify.settings import VerifySettings
+from airflow_mysql_cdc.engine.verify.config import VerifyConfig
+from airflow_mysql_cdc.engine.verify.report import (
+    TableReport,
+    VerifyReport,
+    failure_message,
+    percent,
+    unchecked,
+    unchecked_note,
+)
+from airflow_mysql_cdc.engine.verify.settings import VerifySettings, verify_mode
 from airflow_mysql_cdc.hooks.lake_storage import LakeStorageHook
 from airflow_mysql_cdc.hooks.mysql_cdc import MySqlCdcHook
 from airflow_mysql_cdc.operators import metrics
@@ -90,7 +100,7 @@ class MySqlCdcVerifyOperator(OpenLineageMixin, EngineProcessOperator):
         self.lake_root = lake_root
         # Refused when the DAG is parsed, naming the key, before anything runs.
         self.settings = VerifySettings(
-            mode=mode,  # type: ignore[arg-type]
+            mode=verify_mode(mode),
             sample_chunks=sample_chunks,
             chunk_size=chunk_size,
             max_examples=max_examples,
@@ -107,19 +117,14 @@ class MySqlCdcVerifyOperator(OpenLineageMixin, EngineProcessOperator):
         self.tables = rendered_table_names(self.tables)
         if not self.settings.enabled:
             self.log.info("Summary: verify skipped: verify is off")
-            return {
-                "pipeline_id": self.pipeline_id,
-                "skipped": "verify is off",
-                "tables": [],
-                "mismatched": [],
-            }
+            return VerifyReport(self.pipeline_id, self.settings.mode, skipped="verify is off").to_dict()
         mysql_hook, lake_hook = MySqlCdcHook(self.mysql_cdc_conn_id), LakeStorageHook(self.lake_conn_id)
         endpoint = mysql_hook.get_endpoint()
         public, secret = lake_hook.get_storage_options(self.storage_options)
-        config = verify_config(
+        config = VerifyConfig(
             pipeline_id=self.pipeline_id,
             lake_root=self.lake_root,
-            tables=self.tables,
+            tables=tuple(self.tables),
             settings=self.settings,
             soft_deletes=self.soft_deletes,
             storage_options=public,
@@ -130,17 +135,16 @@ class MySqlCdcVerifyOperator(OpenLineageMixin, EngineProcessOperator):
             "Verifying %s (%s) of pipeline %s against %s", ", ".join(self.tables), self.settings.mode,
             self.pipeline_id, endpoint,
         )  # fmt: skip
-        result = self.run_engine_process(APPLICATION_MODULE, config, secrets.environment)
-        metrics.emit_verify(result)
+        result = self.run_engine_process(APPLICATION_MODULE, config.to_dict(), secrets.environment)
+        report = VerifyReport.from_dict(result)
+        metrics.emit_verify(report)
         mysql_hook.report_tables_read(endpoint, self.tables)
         lake_hook.report_tables_read(table.location for table in lake_tables(self.lake_root, self.tables))
         planned = self.planned_lineage()
         self.lineage = planned.done(None) if planned is not None else None
-        self._log_result(result)
-        if result["mismatched"]:
-            from airflow_mysql_cdc.engine.verify.report import failure_message  # pyarrow: not at DAG parse
-
-            raise AirflowFailException(failure_message(result, self.task_id))
+        self._log_result(report)
+        if report.mismatched:
+            raise AirflowFailException(verify_failure(report, self.task_id))
         return result
 
     def planned_lineage(self) -> TaskLineage | None:
@@ -160,55 +164,40 @@ class MySqlCdcVerifyOperator(OpenLineageMixin, EngineProcessOperator):
             ),
         )
 
-    def _log_result(self, result: Mapping[str, Any]) -> None:
-        from airflow_mysql_cdc.engine.verify.report import unchecked, unchecked_note  # pyarrow: lazily
-
-        for table in result["tables"]:
-            if table.get("repair"):
-                self.log.warning("%s: repaired: %s", table["table"], table["repair"])
-        for line in unchecked(result["tables"]):
+    def _log_result(self, report: VerifyReport) -> None:
+        for table in report.tables:
+            if table.repair:
+                self.log.warning("%s: repaired: %s", table.table, table.repair)
+        for line in unchecked(report.tables):
             self.log.warning("NOT FULLY CHECKED: %s", line)
-        if result.get("skipped"):
-            self.log.info("Summary: verify skipped: %s", result["skipped"])
+        if report.skipped:
+            self.log.info("Summary: verify skipped: %s", report.skipped)
             return
         self.log.info(
             "Summary: verify (%s) at %s: %s; %d rows compared, %d left out (changed after the position, "
             "row there unknown) in %.1fs%s",
-            result["mode"], result["position"] or "(empty)", ", ".join(map(_table_summary, result["tables"])),
-            sum(table["rows_compared"] for table in result["tables"]),
-            sum(table["excluded"] for table in result["tables"]), result["seconds"],
-            unchecked_note(result["tables"]),
+            report.mode, report.position or "(empty)", ", ".join(map(_table_summary, report.tables)),
+            sum(table.rows_compared for table in report.tables),
+            sum(table.excluded for table in report.tables), report.seconds, unchecked_note(report.tables),
         )  # fmt: skip
 
 
-def _table_summary(table: Mapping[str, Any]) -> str:
+def _table_summary(table: TableReport) -> str:
     """``db.t clean (1200 of 1200 rows compared, 100%)``: a table's status and coverage."""
-    from airflow_mysql_cdc.engine.verify.report import percent  # pyarrow: lazily
-
-    if table["status"] in ("inconclusive", "skipped"):
-        return f"{table['table']} {table['status']} (not compared, 0%)"
-    meant = table["rows_compared"] + table["excluded"]
-    compared = f"{table['rows_compared']} of {meant} rows compared, {percent(table['coverage'])}"
-    return f"{table['table']} {table['status']} ({compared})"
+    if not table.compared:
+        return f"{table.table} {table.status} (not compared, 0%)"
+    meant = table.rows_compared + table.excluded
+    compared = f"{table.rows_compared} of {meant} rows compared, {percent(table.coverage)}"
+    return f"{table.table} {table.status} ({compared})"
 
 
-def verify_config(
-    *,
-    pipeline_id: str,
-    lake_root: str,
-    tables: Sequence[str],
-    settings: VerifySettings,
-    soft_deletes: bool,
-    storage_options: Mapping[str, str],
-    lease_s: float,
-) -> dict[str, Any]:
-    """The verify application's configuration (nothing secret: ``storage_options`` are the public ones)."""
-    return {
-        "pipeline_id": pipeline_id,
-        "lake_root": lake_root,
-        "tables": list(tables),
-        "settings": settings.to_dict(),
-        "soft_deletes": soft_deletes,
-        "storage_options": dict(storage_options),
-        "lease_s": lease_s,
-    }
+def verify_failure(report: VerifyReport, task_id: str) -> str:
+    """The task's failure: the engine's findings by their meaning, then how to act on them in Airflow."""
+    engine_lines = failure_message(report)
+    columns = [table.table for table in report.mismatched if table.reason]
+    how = (
+        'In Airflow: to repair, set "verify_repair": true in the pipeline JSON (repair=True on this '
+        "operator) and clear this task; to re-snapshot, trigger the pipeline DAG with the conf "
+        f'{{"resnapshot": {json.dumps(columns or [table.table for table in report.mismatched])}}}.'
+    )
+    return "\n".join([f"{task_id}: {engine_lines[0]}", *engine_lines[1:], how])

@@ -26,9 +26,13 @@ from airflow_mysql_cdc.engine.apply.config import (
 )
 from airflow_mysql_cdc.engine.lake.layout import lake_uri
 from airflow_mysql_cdc.engine.lake.maintenance.policy import MaintenancePolicy, MaintenancePolicyError
-from airflow_mysql_cdc.engine.lake.storage import StorageOptionsError, check_storage_options
+from airflow_mysql_cdc.engine.lake.storage import (
+    StorageOptionsError,
+    check_storage_options,
+    refuse_credentials,
+)
 from airflow_mysql_cdc.engine.runtime.progress import PROGRESS_INTERVAL_S, check_progress_interval
-from airflow_mysql_cdc.engine.verify.settings import VerifySettings, VerifySettingsError
+from airflow_mysql_cdc.engine.verify.settings import VerifySettings, VerifySettingsError, verify_mode
 from airflow_mysql_cdc.hooks.gtid_conditions import OnPurged
 from airflow_mysql_cdc.pipeline.spark_settings import SparkSettings, SparkSettingsError
 
@@ -183,7 +187,7 @@ class PipelineConfig:
 
     def verify_settings(self) -> VerifySettings:
         return VerifySettings(
-            mode=self.verify,  # type: ignore[arg-type]
+            mode=verify_mode(self.verify),
             sample_chunks=self.verify_sample_chunks,
             chunk_size=self.chunk_size,
             max_examples=self.verify_max_examples,
@@ -241,8 +245,13 @@ class PipelineConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> PipelineConfig:
-        if any(key in data for key in ("password", "user", "login")):
-            raise PipelineConfigError("credentials belong in the Airflow connection, not the config file")
+        refuse_credentials(
+            data,
+            where="the pipeline configuration",
+            instead="credentials belong in the Airflow connections it names (mysql_cdc_conn_id for MySQL, "
+            "lake_conn_id for the lake)",
+            error=PipelineConfigError,
+        )
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:

@@ -103,7 +103,7 @@ def test_secret_options_from_the_environment_reach_delta_rs_but_never_the_json_o
 
 
 def test_a_config_file_cannot_carry_secret_options_under_their_own_key() -> None:
-    with pytest.raises(ValueError, match="unknown configuration keys: secret_storage_options"):
+    with pytest.raises(ValueError, match="holds secret_storage_options: credentials do not belong"):
         ApplyConfig.from_dict(
             {"pipeline_id": "p", "lake_root": "/l", "tables": ["a.b"], "secret_storage_options": {"X": "y"}}
         )

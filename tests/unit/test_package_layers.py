@@ -36,8 +36,11 @@ LAKE_CONFIGURATION = {
     f"{PACKAGE}.engine.lake.storage",
     f"{PACKAGE}.engine.lake.layout",
     f"{PACKAGE}.engine.lake.maintenance.policy",
+    f"{PACKAGE}.engine.lake.maintenance.config",
+    f"{PACKAGE}.engine.lake.maintenance.report",
 }
-"""Storage options, the layout and the maintenance policy are configuration, not reads of the lake."""
+"""Storage options, the layout, and the maintenance application's contract (its policy, configuration
+and report) are configuration and results, not reads of the lake; none imports Delta or Arrow."""
 
 
 def _is_type_checking_block(node: ast.AST) -> bool:

@@ -28,7 +28,11 @@ from airflow_mysql_cdc.engine.binlog.stop_rules import (
 )
 from airflow_mysql_cdc.engine.errors import ConfigurationError
 from airflow_mysql_cdc.engine.lake.evolution import TableEvolution
-from airflow_mysql_cdc.engine.lake.storage import check_storage_options, merged_storage_options
+from airflow_mysql_cdc.engine.lake.storage import (
+    check_storage_options,
+    merged_storage_options,
+    refuse_credentials,
+)
 from airflow_mysql_cdc.engine.runtime.progress import PROGRESS_INTERVAL_S, check_progress_interval
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 
@@ -208,10 +212,7 @@ class ApplyConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ApplyConfig:
-        if any(key in data for key in ("password", "user", "host")):
-            raise ApplyConfigError(
-                "credentials do not belong in the configuration: pass the endpoint in the environment"
-            )
+        refuse_credentials(data, where="the binlog application's configuration", error=ApplyConfigError)
         known = set(cls.__dataclass_fields__) - {"secret_storage_options"}  # from the environment only
         unknown = sorted(set(data) - known)
         if unknown:

@@ -12,10 +12,8 @@ Exit codes (set by the error's class, :mod:`airflow_mysql_cdc.engine.errors`): 0
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, replace
-from pathlib import Path
+from dataclasses import replace
 from typing import Any
 
 from airflow_mysql_cdc.engine.entrypoints.common import (
@@ -26,61 +24,18 @@ from airflow_mysql_cdc.engine.entrypoints.common import (
     exit_hard,
     run_to_result_file,
 )
-from airflow_mysql_cdc.engine.errors import ConfigurationError
-from airflow_mysql_cdc.engine.lake.maintenance.policy import MaintenancePolicy
-from airflow_mysql_cdc.engine.lake.storage import (
-    check_storage_options,
-    merged_storage_options,
-    secret_storage_options_from_environment,
-)
-
-
-class MaintenanceConfigError(ConfigurationError, ValueError):
-    """The maintenance application's configuration is incomplete or wrong."""
-
-
-@dataclass(frozen=True)
-class MaintenanceConfig:
-    pipeline_id: str
-    lake_root: str
-    tables: tuple[str, ...]
-    policy: dict[str, Any] = field(default_factory=dict)
-    """The pipeline JSON's ``maintenance`` object (:class:`MaintenancePolicy`)."""
-    storage_options: dict[str, str] = field(default_factory=dict)
-    lease_s: float = 60.0
-    force: bool = False
-    """Maintain even if the last maintenance is younger than the policy's interval."""
-    secret_storage_options: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        if not self.tables:
-            raise MaintenanceConfigError("tables is empty: name at least one schema.table")
-        MaintenancePolicy.from_dict(self.policy)
-        check_storage_options(self.storage_options, where="the maintenance application's configuration")
-
-    def to_json(self) -> str:
-        public = {key: value for key, value in asdict(self).items() if key != "secret_storage_options"}
-        return json.dumps(public, indent=2)
-
-    @classmethod
-    def from_file(cls, path: Path) -> MaintenanceConfig:
-        data = json.loads(path.read_text())
-        if "secret_storage_options" in data:
-            raise MaintenanceConfigError(
-                "credentials do not belong in the configuration: pass them in the environment"
-            )
-        data["tables"] = tuple(data.get("tables") or ())
-        return cls(**data)
+from airflow_mysql_cdc.engine.lake.maintenance.config import MaintenanceConfig
+from airflow_mysql_cdc.engine.lake.storage import secret_storage_options_from_environment
 
 
 def run(config: MaintenanceConfig) -> dict[str, Any]:
     from airflow_mysql_cdc.engine.lake.maintenance.run import maintain_lake
     from airflow_mysql_cdc.engine.lake.state.store import LakeState
 
-    options = merged_storage_options(config.storage_options, config.secret_storage_options)
-    lake = LakeState(config.lake_root, config.pipeline_id, options)
-    policy = MaintenancePolicy.from_dict(config.policy)
-    return maintain_lake(lake, config.tables, policy, lease_s=config.lease_s, force=config.force).to_dict()
+    lake = LakeState(config.lake_root, config.pipeline_id, config.lake_storage_options())
+    return maintain_lake(
+        lake, config.tables, config.policy, lease_s=config.lease_s, force=config.force
+    ).to_dict()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

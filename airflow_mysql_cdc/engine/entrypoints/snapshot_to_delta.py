@@ -39,6 +39,7 @@ from airflow_mysql_cdc.engine.errors import ExitCode
 from airflow_mysql_cdc.engine.lake.storage import (
     check_storage_options,
     merged_storage_options,
+    refuse_credentials,
 )
 from airflow_mysql_cdc.engine.runtime.executor_probe import EXECUTOR_REQUIREMENTS
 from airflow_mysql_cdc.engine.runtime.executor_secrets import ExecutorSecrets
@@ -92,8 +93,7 @@ class SnapshotConfig:
     @classmethod
     def from_file(cls, path: Path) -> SnapshotConfig:
         data = json.loads(path.read_text())
-        if any(key in data for key in ("password", "user", "host", "secret_storage_options")):
-            raise ValueError("credentials do not belong in the configuration: pass them in the environment")
+        refuse_credentials(data, where="the snapshot application's configuration")
         data["tables"] = tuple(data.get("tables") or ())
         if not data["tables"]:
             raise ValueError("tables is empty: name at least one schema.table")

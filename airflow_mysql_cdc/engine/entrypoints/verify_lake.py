@@ -17,10 +17,7 @@ read; 1 other.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
 from airflow_mysql_cdc.engine.entrypoints.common import (
@@ -30,60 +27,21 @@ from airflow_mysql_cdc.engine.entrypoints.common import (
     read_configuration,
     run_to_result_file,
 )
-from airflow_mysql_cdc.engine.errors import ConfigurationError, ExitCode
-from airflow_mysql_cdc.engine.lake.storage import check_storage_options, merged_storage_options
+from airflow_mysql_cdc.engine.errors import ExitCode
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
-from airflow_mysql_cdc.engine.verify.settings import VerifySettings
-
-
-class VerifyConfigError(ConfigurationError, ValueError):
-    """The verify application's configuration is incomplete or wrong."""
-
-
-@dataclass(frozen=True)
-class VerifyConfig:
-    pipeline_id: str
-    lake_root: str
-    tables: tuple[str, ...]
-    settings: dict[str, Any] = field(default_factory=dict)
-    """:class:`VerifySettings` as a dict."""
-    soft_deletes: bool = False
-    storage_options: dict[str, str] = field(default_factory=dict)
-    lease_s: float = 60.0
-    secret_storage_options: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        if not self.tables:
-            raise VerifyConfigError("tables is empty: name at least one schema.table")
-        VerifySettings.from_dict(self.settings)
-        check_storage_options(self.storage_options, where="the verify application's configuration")
-
-    def to_json(self) -> str:
-        public = {key: value for key, value in asdict(self).items() if key != "secret_storage_options"}
-        return json.dumps(public, indent=2)
-
-    @classmethod
-    def from_file(cls, path: Path) -> VerifyConfig:
-        data = json.loads(path.read_text())
-        if any(key in data for key in ("password", "user", "host", "secret_storage_options")):
-            raise VerifyConfigError(
-                "credentials do not belong in the configuration: pass them in the environment"
-            )
-        data["tables"] = tuple(data.get("tables") or ())
-        return cls(**data)
+from airflow_mysql_cdc.engine.verify.config import VerifyConfig
 
 
 def run(config: VerifyConfig, endpoint: MySqlEndpoint) -> dict[str, Any]:
     from airflow_mysql_cdc.engine.lake.state.store import LakeState
     from airflow_mysql_cdc.engine.verify.run import verify_lake
 
-    options = merged_storage_options(config.storage_options, config.secret_storage_options)
-    lake = LakeState(config.lake_root, config.pipeline_id, options)
+    lake = LakeState(config.lake_root, config.pipeline_id, config.lake_storage_options())
     report = verify_lake(
         lake,
         endpoint,
         config.tables,
-        VerifySettings.from_dict(config.settings),
+        config.settings,
         soft_deletes=config.soft_deletes,
         lease_s=config.lease_s,
     )

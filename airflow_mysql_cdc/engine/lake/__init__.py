@@ -33,7 +33,9 @@ Reading order (each module states its invariant in full):
 - ``foreign_commits`` other writers: data-neutral rearrangements, and table features delta-rs can write.
 - ``state/``         the pipeline's state, one door (``LakeState``), nothing in commit history alone.
 - ``maintenance/``   the lake's upkeep under the pipeline's lease.
-- ``storage``        object-store options, public and secret; secrets never in files or argv.
+- ``storage``        object-store options, public and secret; secrets never in files or argv; the one
+                     refusal of a credential in any configuration.
+- ``application_config`` what every application's configuration shares: the lake, its options, its file.
 - ``checkpoint_log``, ``run_placement``: the published chain of run records and where a run stands.
 - ``compare``        a source table against its lake copy (tests, verification).
 

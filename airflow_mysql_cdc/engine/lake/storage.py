@@ -91,6 +91,29 @@ def check_storage_options(options: object, *, where: str) -> dict[str, str]:
     return dict(options)
 
 
+CREDENTIAL_KEYS = ("password", "user", "login", "host", "secret_storage_options")
+"""Keys no configuration file may hold: a login, or where it leads (the endpoint comes with it)."""
+
+
+def refuse_credentials(
+    data: Mapping[str, object],
+    *,
+    where: str,
+    instead: str = "the operator passes them in the application's environment, never in a file",
+    error: type[Exception] = StorageOptionsError,
+) -> None:
+    """The one refusal of a credential in a configuration (every application's, the pipeline JSON).
+
+    Raises ``error`` naming the keys found, why they cannot be there, and ``instead``: where they go.
+    """
+    found = [key for key in CREDENTIAL_KEYS if key in data]
+    if found:
+        raise error(
+            f"{where} holds {', '.join(found)}: credentials do not belong in a configuration, which is "
+            f"written to disk, printed and logged. Remove them: {instead}."
+        )
+
+
 def _refuse_unsafe(options: Mapping[str, str], where: str) -> None:
     for key, value in options.items():
         why = _UNSAFE_OPTIONS.get(key.upper())

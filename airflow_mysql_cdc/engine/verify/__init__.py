@@ -3,6 +3,7 @@
 Reading order:
 
 - ``settings``       the pipeline JSON's ``verify*`` keys, typed and checked once.
+- ``config``         the verify application's configuration: pipeline, lake, tables, typed settings.
 - ``source_chunks``  a chunk of the source read without locks between two ``gtid_executed`` reads.
 - ``changed_keys``   each key changed after the position, with its row there: the before image of
                      its first change (the binlog, read once); DDL and statement-logged changes.
@@ -16,7 +17,8 @@ Reading order:
 - ``rotation``       where a sampled verification goes on, so runs cover the key space in turn.
 - ``pending``        the chunks a verification leaves to the next (proven different, keys left out).
 - ``verify_log``     ``_cdc/verify``: each table's latest result, cursor and pending chunks, one row each.
-- ``report``         statuses, coverage, the summary, and the failure message a user reads.
+- ``report``         statuses, coverage, the summary, and the failure message a user reads: the
+                     application's typed result, read back by the operator (``from_dict``).
 - ``planning``       which tables can be compared, and what of each, in which order.
 - ``run``            the lease, the order of it all, repair, what is kept for the next one.
 

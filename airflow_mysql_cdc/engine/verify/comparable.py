@@ -17,7 +17,7 @@ rows would cancel), and equal checksums let a chunk skip the row-by-row diff.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -201,17 +201,6 @@ def duplicate_example(row_key: Key, rows: int, key: Sequence[str], *, mask_value
     if not mask_values:
         shown["key"] = {name: _plain(value) for name, value in zip(key, row_key, strict=True)}
     return shown
-
-
-def describe_example(shown: Mapping[str, Any]) -> str:
-    """An example as one line of the failure message."""
-    where = shown.get("key") or {"key hash": shown["key_hash"]}
-    key_text = ", ".join(f"{name}={value}" for name, value in where.items())
-    if shown["kind"] == "differing":
-        return f"{key_text}: differs in {', '.join(shown.get('columns', ['*']))}"
-    if shown["kind"] == "duplicated":
-        return f"{key_text}: held {shown.get('rows', 2)} times in the lake"
-    return f"{key_text}: {'missing from the lake' if shown['kind'] == 'missing' else 'extra in the lake'}"
 
 
 def _plain(value: Any) -> Any:

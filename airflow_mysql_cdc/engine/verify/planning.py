@@ -35,7 +35,7 @@ from airflow_mysql_cdc.engine.snapshot.lake_commits import progress_from_records
 from airflow_mysql_cdc.engine.verify.comparable import Key
 from airflow_mysql_cdc.engine.verify.lake_rows import KeyedRows, LakeRows, LakeSchemaDifferenceError
 from airflow_mysql_cdc.engine.verify.pending import PendingChunk, as_chunks
-from airflow_mysql_cdc.engine.verify.report import TableReport
+from airflow_mysql_cdc.engine.verify.report import Status, TableReport
 from airflow_mysql_cdc.engine.verify.rotation import SampleCursor
 from airflow_mysql_cdc.engine.verify.settings import VerifySettings, VerifySettingsError
 from airflow_mysql_cdc.engine.verify.verify_log import VerifyRecord
@@ -123,8 +123,8 @@ def _not_streamed(
     """Why the lake cannot be expected to hold the table at the position (None: it can)."""
     name = str(ref)
 
-    def not_compared(reason: str, status: str = "inconclusive") -> TableReport:
-        return TableReport(name, status=status, reason=reason)  # type: ignore[arg-type]
+    def not_compared(reason: str, status: Status = "inconclusive") -> TableReport:
+        return TableReport(name, status=status, reason=reason)
 
     progress = progress_from_records(lake.snapshot_records(ref, target))
     departure = lake.departure(ref)

@@ -3,8 +3,11 @@
 Invariant: a table's status is ``mismatch`` only for a difference the verification proved (a key
 compared with its row at the position, a key the target holds twice, or the lake lacking a source
 column with no DDL after the position); everything it could not decide is ``inconclusive`` with the
-reason, and never fails the task. The failure message names, per table, what differs and the
-repair, and is made here only (the operator raises it, the entry point prints it).
+reason, and never fails the task. The failure message names, per table, what differs and the way
+out by its meaning (repair, re-snapshot), and is made here only; the operator adds how to do that
+in Airflow. The report is the whole contract between the application and its operator: the
+application writes :meth:`VerifyReport.to_dict`, the operator reads :meth:`VerifyReport.from_dict`.
+No Delta or Arrow import here, so the operator reads it without loading either.
 
 Coverage is said, never implied: per table the rows compared of the rows in the ranges checked
 (``coverage``; keys left out are the difference), and of the rows the target holds
@@ -21,8 +24,6 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
-
-from airflow_mysql_cdc.engine.verify.comparable import describe_example
 
 Status = Literal["clean", "mismatch", "repaired", "inconclusive", "skipped"]
 NOT_COMPARED = ("inconclusive", "skipped")
@@ -100,6 +101,13 @@ class TableReport:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self) | {"coverage": self.coverage, "low_coverage": self.low_coverage}
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> TableReport:
+        """A table's report read back (``coverage`` and ``low_coverage`` are recomputed)."""
+        values = {key: value for key, value in data.items() if key not in ("coverage", "low_coverage")}
+        values["chunks"] = [ChunkReport(**chunk) for chunk in values.get("chunks", [])]
+        return cls(**values)
+
     def describe_coverage(self) -> str:
         """``55 of 826 rows compared (6.7%)`` and, for a sample, its share of the target."""
         meant = self.rows_compared + self.excluded
@@ -146,6 +154,18 @@ class VerifyReport:
     def mismatched(self) -> list[TableReport]:
         return [table for table in self.tables if table.status == "mismatch"]
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> VerifyReport:
+        """The application's result read back (``mismatched`` is recomputed from the tables)."""
+        return cls(
+            data["pipeline_id"],
+            data.get("mode", ""),
+            data.get("position") or "",
+            data.get("skipped"),
+            [TableReport.from_dict(table) for table in data.get("tables", [])],
+            data.get("seconds", 0.0),
+        )
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "pipeline_id": self.pipeline_id,
@@ -167,8 +187,19 @@ class VerifyReport:
         rows = sum(table.rows_compared for table in self.tables)
         return (
             f"verify ({self.mode}) of {len(self.tables)} table(s) at {self.position or '(empty)'}: {counts}; "
-            f"{rows} rows compared in {self.seconds:.1f}s{unchecked_note(self.to_dict()['tables'])}"
+            f"{rows} rows compared in {self.seconds:.1f}s{unchecked_note(self.tables)}"
         )
+
+
+def describe_example(shown: Mapping[str, Any]) -> str:
+    """An example as one line of the failure message."""
+    where = shown.get("key") or {"key hash": shown["key_hash"]}
+    key_text = ", ".join(f"{name}={value}" for name, value in where.items())
+    if shown["kind"] == "differing":
+        return f"{key_text}: differs in {', '.join(shown.get('columns', ['*']))}"
+    if shown["kind"] == "duplicated":
+        return f"{key_text}: held {shown.get('rows', 2)} times in the lake"
+    return f"{key_text}: {'missing from the lake' if shown['kind'] == 'missing' else 'extra in the lake'}"
 
 
 def percent(share: float) -> str:
@@ -178,63 +209,61 @@ def percent(share: float) -> str:
     return f"{max(math.floor(share * 1000) / 10, 0.1):g}%"
 
 
-def unchecked(tables: Sequence[Mapping[str, Any]]) -> list[str]:
+def unchecked(tables: Sequence[TableReport]) -> list[str]:
     """Each table this verification did not compare, or compared under :data:`LOW_COVERAGE`, with
-    what was compared and why (``tables``: the report's dicts)."""
+    what was compared and why."""
     lines = []
     for table in tables:
-        if table["status"] in NOT_COMPARED:
-            lines.append(f"{table['table']} not compared ({table['status']}: {table['reason']})")
-        elif table.get("low_coverage"):
-            meant = table["rows_compared"] + table["excluded"]
+        if not table.compared:
+            lines.append(f"{table.table} not compared ({table.status}: {table.reason})")
+        elif table.low_coverage:
+            meant = table.rows_compared + table.excluded
             lines.append(
-                f"{table['table']} only {table['rows_compared']} of {meant} rows compared "
-                f"({percent(table['coverage'])}): {table['excluded']} key(s) changed after the position "
+                f"{table.table} only {table.rows_compared} of {meant} rows compared "
+                f"({percent(table.coverage)}): {table.excluded} key(s) changed after the position "
                 "with their rows there unknown were left out; their chunks are checked again by the next "
                 "verification"
             )
     return lines
 
 
-def unchecked_note(tables: Sequence[Mapping[str, Any]]) -> str:
+def unchecked_note(tables: Sequence[TableReport]) -> str:
     found = unchecked(tables)
     return f"; NOT FULLY CHECKED: {'; '.join(found)}" if found else ""
 
 
-def failure_message(report: dict[str, Any], task_id: str = "verify_lake") -> str:
-    """The task's failure: per mismatched table what differs and the way out (``report``: its dict)."""
+REPAIR_CANNOT_FIX_COLUMNS = "A repair cannot fix columns: re-snapshot the table."
+REPAIR_OR_RESNAPSHOT = (
+    "What to do: verify again with repair on: it checks again first exactly the chunks this verification "
+    "proved different (kept in the lake's _cdc/verify log) and, under the pipeline's lease, rewrites the "
+    "differing keys with their values at the position, then verifies them again (docs/operations.md, "
+    '"Verifying the lake"). Or re-snapshot the table. Then look for what wrote the target besides the '
+    "pipeline (another job, a restore): the pipeline alone keeps it exact."
+)
+
+
+def failure_message(report: VerifyReport) -> list[str]:
+    """The lines of a verification's failure: what was proven, per mismatched table what differs and
+    the way out, by its meaning (the operator adds how to do it in Airflow)."""
     lines = [
-        f"{task_id}: the lake differs from the source at the pipeline's position "
-        f"{report['position'] or '(empty)'} in {len(report['mismatched'])} table(s). Every difference below "
-        "is proven: each key was compared with its row at that position (the row read, or for a key "
-        "changed after it, the binlog's image of it from before that change), the position the lake says "
-        "it holds; a key held twice in the lake is wrong at any position."
+        f"the lake differs from the source at the pipeline's position {report.position or '(empty)'} in "
+        f"{len(report.mismatched)} table(s). Every difference below is proven: each key was compared with "
+        "its row at that position (the row read, or for a key changed after it, the binlog's image of it "
+        "from before that change), the position the lake says it holds; a key held twice in the lake is "
+        "wrong at any position."
     ]
-    for table in report["tables"]:
-        if table["status"] != "mismatch":
+    for table in report.mismatched:
+        if table.reason:
+            lines.append(f"- {table.table}: {table.reason}. {REPAIR_CANNOT_FIX_COLUMNS}")
             continue
-        if table["reason"]:
-            lines.append(
-                f"- {table['table']}: {table['reason']}. A repair cannot fix columns: re-snapshot the table "
-                f'(trigger the DAG with {{"resnapshot": ["{table["table"]}"]}}).'
-            )
-            continue
-        found = f"{table['missing']} missing, {table['extra']} extra, {table['differing']} differing"
-        if table.get("duplicated"):
-            found += f", {table['duplicated']} key(s) held twice in the lake"
-        examples = "; ".join(describe_example(shown) for shown in table["examples"])
-        repaired = table.get("repair") or {}
-        still = " (still after a repair: " + repaired.get("outcome", "") + ")" if repaired else ""
+        found = f"{table.missing} missing, {table.extra} extra, {table.differing} differing"
+        if table.duplicated:
+            found += f", {table.duplicated} key(s) held twice in the lake"
+        examples = "; ".join(describe_example(shown) for shown in table.examples)
+        still = f" (still after a repair: {table.repair.get('outcome', '')})" if table.repair else ""
         lines.append(
-            f"- {table['table']}: {found} of {table['rows_compared']} rows compared{still}"
+            f"- {table.table}: {found} of {table.rows_compared} rows compared{still}"
             + (f"; e.g. {examples}" if examples else "")
         )
-    lines.append(
-        'What to do: set "verify_repair": true in the pipeline JSON and clear this task: it checks again '
-        "first exactly the chunks this try proved different (kept in the lake's _cdc/verify log) and, under "
-        "the pipeline's lease, rewrites the differing keys with their values at the position, then "
-        'verifies them again (docs/operations.md, "Verifying the lake"). Or re-snapshot the table. Then '
-        "look for what wrote the target besides the pipeline (another job, a restore): the pipeline alone "
-        "keeps it exact."
-    )
-    return "\n".join(lines)
+    lines.append(REPAIR_OR_RESNAPSHOT)
+    return lines

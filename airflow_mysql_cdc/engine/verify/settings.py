@@ -8,16 +8,24 @@ naming the key, never halfway through a verification.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from airflow_mysql_cdc.engine.errors import ConfigurationError
 
 VerifyMode = Literal["off", "sample", "full"]
-MODES: tuple[str, ...] = ("off", "sample", "full")
+MODES: tuple[VerifyMode, ...] = get_args(VerifyMode)
 
 
 class VerifySettingsError(ConfigurationError, ValueError):
     """A verify setting has a wrong key or value."""
+
+
+def verify_mode(value: str) -> VerifyMode:
+    """``value`` as a verify mode, or the refusal naming the modes (the pipeline JSON's ``verify``)."""
+    for mode in MODES:
+        if value == mode:
+            return mode
+    raise VerifySettingsError(f"verify must be one of {', '.join(MODES)}, not {value!r}")
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,13 @@ from airflow_mysql_cdc.engine.values.gtid import Gtid, GtidSet
 from airflow_mysql_cdc.engine.verify.changed_keys import ChangedKeys
 from airflow_mysql_cdc.engine.verify.comparable import ChunkChecksum, delta_keys, diff_rows, example
 from airflow_mysql_cdc.engine.verify.pending import PendingChunk, as_chunks, still_pending
-from airflow_mysql_cdc.engine.verify.report import TableReport, failure_message, unchecked, unchecked_note
+from airflow_mysql_cdc.engine.verify.report import (
+    TableReport,
+    VerifyReport,
+    failure_message,
+    unchecked,
+    unchecked_note,
+)
 from airflow_mysql_cdc.engine.verify.rotation import SampleCursor
 from airflow_mysql_cdc.engine.verify.settings import VerifySettings, VerifySettingsError
 
@@ -86,14 +92,14 @@ def test_a_table_not_compared_or_compared_in_part_is_named_as_not_fully_checked(
     whole = TableReport("db.w", rows_compared=1200, table_rows=1200)
     assert (skipped.coverage, whole.coverage, partly.low_coverage, whole.low_coverage) == (0, 1, True, False)
     assert partly.describe().startswith("db.p: equal to the source (55 of 826 rows compared (6.6%) in 0/0")
-    tables = [table.to_dict() for table in (skipped, partly, whole)]
+    tables = [skipped, partly, whole]
     assert unchecked(tables) == [
         "db.s not compared (skipped: it left the pipeline: ...)",
         "db.p only 55 of 826 rows compared (6.6%): 771 key(s) changed after the position with their rows "
         "there unknown were left out; their chunks are checked again by the next verification",
     ]
     assert unchecked_note(tables).startswith("; NOT FULLY CHECKED: db.s not compared")
-    assert unchecked_note([whole.to_dict()]) == ""
+    assert unchecked_note([whole]) == ""
 
 
 def test_binlog_keys_are_compared_in_the_form_the_rows_carry() -> None:
@@ -162,32 +168,37 @@ def test_wrong_settings_are_refused_naming_the_key(settings: dict, message: str)
         VerifySettings.from_dict(settings)
 
 
-def test_the_failure_message_names_each_table_what_differs_and_the_repair() -> None:
-    report = {
-        "position": f"{UUID}:1-10",
-        "mismatched": ["db.t", "db.u"],
-        "tables": [
-            {"table": "db.t", "status": "mismatch", "reason": "", "missing": 1, "extra": 0, "differing": 1,
-             "rows_compared": 100, "repair": None,
-             "examples": [{"kind": "missing", "key_hash": "h1", "key": {"id": 5}},
-                          {"kind": "differing", "key_hash": "h2", "columns": ["v"]}]},
-            {"table": "db.u", "status": "mismatch", "reason": "the lake's columns differ from the source's: "
-             "v is missing from the lake", "examples": []},
-            {"table": "db.ok", "status": "clean", "reason": ""},
-        ],
-    }  # fmt: skip
-    message = failure_message(report)
-    assert message.splitlines()[0].startswith(
-        f"verify_lake: the lake differs from the source at the pipeline's position {UUID}:1-10 in 2 table(s)."
+def test_the_failure_message_names_each_table_what_differs_and_the_way_out_in_the_engines_words() -> None:
+    examples = [
+        {"kind": "missing", "key_hash": "h1", "key": {"id": 5}},
+        {"kind": "differing", "key_hash": "h2", "columns": ["v"]},
+    ]
+    report = VerifyReport("shop", "full", f"{UUID}:1-10", tables=[
+        TableReport("db.t", "mismatch", missing=1, differing=1, rows_compared=100, examples=examples),
+        TableReport("db.u", "mismatch", reason="the lake's columns differ from the source's: v is missing "
+                    "from the lake"),
+        TableReport("db.ok", rows_compared=10),
+    ])  # fmt: skip
+    lines = failure_message(report)
+    assert lines[0].startswith(
+        f"the lake differs from the source at the pipeline's position {UUID}:1-10 in 2 table(s)."
     )
     found = "- db.t: 1 missing, 0 extra, 1 differing of 100 rows compared; e.g. id=5: missing from the lake; "
-    assert found + "key hash=h2: differs in v" in message
-    assert (
-        "- db.u: the lake's columns differ from the source's: v is missing from the lake. A repair "
-        in message
+    assert lines[1] == found + "key hash=h2: differs in v"
+    assert lines[2] == (
+        "- db.u: the lake's columns differ from the source's: v is missing from the lake. A repair cannot "
+        "fix columns: re-snapshot the table."
     )
-    assert '{"resnapshot": ["db.u"]}' in message and "db.ok" not in message
-    assert message.splitlines()[-1].startswith('What to do: set "verify_repair": true in the pipeline JSON')
+    assert lines[-1].startswith("What to do: verify again with repair on")
+    assert not any(word in line for line in lines for word in ("DAG", "clear", "db.ok"))  # engine words
+
+
+def test_a_report_read_back_from_its_result_is_the_report() -> None:
+    table = TableReport("db.t", "mismatch", missing=2, rows_compared=40, excluded=3, table_rows=90,
+                        examples=[{"kind": "missing", "key_hash": "h"}], repair={"outcome": "x"})  # fmt: skip
+    report = VerifyReport("shop", "sample", f"{UUID}:1-10", tables=[table, TableReport("db.s", "skipped")])
+    again = VerifyReport.from_dict(report.to_dict())
+    assert again == report and again.mismatched == [table]
 
 
 def test_a_verify_log_written_before_the_pending_column_gains_it_at_its_next_write(tmp_path) -> None:

@@ -22,8 +22,6 @@ import json
 import logging
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
-from typing import Any
 
 import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, write_deltalake
@@ -32,7 +30,8 @@ from deltalake.exceptions import CommitFailedError, TableNotFoundError
 from airflow_mysql_cdc.engine.lake.delta_layout import ROW_KEY_PROPERTY
 from airflow_mysql_cdc.engine.lake.layout import OWN_TABLE_PROPERTIES
 from airflow_mysql_cdc.engine.lake.maintenance.policy import MaintenancePolicy
-from airflow_mysql_cdc.engine.lake.maintenance.steps import MaintainedTable, TableReport, maintain_table
+from airflow_mysql_cdc.engine.lake.maintenance.report import MaintenanceReport
+from airflow_mysql_cdc.engine.lake.maintenance.steps import MaintainedTable, maintain_table
 from airflow_mysql_cdc.engine.lake.outside_changes import vouched_across
 from airflow_mysql_cdc.engine.lake.state.lease import Lease
 from airflow_mysql_cdc.engine.lake.state.pipeline_state import default_owner
@@ -41,49 +40,6 @@ from airflow_mysql_cdc.engine.lake.state.store import LakeState
 from airflow_mysql_cdc.engine.mysql.schema import TableRef
 
 log = logging.getLogger("airflow_mysql_cdc.maintenance")
-
-
-@dataclass
-class MaintenanceReport:
-    """A maintenance run's result: per table what was done, and the totals."""
-
-    pipeline_id: str
-    started_at_us: int
-    skipped: str | None = None
-    """Why nothing was done (not due yet, disabled, nothing to maintain); None: it ran."""
-    tables: list[TableReport] = field(default_factory=list)
-    pruned_snapshot_records: int = 0
-    seconds: float = 0.0
-
-    @property
-    def files_before(self) -> int:
-        return sum(table.files_before for table in self.tables)
-
-    @property
-    def files_after(self) -> int:
-        return sum(table.files_after for table in self.tables)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "pipeline_id": self.pipeline_id,
-            "started_at_us": self.started_at_us,
-            "skipped": self.skipped,
-            "tables": [table.to_dict() for table in self.tables],
-            "pruned_snapshot_records": self.pruned_snapshot_records,
-            "files_before": self.files_before,
-            "files_after": self.files_after,
-            "bytes_before": sum(table.bytes_before for table in self.tables),
-            "bytes_after": sum(table.bytes_after for table in self.tables),
-            "seconds": self.seconds,
-        }
-
-    def summary(self) -> str:
-        if self.skipped:
-            return f"maintenance skipped: {self.skipped}"
-        return (
-            f"maintenance of {len(self.tables)} table(s): {self.files_before} -> {self.files_after} files, "
-            f"{self.pruned_snapshot_records} old snapshot record(s) pruned, in {self.seconds:.1f}s"
-        )
 
 
 def maintenance_due(lake: LakeState, policy: MaintenancePolicy, now_us: int | None = None) -> str | None:

@@ -35,7 +35,7 @@ import datetime
 import math
 import re
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
@@ -50,6 +50,7 @@ from airflow_mysql_cdc.engine.lake.delta_layout import (
 from airflow_mysql_cdc.engine.lake.file_statistics import files_with_stale_statistics, sync_statistics_columns
 from airflow_mysql_cdc.engine.lake.layout import OWN_TABLE_PROPERTIES
 from airflow_mysql_cdc.engine.lake.maintenance.policy import MaintenancePolicy
+from airflow_mysql_cdc.engine.lake.maintenance.report import TableReport
 
 _OWN_RETENTION_HOURS = 1
 _STALE_BYTES_PER_RUN = 8 * 1024**3
@@ -72,32 +73,6 @@ class MaintainedTable:
     sort_column: str | None = None
     row_key: tuple[str, ...] = ()
     """A target's row key (its columns keep statistics wherever they are, :mod:`...file_statistics`)."""
-
-
-@dataclass
-class TableReport:
-    """What maintenance did to one table, for the task log and the result (XCom)."""
-
-    path: str
-    role: str
-    name: str
-    files_before: int = 0
-    files_after: int = 0
-    bytes_before: int = 0
-    bytes_after: int = 0
-    seconds: float = 0.0
-    actions: list[str] = field(default_factory=list)
-    vacuumed_files: int = 0
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    def describe(self) -> str:
-        done = ", ".join(self.actions) or "nothing to do"
-        return (
-            f"{self.role} {self.name}: {self.files_before} -> {self.files_after} files, "
-            f"{_mib(self.bytes_before)} -> {_mib(self.bytes_after)} MiB in {self.seconds:.1f}s ({done})"
-        )
 
 
 def maintain_table(table: DeltaTable, spec: MaintainedTable, policy: MaintenancePolicy) -> TableReport:
@@ -290,7 +265,3 @@ def _bytes(files: pa.Table) -> int:
 
 def _as_date(value: Any) -> datetime.date:
     return value if isinstance(value, datetime.date) else datetime.date.fromisoformat(str(value))
-
-
-def _mib(size: int) -> str:
-    return f"{size / (1024 * 1024):.1f}"

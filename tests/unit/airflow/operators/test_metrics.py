@@ -13,7 +13,10 @@ from airflow.sdk.observability import stats
 
 from airflow_mysql_cdc.engine.apply.config import ApplyResult
 from airflow_mysql_cdc.engine.lake.evolution import TableEvolution
+from airflow_mysql_cdc.engine.lake.maintenance.report import MaintenanceReport
+from airflow_mysql_cdc.engine.lake.maintenance.report import TableReport as MaintainedTableReport
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
+from airflow_mysql_cdc.engine.verify.report import TableReport, VerifyReport
 from airflow_mysql_cdc.operators import metrics
 
 DOCS = Path(__file__).resolve().parents[4] / "docs" / "metrics.md"
@@ -110,32 +113,16 @@ def test_snapshot_maintenance_and_verify_figures(recorder: Recorder) -> None:
             ]
         }
     )
-    metrics.emit_maintenance(
-        {
-            "pipeline_id": "shop",
-            "seconds": 1.5,
-            "tables": [
-                {
-                    "name": "shop.orders",
-                    "role": "target",
-                    "files_before": 9,
-                    "files_after": 1,
-                    "bytes_after": 4096,
-                    "vacuumed_files": 8,
-                },
-            ],
-        }  # fmt: skip
+    orders = MaintainedTableReport(
+        "lake/shop/orders", "target", "shop.orders", files_before=9, files_after=1, bytes_after=4096,
+        vacuumed_files=8,
+    )  # fmt: skip
+    metrics.emit_maintenance(MaintenanceReport("shop", 0, tables=[orders], seconds=1.5))
+    compared = TableReport(
+        "shop.orders", status="mismatch", rows_compared=50, missing=1, differing=2, duplicated=1, excluded=4
     )
-    metrics.emit_verify(
-        {
-            "pipeline_id": "shop",
-            "tables": [
-                {"table": "shop.orders", "rows_compared": 50, "missing": 1, "extra": 0, "differing": 2,
-                 "duplicated": 1, "excluded": 4, "coverage": 0.9259},
-                {"table": "shop.refunds", "status": "skipped", "rows_compared": 0, "coverage": 0.0},
-            ],
-        }  # fmt: skip
-    )
+    skipped = TableReport("shop.refunds", status="skipped")
+    metrics.emit_verify(VerifyReport("shop", "sample", tables=[compared, skipped]))
     calls = {(name, value) for _, name, value, _ in recorder.calls}
     assert {
         ("mysql_cdc.snapshot.rows.shop__orders", 1000),
@@ -148,7 +135,7 @@ def test_snapshot_maintenance_and_verify_figures(recorder: Recorder) -> None:
         ("mysql_cdc.maintenance.duration", 1500.0),
         ("mysql_cdc.verify.mismatched_rows.shop.shop__orders", 4),
         ("mysql_cdc.verify.left_out_rows.shop.shop__orders", 4),
-        ("mysql_cdc.verify.coverage.shop.shop__orders", 0.9259),
+        ("mysql_cdc.verify.coverage.shop.shop__orders", 50 / 54),
         ("mysql_cdc.verify.coverage.shop.shop__refunds", 0.0),  # not compared: visible, not absent
     } <= calls
 

@@ -36,7 +36,7 @@ def test_a_file_named_by_the_environment_overrides_the_defaults(
     ("content", "message"),
     [
         ({"tabels": ["a.b"]}, "unknown pipeline configuration keys: tabels"),
-        ({"password": "x"}, "credentials belong in the Airflow connection"),
+        ({"password": "x"}, "credentials belong in the Airflow connections it names"),
         ({"on_purged": "ignore"}, "on_purged must be 'fail' or 'resnapshot'"),
         (
             {"tables": ["a.b"], "lake_root": "/l", "schema_changes": "ignore"},
