@@ -2,14 +2,8 @@
 
 from __future__ import annotations
 
-import ast
-import re
-from pathlib import Path
-
 from airflow_mysql_cdc.pipeline.config import PipelineConfig
 from airflow_mysql_cdc.pipeline.dag import build_pipeline_dag
-
-ROOT = Path(__file__).resolve().parents[4]
 
 
 def test_runs_wait_for_no_other_run_and_one_replicate_runs_at_a_time() -> None:
@@ -34,16 +28,3 @@ def test_a_run_late_by_more_than_one_interval_catches_the_backlog_up_unless_turn
         PipelineConfig(dag_id="late2", schedule="@hourly", catch_up_backlog=False)
     )
     assert one_by_one.get_task("replicate").catch_up_backlog_after is None
-
-
-def test_the_shipped_dags_docstring_and_pipeline_dag_md_name_every_task_in_order() -> None:
-    """What a user reads first: the DAG file's docstring and the task table listed no ``verify_lake``,
-    which every run of the default configuration runs (issue 34)."""
-    tasks = [task.task_id for task in build_pipeline_dag(PipelineConfig(dag_id="docs")).topological_sort()]
-    docstring = ast.get_docstring(ast.parse((ROOT / "dags" / "mysql_cdc_daily.py").read_text())) or ""
-    page = (ROOT / "docs" / "pipeline-dag.md").read_text()
-    for text in (docstring, page):
-        (chain,) = [line.split(" >> ") for line in text.splitlines() if " >> " in line]
-        assert [name.strip() for name in chain] == tasks
-    table = re.findall(r"^\| `(\w+)` \|", page.partition("| task | what it does |")[2], re.MULTILINE)
-    assert table[: len(tasks)] == tasks
