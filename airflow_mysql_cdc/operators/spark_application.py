@@ -200,14 +200,16 @@ class SparkApplicationOperator(BaseOperator):
         know (a signal, the JVM's own) is treated as a crash, which a retry may fix. Either way the
         exception's message starts with the application's own error line when it printed one
         (``airflow-mysql-cdc ERROR binlog: StatementBasedChangeError: ...``), so the reason, not the
-        exit code's generic meaning, is what the UI shows.
+        exit code's generic meaning, is what the UI shows. It never holds the spark-submit command line
+        (the task log does: :class:`SparkSubmitFailed`).
         """
-        known = error.returncode in ExitCode.__members__.values()
-        if known and not ExitCode(error.returncode).retryable:
-            # The application's own error line first: it is what the UI shows as the reason.
-            generic = f"{self.task_id} failed: {ExitCode(error.returncode).meaning}. {error.submit_failure}"
-            reason = error.application_error
-            return AirflowFailException(f"{reason}\n{generic}" if reason else generic)
+        code = error.returncode
+        known = code in ExitCode.__members__.values()
+        if known and not ExitCode(code).retryable:
+            generic = f"{self.task_id} failed: {ExitCode(code).meaning} (exit code {code})"
+            if error.application_error:  # the application's own line first: what the UI shows
+                return AirflowFailException(f"{error.application_error}\n{generic}")
+            return AirflowFailException(f"{generic}.{error.output_tail}")
         return error
 
     def on_kill(self) -> None:
