@@ -19,7 +19,7 @@ from airflow_mysql_cdc.engine.lake.storage import secret_storage_options_to_envi
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.hooks.spark_submit import MySqlCdcSparkSubmitHook, SparkSubmitFailed
 from airflow_mysql_cdc.operators.attempt_marker import RESULT_FILE
-from airflow_mysql_cdc.operators.attempt_recovery import ApplicationAttempts, OwnAttempt
+from airflow_mysql_cdc.operators.attempt_recovery import ON_KILL_GRACE_S, ApplicationAttempts, OwnAttempt
 from airflow_mysql_cdc.operators.links import (
     MySqlCdcLakeLocationLink,
     MySqlCdcSparkUiLink,
@@ -213,9 +213,16 @@ class SparkApplicationOperator(BaseOperator):
         return error
 
     def on_kill(self) -> None:
+        """Stop the application and remove this attempt's work dir before Airflow SIGKILLs the task
+        process, 5 s after the SIGTERM that runs this ("mark failed" in the UI): SIGTERM, SIGKILL
+        after :data:`.ON_KILL_GRACE_S`, then the dir. Guarded by
+        tests/unit/airflow/operators/test_spark_application_on_kill.py and
+        tests/integration/test_binlog_apply_operator.py (a real spark-submit)."""
         if self._attempts is not None:
-            self._attempts.stop_adopted()
+            self._attempts.stop_adopted(grace_s=ON_KILL_GRACE_S)
         if self._attempt is not None:
             self._attempt.stopping()
         if self._hook is not None:
-            self._hook.kill_process_group()
+            self._hook.kill_process_group(grace_s=ON_KILL_GRACE_S)
+        if self._attempt is not None:
+            self._attempt.remove()
