@@ -1,8 +1,9 @@
 """Example pipeline DAG: replicate MySQL tables into Delta tables, one data interval per run.
 
-    check_prerequisites >> load_checkpoint >> resumability >> replicate
+    check_prerequisites >> load_checkpoint >> resumability >> replicate >> maintain_lake >> verify_lake
 
-(the DAG is :func:`airflow_mysql_cdc.pipeline.dag.build_pipeline_dag`; docs/pipeline-dag.md).
+(``verify_lake`` unless the configuration sets ``"verify": "off"``; the DAG is
+:func:`airflow_mysql_cdc.pipeline.dag.build_pipeline_dag`; each task: docs/pipeline-dag.md).
 
 Configure it without touching code: put a JSON file ``mysql_cdc_pipeline.json`` next to this file
 (or name one in ``$AIRFLOW_MYSQL_CDC_PIPELINE_CONFIG``), e.g.::

@@ -12,6 +12,8 @@
 - ``lake_storage``: an ``aws`` connection as the lake's secret storage options.
 - ``lineage``: the tables a hook's connection was used for, reported to Airflow's hook lineage
   collector (``report_tables_read`` / ``report_tables_written`` on the two hooks above).
+- ``metrics``: the catalogue of every metric the package emits (names, types, tags) and the one
+  function that emits them, for the operators and the sensors.
 - ``engine_archive``: the engine zipped once per installed version, shipped to a cluster's executors.
 - ``connection_errors``: a source connection that cannot be opened, as the error a user reads
   (naming the connection id and the fix) and whether a retry can help.

@@ -16,6 +16,13 @@ happened and what to change:
   by itself: the port refuses or does not answer (a restart, a failover), DNS fails temporarily,
   the server has no free connection slot.
 
+What the task log shows: Airflow 3's task runner logs every failure with its traceback
+(``log.exception("Task failed with exception")``, for ``AirflowFailException`` too), so the
+message alone cannot be had. The error is raised ``from None`` (no PyMySQL traceback chained
+above it), and the operator that called the hook re-raises it with ``with_traceback(None)``, so
+the frames it passed through in the hook (11 frames under the message, issue 34) are not shown:
+the log holds Airflow's runner frames, the operator's one line, and the message.
+
 The GTID trigger turns either into an event (:meth:`to_event`) and the resumed sensor raises the
 same error again (:func:`from_event`), so poke, reschedule and deferrable mode fail alike.
 Guarded by tests/unit/airflow/hooks/test_connection_errors.py and, with a real server and a wrong
@@ -64,6 +71,8 @@ class SourceUnreachableError(AirflowException):
 
 
 SourceConnectionError = SourceLoginError | SourceUnreachableError
+SOURCE_CONNECTION_ERRORS = (SourceLoginError, SourceUnreachableError)
+"""For ``except``: an operator re-raises these ``error.with_traceback(None) from None`` (below)."""
 
 
 def explain_connection_failure(

@@ -91,16 +91,19 @@ class SparkSubmitFailed(AirflowException):
     """spark-submit (or the application under it) exited with a non-zero code, kept in ``returncode``.
 
     ``application_error`` is the application's own error line (``airflow-mysql-cdc ERROR <label>:
-    <Class>: <message>``) when it printed one: the message starts with it, so the reason is what the
-    Airflow UI shows first, not a line buried in the task log. ``submit_failure`` is the rest (the
-    command, masked, and the end of its output).
+    <Class>: <message>``) when it printed one: the message is that line and the exit code, so the
+    reason is what the Airflow UI shows, not a line buried in the task log. Without one, the message
+    is the exit code and ``output_tail``, the end of spark-submit's output (masked), where the cause
+    then is. The command line is never in the message: it is in the task log (INFO when spark-submit
+    starts, DEBUG again when it fails); a binlog error's reason ended with all of it (issue 34).
     """
 
-    def __init__(self, submit_failure: str, returncode: int, application_error: str | None = None) -> None:
-        super().__init__(f"{application_error}\n{submit_failure}" if application_error else submit_failure)
+    def __init__(self, returncode: int, application_error: str | None = None, output_tail: str = "") -> None:
+        exited = f"spark-submit exited with code {returncode}"
+        super().__init__(f"{application_error}\n{exited}" if application_error else f"{exited}.{output_tail}")
         self.returncode = returncode
         self.application_error = application_error
-        self.submit_failure = submit_failure
+        self.output_tail = output_tail
 
 
 def kill_process_group(process: subprocess.Popen, *, grace_s: float = 10.0) -> None:
@@ -356,12 +359,8 @@ class MySqlCdcSparkSubmitHook(SparkSubmitHook):
         finally:
             self._run_post_submit_commands()
         if self._returncode:
-            raise SparkSubmitFailed(
-                f"Cannot execute: {self._mask_cmd(command)}. Error code is: {self._returncode}."
-                f"{self._submit_log_tail}",
-                self._returncode,
-                self.application_error,
-            )
+            self.log.debug("spark-submit exited with code %d: %s", self._returncode, self._mask_cmd(command))
+            raise SparkSubmitFailed(self._returncode, self.application_error, self._submit_log_tail)
 
     def _process_spark_submit_log(self, itr: Iterator[Any]) -> None:
         """spark-submit's output in the task log at each line's level (:mod:`.spark_output`), noting the

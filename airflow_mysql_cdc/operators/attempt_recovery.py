@@ -1,7 +1,8 @@
 """Work dirs under a known root, and the recovery of the applications earlier attempts left there.
 
 Invariant: no work dir outlives its attempt. An attempt's dir is removed when it ends (and the
-root with it when it is empty); one whose attempt was killed before it could (``kill -9``) is
+root with it when it is empty), by ``on_kill`` when Airflow stops the task (within the 5 s Airflow
+gives it: :data:`ON_KILL_GRACE_S`); one whose attempt was killed before it could (``kill -9``) is
 removed by the next attempt of any task running the same application on this host, after that
 attempt adopted or stopped what ran in it (:func:`.attempt_marker.decide` says which). The root
 is per application name (``<temp dir>/airflow-mysql-cdc/<name>``; the binlog application's name
@@ -44,6 +45,13 @@ ROOT_FOLDER = "airflow-mysql-cdc"
 STOP_GRACE_S = 30.0
 """How long a stopped application has to commit its pending batch after SIGTERM, before SIGKILL."""
 WAIT_POLL_S = 1.0
+ON_KILL_GRACE_S = 3.0
+"""How long ``on_kill`` gives an application after SIGTERM, before SIGKILL. Airflow runs ``on_kill``
+from the task process's SIGTERM handler and SIGKILLs that process 5 s after the SIGTERM ("mark
+failed/success" from the UI, a worker shutdown: the Task SDK supervisor's ``kill(SIGTERM, force=True)``,
+``escalation_delay`` 5 s, not configurable). The stop and the removal of the work dir must both fit
+in those 5 s, or the dir waits for the next attempt on this host. An application killed at 3 s is
+one killed with -9, which the lake survives (the next run applies what it had not committed)."""
 
 
 class AdoptedApplicationStopped(AirflowException):
@@ -181,6 +189,12 @@ class OwnAttempt:
             self.marker = replace(self.marker, stopping=True)
             _write_marker(self.work_dir, self.marker)
 
+    def remove(self) -> None:
+        """Remove the work dir (and the root when it is empty) now, not when the attempt unwinds:
+        ``on_kill`` calls it once the application is gone, because Airflow may SIGKILL the task
+        process before its ``finally`` runs (:data:`ON_KILL_GRACE_S`)."""
+        _remove_work_dir(self.work_dir)
+
 
 def _write_marker(work_dir: Path, marker: AttemptMarker) -> None:
     temporary = work_dir / (MARKER_FILE + ".tmp")
@@ -268,9 +282,10 @@ class ApplicationAttempts:
             self.log.warning("Adopted its result: it applied this run's work, whichever attempt ran it")
         return result
 
-    def stop_adopted(self) -> None:
+    def stop_adopted(self, *, grace_s: float | None = None) -> None:
         """Stop the application this attempt is waiting for (``on_kill``: mark failed, a timeout):
-        adopted, it is this attempt's and ends with it."""
+        adopted, it is this attempt's and ends with it. ``grace_s``: after SIGTERM, before SIGKILL
+        (default ``stop_grace_s``; ``on_kill`` passes :data:`ON_KILL_GRACE_S`)."""
         if self._adopted is None:
             return
         work_dir, marker = self._adopted
@@ -281,7 +296,7 @@ class ApplicationAttempts:
         )
         with contextlib.suppress(OSError):
             _write_marker(work_dir, replace(marker, stopping=True))
-        stop_group(marker.application, grace_s=self.stop_grace_s)
+        stop_group(marker.application, grace_s=self.stop_grace_s if grace_s is None else grace_s)
         shutil.rmtree(work_dir, ignore_errors=True)
 
     def _observe(self, work_dir: Path, marker: AttemptMarker) -> Observed:
@@ -319,9 +334,7 @@ class ApplicationAttempts:
             _write_marker(work_dir, own.marker)
             yield own
         finally:
-            shutil.rmtree(work_dir, ignore_errors=True)
-            with contextlib.suppress(OSError):  # not empty: another attempt's dir is in it
-                self.root.rmdir()
+            _remove_work_dir(work_dir)
 
     def _new_work_dir(self) -> Path:
         """A fresh dir in the root; again if another attempt removed the root, empty, meanwhile."""
@@ -336,6 +349,12 @@ def _dir_prefix(name: str, attempt: TaskAttempt | None) -> str:
     """``<name>-try<N>-``: the application's name then a dash, as in a plain temporary dir's name,
     so ``ps`` shows which application and try a process belongs to (tests find them so too)."""
     return f"{name}-{'local' if attempt is None else f'try{attempt.try_number}'}-"
+
+
+def _remove_work_dir(work_dir: Path) -> None:
+    shutil.rmtree(work_dir, ignore_errors=True)
+    with contextlib.suppress(OSError):  # not empty: another attempt's dir is in it
+        work_dir.parent.rmdir()
 
 
 def _read_marker(work_dir: Path) -> AttemptMarker | None:

@@ -27,7 +27,7 @@ from airflow.sdk.exceptions import AirflowException, AirflowFailException
 from airflow_mysql_cdc.engine.errors import ExitCode
 from airflow_mysql_cdc.hooks.spark_output import OutputLevels
 from airflow_mysql_cdc.operators.attempt_marker import RESULT_FILE
-from airflow_mysql_cdc.operators.attempt_recovery import ApplicationAttempts, OwnAttempt
+from airflow_mysql_cdc.operators.attempt_recovery import ON_KILL_GRACE_S, ApplicationAttempts, OwnAttempt
 
 _INHERITED_PREFIXES_REFUSED = ("AIRFLOW_CONN_", "AIRFLOW_VAR_")
 
@@ -99,8 +99,11 @@ class EngineProcess:
         return AirflowException(f"{self.task_id} failed: {meaning} (exit code {code}); a retry may help")
 
     def kill(self) -> None:
+        """Stop the application at once (SIGKILL: these hold no pending batch) and an adopted one
+        within Airflow's window for ``on_kill`` (:data:`.ON_KILL_GRACE_S`); the work dir goes when
+        ``run`` unwinds, at once after this returns."""
         if self._attempts is not None:
-            self._attempts.stop_adopted()
+            self._attempts.stop_adopted(grace_s=ON_KILL_GRACE_S)
         process = self._process
         if process is not None and process.poll() is None:
             if self._attempt is not None:

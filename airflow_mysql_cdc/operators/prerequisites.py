@@ -12,6 +12,7 @@ from airflow.sdk.exceptions import AirflowFailException
 from airflow_mysql_cdc.engine.mysql.prerequisites.checks import PrerequisiteConfig
 from airflow_mysql_cdc.engine.mysql.prerequisites.facts import MIN_RETENTION_FLOOR_S
 from airflow_mysql_cdc.engine.mysql.schema import TableRef
+from airflow_mysql_cdc.hooks.connection_errors import SOURCE_CONNECTION_ERRORS
 from airflow_mysql_cdc.hooks.lake_storage import LakeStorageHook
 from airflow_mysql_cdc.hooks.mysql_cdc import MySqlCdcHook
 from airflow_mysql_cdc.operators.links import MySqlCdcLakeLocationLink
@@ -104,7 +105,10 @@ class MySqlCdcPrerequisitesOperator(BaseOperator):
             reader_server_ids=tuple(int(i) for i in reader_ids),
         )
         self.log.info("Checking CDC prerequisites of %s for %d table(s)", endpoint, len(config.tables))
-        report = hook.check_prerequisites(config)
+        try:
+            report = hook.check_prerequisites(config)
+        except SOURCE_CONNECTION_ERRORS as error:  # its message says it all: not the hook's frames
+            raise error.with_traceback(None) from None
         self.log.info("CDC prerequisites:\n%s", report.render_table())
         context["ti"].xcom_push(key=REPORT_XCOM_KEY, value=report.to_dict())
         if not report.ok:

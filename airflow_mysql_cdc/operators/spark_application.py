@@ -19,7 +19,7 @@ from airflow_mysql_cdc.engine.lake.storage import secret_storage_options_to_envi
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.hooks.spark_submit import MySqlCdcSparkSubmitHook, SparkSubmitFailed
 from airflow_mysql_cdc.operators.attempt_marker import RESULT_FILE
-from airflow_mysql_cdc.operators.attempt_recovery import ApplicationAttempts, OwnAttempt
+from airflow_mysql_cdc.operators.attempt_recovery import ON_KILL_GRACE_S, ApplicationAttempts, OwnAttempt
 from airflow_mysql_cdc.operators.links import (
     MySqlCdcLakeLocationLink,
     MySqlCdcSparkUiLink,
@@ -200,20 +200,29 @@ class SparkApplicationOperator(BaseOperator):
         know (a signal, the JVM's own) is treated as a crash, which a retry may fix. Either way the
         exception's message starts with the application's own error line when it printed one
         (``airflow-mysql-cdc ERROR binlog: StatementBasedChangeError: ...``), so the reason, not the
-        exit code's generic meaning, is what the UI shows.
+        exit code's generic meaning, is what the UI shows. It never holds the spark-submit command line
+        (the task log does: :class:`SparkSubmitFailed`).
         """
-        known = error.returncode in ExitCode.__members__.values()
-        if known and not ExitCode(error.returncode).retryable:
-            # The application's own error line first: it is what the UI shows as the reason.
-            generic = f"{self.task_id} failed: {ExitCode(error.returncode).meaning}. {error.submit_failure}"
-            reason = error.application_error
-            return AirflowFailException(f"{reason}\n{generic}" if reason else generic)
+        code = error.returncode
+        known = code in ExitCode.__members__.values()
+        if known and not ExitCode(code).retryable:
+            generic = f"{self.task_id} failed: {ExitCode(code).meaning} (exit code {code})"
+            if error.application_error:  # the application's own line first: what the UI shows
+                return AirflowFailException(f"{error.application_error}\n{generic}")
+            return AirflowFailException(f"{generic}.{error.output_tail}")
         return error
 
     def on_kill(self) -> None:
+        """Stop the application and remove this attempt's work dir before Airflow SIGKILLs the task
+        process, 5 s after the SIGTERM that runs this ("mark failed" in the UI): SIGTERM, SIGKILL
+        after :data:`.ON_KILL_GRACE_S`, then the dir. Guarded by
+        tests/unit/airflow/operators/test_spark_application_on_kill.py and
+        tests/integration/test_binlog_apply_operator.py (a real spark-submit)."""
         if self._attempts is not None:
-            self._attempts.stop_adopted()
+            self._attempts.stop_adopted(grace_s=ON_KILL_GRACE_S)
         if self._attempt is not None:
             self._attempt.stopping()
         if self._hook is not None:
-            self._hook.kill_process_group()
+            self._hook.kill_process_group(grace_s=ON_KILL_GRACE_S)
+        if self._attempt is not None:
+            self._attempt.remove()

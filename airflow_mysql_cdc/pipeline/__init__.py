@@ -5,8 +5,9 @@ Reading order:
 1. ``config``: :class:`~airflow_mysql_cdc.pipeline.config.PipelineConfig`, the example DAG's JSON
    configuration file (no credentials in it: they live in Airflow connections).
 2. ``dag``: :func:`~airflow_mysql_cdc.pipeline.dag.build_pipeline_dag`, the DAG
-   ``check_prerequisites >> load_checkpoint >> resumability >> replicate >> maintain_lake`` that
-   ``dags/mysql_cdc_daily.py`` builds from the configuration.
+   ``check_prerequisites >> load_checkpoint >> resumability >> replicate >> maintain_lake >> verify_lake``
+   (no ``verify_lake`` with ``verify: off``) that ``dags/mysql_cdc_daily.py`` builds from the
+   configuration.
 3. ``dag_docs``: the DAG's ``doc_md``, describing the pipeline from its configuration.
 4. ``spark_settings``: the JSON's ``spark`` object (executors, memory, properties), checked at parse.
 5. ``checkpoint_chain``: the 0.1 import path of :mod:`airflow_mysql_cdc.runs.checkpoint_chain`.

@@ -10,16 +10,16 @@ Once a checkpoint is resumable, the resumability sensor also looks ahead (docs/o
 "Binlog retention headroom"): how long the server keeps the binlog the checkpoint needs, against
 the schedule (:mod:`airflow_mysql_cdc.engine.values.headroom`), and whether the position is stale
 (:mod:`airflow_mysql_cdc.engine.values.staleness`). Each run logs one INFO line with the headroom
-and sets the gauges ``mysql_cdc.<pipeline>.binlog_headroom_seconds`` and
-``mysql_cdc.<pipeline>.checkpoint_behind_seconds``; below the thresholds a WARNING line and the
-counters ``mysql_cdc.<pipeline>.binlog_headroom_low`` / ``.checkpoint_stale``; a retention shorter
-than one schedule interval fails the run with the statement that raises it.
+and sets the gauges ``mysql_cdc.binlog.headroom_seconds`` and ``mysql_cdc.checkpoint.behind_seconds``;
+below the thresholds a WARNING line, and the counters ``mysql_cdc.binlog.headroom_low`` /
+``mysql_cdc.checkpoint.stale`` count 1 (0 otherwise, so their series go on); a retention shorter
+than one schedule interval fails the run with the statement that raises it. The pipeline id is the
+metrics' ``pipeline`` tag, never part of a name (docs/metrics.md, :mod:`..hooks.metrics`).
 """
 
 from __future__ import annotations
 
 import datetime
-import re
 import time
 from collections.abc import Sequence
 from datetime import timedelta
@@ -28,7 +28,6 @@ from typing import Any
 from airflow.sdk import BaseSensorOperator, PokeReturnValue
 from airflow.sdk.configuration import conf
 from airflow.sdk.exceptions import AirflowFailException, AirflowSensorTimeout
-from airflow.sdk.observability import stats
 
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from airflow_mysql_cdc.engine.values.headroom import HeadroomAssessment, HeadroomLevel, HeadroomPolicy
@@ -41,6 +40,7 @@ from airflow_mysql_cdc.hooks.gtid_conditions import (
     assess_headroom,
     evaluate_condition,
 )
+from airflow_mysql_cdc.hooks.metrics import emit
 from airflow_mysql_cdc.hooks.mysql_cdc import MySqlCdcHook
 from airflow_mysql_cdc.triggers.gtid_state import GtidStateTrigger
 
@@ -146,7 +146,7 @@ class MySqlCdcResumabilitySensor(_GtidConditionSensor):
         covers data only up to longer ago than this; None: no staleness warning.
     :param checkpoint_segment_end: ISO time up to which the checkpoint covers data (the chain head's
         ``segment_end``; templated); empty: unknown.
-    :param pipeline_id: names the metrics (``mysql_cdc.<pipeline_id>.*``); default: the DAG id.
+    :param pipeline_id: the metrics' ``pipeline`` tag; default: the DAG id.
     :param check_headroom: False: only the resumability verdict, no binlog reads beyond it.
     """
 
@@ -230,22 +230,21 @@ class MySqlCdcResumabilitySensor(_GtidConditionSensor):
 
     def _report(self, headroom: HeadroomAssessment, staleness: StalenessAssessment) -> None:
         """One INFO line each run; WARNING lines and counters below the thresholds; fail when unsafe."""
-        prefix = _metric_prefix(self.pipeline_id or self.dag_id)
+        pipeline = self.pipeline_id or self.dag_id
         if headroom.headroom_s is not None:
-            stats.gauge(f"{prefix}.binlog_headroom_seconds", headroom.headroom_s)
+            emit("mysql_cdc.binlog.headroom_seconds", headroom.headroom_s, pipeline=pipeline)
         if staleness.behind_s is not None:
-            stats.gauge(f"{prefix}.checkpoint_behind_seconds", staleness.behind_s)
+            emit("mysql_cdc.checkpoint.behind_seconds", staleness.behind_s, pipeline=pipeline)
+        low = headroom.level in (HeadroomLevel.LOW, HeadroomLevel.UNSAFE)
+        emit("mysql_cdc.binlog.headroom_low", int(low), pipeline=pipeline)
+        emit("mysql_cdc.checkpoint.stale", int(staleness.stale), pipeline=pipeline)
         if headroom.level is HeadroomLevel.UNSAFE:
-            stats.incr(f"{prefix}.binlog_headroom_low")
             raise AirflowFailException(headroom.message)
         if headroom.level in (HeadroomLevel.LOW, HeadroomLevel.UNKNOWN):
-            if headroom.level is HeadroomLevel.LOW:
-                stats.incr(f"{prefix}.binlog_headroom_low")
             self.log.warning("%s", headroom.message)
         else:
             self.log.info("%s", headroom.message)
         if staleness.stale:
-            stats.incr(f"{prefix}.checkpoint_stale")
             self.log.warning("%s", staleness.message)
         else:
             self.log.info("position: %s", staleness.message)
@@ -256,11 +255,6 @@ def _parse_time(text: str | None) -> datetime.datetime | None:
         return None
     moment = datetime.datetime.fromisoformat(text.strip())
     return moment if moment.tzinfo else moment.replace(tzinfo=datetime.UTC)
-
-
-def _metric_prefix(pipeline: str) -> str:
-    """``mysql_cdc.<pipeline>``, with characters StatsD names may not hold replaced by ``_``."""
-    return "mysql_cdc." + re.sub(r"[^A-Za-z0-9_.-]", "_", pipeline)
 
 
 class MySqlGtidReachedSensor(_GtidConditionSensor):

@@ -152,7 +152,14 @@ def test_on_kill_stops_spark_submit_and_the_python_driver(
 ) -> None:
     operator, thread, failure, driver = _start_live_operator(mysql_database, tmp_path, monkeypatch, 6102)
     spark_submit = psutil.Process(operator._hook.pid)
+    assert operator._attempt is not None
+    work_dir = operator._attempt.work_dir
+    started = time.monotonic()
     operator.on_kill()
+    # Airflow SIGKILLs the task process 5 s after the SIGTERM that ran on_kill ("mark failed"):
+    # by then the application is stopped and the attempt's work dir gone, whatever execute still does.
+    assert time.monotonic() - started < 5
+    assert not work_dir.exists()
     thread.join(timeout=60)
     assert not thread.is_alive()
     assert failure, "execute should fail once its application is killed"

@@ -12,7 +12,6 @@ from __future__ import annotations
 import datetime
 import os
 import time
-from typing import Any
 
 import pytest
 
@@ -21,9 +20,9 @@ from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from airflow_mysql_cdc.engine.values.headroom import headroom_seconds
 from airflow_mysql_cdc.engine.values.resumability import Verdict, assess_resumability
-from airflow_mysql_cdc.sensors import gtid_sensors
 from tests.support.airflow import connection_env, run_dag, task_states, xcom_value
 from tests.support.mysql import SandboxServer, ServerPool, create_user, execute, scalar
+from tests.support.statsd import statsd_listener
 
 pytestmark = [pytest.mark.mysql, pytest.mark.usefixtures("airflow_db")]
 DAG_FILE, DAG_ID = "binlog_headroom.py", "test_binlog_headroom"
@@ -49,18 +48,6 @@ def _checkpoint_in_a_closed_file(server: SandboxServer) -> tuple[GtidSet, str]:
     execute(endpoint, "INSERT INTO shop.t VALUES (2)", "FLUSH BINARY LOGS")
     execute(endpoint, "INSERT INTO shop.t VALUES (3)", "FLUSH BINARY LOGS")
     return checkpoint, needed
-
-
-class _Metrics:
-    def __init__(self) -> None:
-        self.gauges: dict[str, float] = {}
-        self.counters: dict[str, int] = {}
-
-    def gauge(self, name: str, value: float, *args: Any, **kwargs: Any) -> None:
-        self.gauges[name] = value
-
-    def incr(self, name: str, *args: Any, **kwargs: Any) -> None:
-        self.counters[name] = self.counters.get(name, 0) + 1
 
 
 def test_headroom_is_the_needed_files_last_write_plus_retention_and_the_server_purges_it_then(
@@ -104,14 +91,13 @@ def test_the_sensor_logs_the_headroom_warns_below_the_missed_runs_and_fails_earl
     server = mysql_servers.start(["--binlog-expire-logs-seconds=900"], name="headroom_schedules")
     checkpoint, needed = _checkpoint_in_a_closed_file(server)
     execute(server.endpoint, "INSERT INTO shop.t VALUES (9)")  # the server moves on
-    metrics = _Metrics()
-    monkeypatch.setattr(gtid_sensors, "stats", metrics)
     monkeypatch.setenv("AIRFLOW_CONN_CDC_SOURCE", connection_env(server.endpoint, server_id=5102))
     an_hour_ago = datetime.datetime.now(datetime.UTC) - datetime.timedelta(hours=1)
 
-    dag_run = run_dag(
-        DAG_FILE, DAG_ID, {"checkpoint": str(checkpoint), "segment_end": an_hour_ago.isoformat()}
-    )
+    with statsd_listener(monkeypatch) as statsd:
+        dag_run = run_dag(
+            DAG_FILE, DAG_ID, {"checkpoint": str(checkpoint), "segment_end": an_hour_ago.isoformat()}
+        )
 
     assert task_states(dag_run) == {
         "every_minute": "success",
@@ -136,9 +122,15 @@ def test_the_sensor_logs_the_headroom_warns_below_the_missed_runs_and_fails_earl
     )
     assert "SET PERSIST binlog_expire_logs_seconds = 7200; and clear this task before then." in log
     assert "stale position: the checkpoint covers data up to" in log
-    assert metrics.gauges["mysql_cdc.shop.binlog_headroom_seconds"] > 800
-    assert metrics.gauges["mysql_cdc.shop.checkpoint_behind_seconds"] >= 3600
-    assert metrics.counters == {"mysql_cdc.shop.binlog_headroom_low": 2, "mysql_cdc.shop.checkpoint_stale": 2}
+    # A plain StatsD server: the name without variables, and the pipeline appended (legacy names).
+    headroom = "airflow.mysql_cdc.binlog.headroom_seconds"
+    for name in (headroom, f"{headroom}.shop"):
+        assert [float(value.removesuffix("|g")) > 800 for value in statsd.values(name)] == [True] * 3
+    behind = statsd.values("airflow.mysql_cdc.checkpoint.behind_seconds.shop")
+    assert [float(value.removesuffix("|g")) >= 3600 for value in behind] == [True] * 3
+    assert sorted(statsd.values("airflow.mysql_cdc.binlog.headroom_low.shop")) == ["0|c", "1|c", "1|c"]
+    assert statsd.values("airflow.mysql_cdc.checkpoint.stale.shop") == ["1|c"] * 3
+    assert not [line for line in statsd.lines if line.startswith("airflow.mysql_cdc.shop.")]  # the old names
 
 
 def test_rds_retention_null_read_through_its_procedure_fails_early_with_the_rds_statement(
@@ -160,7 +152,6 @@ def test_rds_retention_null_read_through_its_procedure_fails_early_with_the_rds_
         server.endpoint, "cdc_rds", "Rds-Secret-4kq", "REPLICATION SLAVE, REPLICATION CLIENT ON *.*",
         "EXECUTE ON PROCEDURE mysql.rds_show_configuration",
     )  # fmt: skip
-    monkeypatch.setattr(gtid_sensors, "stats", _Metrics())
     monkeypatch.setenv("AIRFLOW_CONN_CDC_SOURCE", connection_env(account, server_id=5103))
 
     dag_run = run_dag(DAG_FILE, DAG_ID, {"checkpoint": str(checkpoint)})

@@ -165,3 +165,10 @@ def test_a_wrong_password_fails_the_prerequisites_at_once_naming_the_connection_
     )
     assert "Edit the connection (Admin > Connections in the UI" in log and "it is not retried" in log
     assert "Wrong-Password-7c1e" not in log and "the-right-password" not in log
+    # Airflow's runner logs every failure with a traceback; of ours it shows only the operator's line
+    # that re-raised the message, not the 5 frames through the hook, contextlib and PyMySQL below.
+    failure = log[log.index("Task failed with exception") : log.index("SourceLoginError: connection")]
+    frames = [line for line in failure.splitlines() if line.lstrip().startswith('File "')]
+    ours = [line for line in frames if "airflow_mysql_cdc" in line or "contextlib" in line]
+    assert len(ours) == 1 and "operators/prerequisites.py" in ours[0], frames
+    assert "pymysql" not in failure and "During handling" not in failure

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from airflow_mysql_cdc.engine.errors import ExitCode
 from airflow_mysql_cdc.engine.lake.state.store import LakeState
 from airflow_mysql_cdc.engine.snapshot.runner import snapshot_table
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
@@ -92,12 +93,16 @@ def test_stop_names_the_statement_a_re_snapshot_gets_past_it_and_the_resnapshot_
         assert task_states(stopped)["replicate"] == "failed"
         log = capfd.readouterr()
         text = log.out + log.err
-        # The task's exception, as the UI shows it: the application's own line first.
+        # The task's exception, as the UI shows it: the application's own line first, the exit code's
+        # meaning last; the spark-submit command line that ended it is in the log only (issue 34).
         reason = (
             "AirflowFailException: airflow-mysql-cdc ERROR binlog: StatementBasedChangeError: "
             f"statement-logged change of tracked table(s) {orders} in transaction {gtid}: {STATEMENT!r}"
         )
         assert reason in text
+        assert text[text.index(reason) :].splitlines()[1] == (
+            f"replicate failed: {ExitCode.BINLOG.meaning} (exit code 5)"
+        )
         assert "statement_changes: resnapshot" in text and "enforce binlog_format=ROW" in text
         position = pipeline.lake_position()
         assert before.issubset(position) and not GtidSet.parse(gtid).issubset(position)
@@ -118,7 +123,10 @@ def test_stop_names_the_statement_a_re_snapshot_gets_past_it_and_the_resnapshot_
         changes = xcom_value(passed, "replicate", "applied")["schema_changes"]
         assert [(c["table"], c["action"], c["gtid"]) for c in changes] == [(orders, "resnapshot", gtid)]
         log = capfd.readouterr()
-        assert "changed by a statement-logged UPDATE" in log.out + log.err  # the task log says why
+        # The task log says what the table met: a statement-logged change, not a schema change.
+        said = f"Statement-logged change {gtid}: {orders} left the pipeline to be snapshotted again: "
+        assert f"{said}changed by a statement-logged UPDATE" in log.out + log.err
+        assert "Schema change" not in log.out + log.err
         assert "NOT FULLY CHECKED" not in log.out + log.err
 
         later = _green(pipeline, VERIFIED)  # both tables stream again

@@ -125,8 +125,15 @@ def test_after_its_own_apply_a_run_says_the_lake_holds_its_segment_without_suspe
         agree_on_start(gtids("1-9"), gtids("1-4"), lake="/lake", after_apply=True)
 
 
-def test_before_its_apply_a_run_finding_the_lake_ahead_names_the_attempt_that_applied_it() -> None:
+def test_before_its_apply_a_run_finding_the_lake_ahead_names_every_attempt_that_can_have_applied_it() -> None:
+    """It named only a failed attempt of this run or a later run; a user met an earlier run's (one
+    killed mid-apply, the next run going on without it), which the lake cannot tell apart (issue 34)."""
     ahead = agree_on_start(GtidSet.parse(f"{A}:1-9"), GtidSet.parse(f"{A}:1-12"), lake="/lake")
-    assert "(a failed attempt of this run, or a later run, applied it)" in ahead
+    assert ahead == (
+        f"the lake is ahead of the checkpoint by {A}:10-12, applied by an attempt that failed before it "
+        "published a record (an earlier attempt of this run; an earlier run killed or marked failed "
+        "mid-apply, whose interval this run covers; or a later run): this run recomputes its segment "
+        "and applies only what the lake lacks"
+    )
     retried_first = agree_on_start(None, GtidSet.parse(f"{A}:1-3"), lake="/lake")
     assert "an earlier attempt of the first run got that far" in retried_first

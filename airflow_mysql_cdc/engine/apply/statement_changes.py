@@ -88,6 +88,7 @@ class StatementChanges:
                 "resnapshot",
                 f"changed by a statement-logged {_verb(change.statement)} (a session with "
                 "binlog_format=STATEMENT or MIXED): its rows are not in the binlog",
+                cause="statement_logged_change",
             )
             for table, change in sorted(unknown.items())
         ]

@@ -27,7 +27,7 @@ The actions (docs/operations.md, "Schema changes"):
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
 if TYPE_CHECKING:  # Arrow and the type mapping load only where columns are added, never at DAG parse
@@ -37,6 +37,8 @@ if TYPE_CHECKING:  # Arrow and the type mapping load only where columns are adde
 
 Action = Literal["evolve", "truncate", "leave", "resnapshot", "unchanged", "stop"]
 ACTIONS: tuple[str, ...] = get_args(Action)
+Cause = Literal["schema_change", "statement_logged_change"]
+CAUSES: tuple[str, ...] = get_args(Cause)
 
 
 @dataclass(frozen=True)
@@ -75,10 +77,17 @@ class TableEvolution:
     """The DDL's transaction; set when the run records the evolution (empty while it is decided)."""
     new_columns: tuple[AddedColumn, ...] = field(default=(), compare=False, repr=False)
     """How to add :attr:`added` (types, existing rows' values): the engine's, never in the JSON form."""
+    cause: Cause = "schema_change"
+    """What the table met: a DDL, or rows that no longer fit the lake (``schema_change``), or a data
+    change the binlog holds as a statement, not as rows (``statement_logged_change``,
+    :mod:`~airflow_mysql_cdc.engine.apply.statement_changes`). :meth:`describe` names it: a user read
+    "Schema change ...: left the pipeline" for an ``UPDATE`` (issue 34)."""
 
     def __post_init__(self) -> None:
         if self.action not in ACTIONS:
             raise ValueError(f"a schema change's action is one of {', '.join(ACTIONS)}, not {self.action!r}")
+        if self.cause not in CAUSES:
+            raise ValueError(f"a table evolution's cause is one of {', '.join(CAUSES)}, not {self.cause!r}")
         if self.new_columns and tuple(c.column.name for c in self.new_columns) != self.added:
             raise ValueError(f"{self.table}: new_columns must describe the added columns {self.added}")
 
@@ -114,10 +123,8 @@ class TableEvolution:
             )
 
     def at(self, gtid: str) -> TableEvolution:
-        """This evolution recorded at the DDL ``gtid``."""
-        return TableEvolution(
-            self.table, self.action, self.reason, self.added, self.dropped, gtid, self.new_columns
-        )
+        """This evolution recorded at the transaction ``gtid`` (the DDL's, or the statement's)."""
+        return replace(self, gtid=gtid)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -127,6 +134,7 @@ class TableEvolution:
             "reason": self.reason,
             "added": list(self.added),
             "dropped": list(self.dropped),
+            "cause": self.cause,
         }
 
     @classmethod
@@ -139,13 +147,15 @@ class TableEvolution:
             added=tuple(data.get("added", ())),
             dropped=tuple(data.get("dropped", ())),
             gtid=str(data.get("gtid", "")),
+            cause=data.get("cause", "schema_change"),  # a result of an engine before issue 34: a DDL's
         )
 
     def describe(self) -> str:
         """One log line: what happened to the table, and why."""
         if self.action == "stop":
             return stopped_words(self.table, self.reason)
-        return f"Schema change {self.gtid}: {self.table} {_ACTION_WORDS[self.action]}: {self.reason}"
+        what = _CAUSE_WORDS[self.cause]
+        return f"{what} {self.gtid}: {self.table} {_ACTION_WORDS[self.action]}: {self.reason}"
 
 
 def stopped_words(table: str, reason: str) -> str:
@@ -158,6 +168,11 @@ def stopped_words(table: str, reason: str) -> str:
         "out who else did first."
     )
 
+
+_CAUSE_WORDS: dict[str, str] = {
+    "schema_change": "Schema change",
+    "statement_logged_change": "Statement-logged change",
+}
 
 _ACTION_WORDS: dict[str, str] = {
     "evolve": "evolved in place",

@@ -142,6 +142,16 @@ def judge_source(record: CheckpointRecord, server_uuid: str, gtid_executed: Gtid
     )
 
 
+UNPUBLISHED_APPLIERS = (
+    "an earlier attempt of this run; an earlier run killed or marked failed mid-apply, whose interval "
+    "this run covers; or a later run"
+)
+"""Who can have put transactions in the lake beyond the chain's head: an attempt that applied them and
+failed before it published a record. The lake does not keep which one, so every kind is named; the
+message used to leave out the earlier run, the case a user met (a run killed mid-apply, the next one
+going on without it: issue 34)."""
+
+
 def agree_on_start(
     checkpoint: GtidSet | None, lake_applied: GtidSet | None, *, lake: str, after_apply: bool = False
 ) -> str:
@@ -183,9 +193,9 @@ def agree_on_start(
         if after_apply:
             return f"the lake holds the checkpoint and this run's segment ({lake_applied - checkpoint})"
         return (
-            f"the lake is ahead of the checkpoint by {lake_applied - checkpoint} (a failed attempt of this "
-            "run, or a later run, applied it): this run recomputes its segment and applies only what the "
-            "lake lacks"
+            f"the lake is ahead of the checkpoint by {lake_applied - checkpoint}, applied by an attempt "
+            f"that failed before it published a record ({UNPUBLISHED_APPLIERS}): this run recomputes its "
+            "segment and applies only what the lake lacks"
         )
     if lake_applied.issubset(checkpoint):
         raise WitnessDisagreementError(

@@ -245,6 +245,10 @@ def test_clears_marks_and_backfills_from_the_ui_keep_the_chain_and_the_lake_exac
         while _apply_processes(pipeline.pipeline_id):
             assert time.monotonic() < deadline, "the application outlived its run being marked failed"
             time.sleep(0.5)
+        from airflow_mysql_cdc.operators.attempt_recovery import work_root
+
+        root = work_root(f"mysql-cdc-apply-{pipeline.pipeline_id}")  # removed by on_kill, not a later try
+        assert not root.is_dir() or not list(root.iterdir()), "a work dir outlived the marked attempt"
         meanwhile = chain_records(pipeline.lake, pipeline.pipeline_id)
         assert meanwhile[: len(records)] == records and [r["run_id"] for r in meanwhile[len(records) :]] in (
             [],

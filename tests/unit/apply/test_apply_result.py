@@ -88,6 +88,10 @@ def test_a_schema_change_read_back_from_a_result_cannot_be_applied() -> None:
         report.check_applicable()
     with pytest.raises(ValueError, match="action is one of"):
         TableEvolution.from_json({"table": "t.a", "action": "rename", "reason": ""})
+    with pytest.raises(ValueError, match="cause is one of schema_change, statement_logged_change"):
+        TableEvolution.from_json({"table": "t.a", "action": "leave", "reason": "", "cause": "ddl"})
+    older = TableEvolution.from_json({"table": "t.a", "action": "leave", "reason": "dropped", "gtid": "g:1"})
+    assert older.describe() == "Schema change g:1: t.a left the pipeline; its lake table is kept: dropped"
 
 
 def test_a_result_file_of_another_program_is_refused_with_what_to_check() -> None:

@@ -108,6 +108,13 @@ def test_resnapshot_takes_the_table_out_before_the_transaction_and_applies_the_o
     assert [position for _, position in sink.batches] == [through(3), through(5)]
     assert applier.result.rows_by_table == {"shop.orders": 1, "shop.items": 1}  # orders' later row dropped
     assert applier.result.to_resnapshot == ["shop.orders"]
+    # The replicate task's log line, from the result read back: a statement, not a schema change.
+    [told] = ApplyResult.from_dict(applier.result.to_dict()).schema_changes
+    assert told.describe() == (
+        f"Statement-logged change {SOURCE_UUID}:4: shop.orders left the pipeline to be snapshotted again: "
+        "changed by a statement-logged UPDATE (a session with binlog_format=STATEMENT or MIXED): its "
+        "rows are not in the binlog"
+    )
 
 
 def test_a_table_whose_every_snapshot_chunk_holds_the_gtid_passes_the_statement() -> None:

@@ -1,15 +1,10 @@
-"""Metrics through Airflow's stats interface, with its backend replaced by a recorder."""
+"""The operators' figures as metrics, with Airflow's stats backend replaced by a recorder."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
-from pathlib import Path
-from typing import Any
 
 import pytest
-from airflow.sdk._shared.observability.metrics.base_stats_logger import NoStatsLogger
-from airflow.sdk.observability import stats
 
 from airflow_mysql_cdc.engine.apply.config import ApplyResult
 from airflow_mysql_cdc.engine.lake.evolution import TableEvolution
@@ -18,32 +13,13 @@ from airflow_mysql_cdc.engine.lake.maintenance.report import TableReport as Main
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from airflow_mysql_cdc.engine.verify.report import TableReport, VerifyReport
 from airflow_mysql_cdc.operators import metrics
-
-DOCS = Path(__file__).resolve().parents[4] / "docs" / "metrics.md"
-
-
-class Recorder:
-    """A stats backend that keeps every call: (kind, name, value, tags)."""
-
-    def __init__(self) -> None:
-        self.calls: list[tuple[str, str, float, dict[str, Any] | None]] = []
-
-    def incr(self, stat: str, count: int = 1, rate: float = 1, *, tags: dict[str, Any] | None = None) -> None:
-        self.calls.append(("incr", stat, count, tags))
-
-    def gauge(self, stat: str, value: float, rate: float = 1, delta: bool = False, *, tags=None) -> None:
-        self.calls.append(("gauge", stat, value, tags))
-
-    def timing(self, stat: str, dt: float, *, tags: dict[str, Any] | None = None) -> None:
-        self.calls.append(("timing", stat, dt, tags))
+from tests.support.stats_recorder import Recorder, recording_stats
 
 
 @pytest.fixture
 def recorder() -> Iterator[Recorder]:
-    backend = Recorder()
-    stats.initialize(factory=lambda: backend, export_legacy_names=True)
-    yield backend
-    stats.initialize(factory=NoStatsLogger, export_legacy_names=True)
+    with recording_stats() as backend:
+        yield backend
 
 
 def test_an_application_emits_rows_per_table_transactions_lag_and_binlog_bytes(recorder: Recorder) -> None:
@@ -138,29 +114,3 @@ def test_snapshot_maintenance_and_verify_figures(recorder: Recorder) -> None:
         ("mysql_cdc.verify.coverage.shop.shop__orders", 50 / 54),
         ("mysql_cdc.verify.coverage.shop.shop__refunds", 0.0),  # not compared: visible, not absent
     } <= calls
-
-
-def test_legacy_names_follow_airflows_switch(recorder: Recorder, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("AIRFLOW__METRICS__LEGACY_NAMES_ON", "False")
-    metrics.emit("mysql_cdc.apply.transactions", 1, pipeline="shop")
-    assert [name for _, name, _, _ in recorder.calls] == ["mysql_cdc.apply.transactions"]
-
-
-def test_a_broken_backend_costs_the_metric_not_the_run(monkeypatch: pytest.MonkeyPatch) -> None:
-    def broken() -> Any:
-        raise RuntimeError("the statsd client is broken")
-
-    stats.initialize(factory=broken, export_legacy_names=True)
-    try:
-        metrics.emit("mysql_cdc.apply.transactions", 1, pipeline="shop")
-    finally:
-        stats.initialize(factory=NoStatsLogger, export_legacy_names=True)
-
-
-def test_every_metric_is_documented_with_its_type_and_tags() -> None:
-    text = DOCS.read_text()
-    for metric in metrics.METRICS.values():
-        row = re.search(rf"^\| `{re.escape(metric.name)}` \| (\w+) \| ([^|]*) \|", text, re.MULTILINE)
-        assert row, f"{metric.name} is not in docs/metrics.md"
-        assert row.group(1) == metric.type
-        assert [tag.strip(" `") for tag in row.group(2).split(",")] == list(metric.tags)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import tempfile
 from pathlib import Path
@@ -12,7 +13,7 @@ from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_mysql_cdc.engine.errors import ExitCode
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
-from airflow_mysql_cdc.hooks.spark_submit import SparkSubmitFailed
+from airflow_mysql_cdc.hooks.spark_submit import MySqlCdcSparkSubmitHook, SparkSubmitFailed
 from airflow_mysql_cdc.operators.attempt_marker import AttemptMarker
 from airflow_mysql_cdc.operators.attempt_recovery import OwnAttempt, work_root
 from airflow_mysql_cdc.operators.spark_application import ApplicationSecrets, SparkApplicationOperator
@@ -36,11 +37,17 @@ def _run(operator: SparkApplicationOperator) -> dict:
     )
 
 
-def test_a_final_exit_code_fails_the_task_for_good(recorder: SparkSubmitRecorder) -> None:
+def test_a_final_exit_code_fails_the_task_for_good_with_the_end_of_the_output(
+    recorder: SparkSubmitRecorder,
+) -> None:
     recorder.behave(result={}, exit_code=ExitCode.CONFIGURATION)
     operator = SparkApplicationOperator(task_id="app", spark_conn_id="spark_local")
-    with pytest.raises(AirflowFailException, match="app failed: configuration error. Cannot execute"):
+    with pytest.raises(AirflowFailException) as failure:
         _run(operator)
+    assert str(failure.value) == (
+        "app failed: configuration error (exit code 2).\n"
+        "Last spark-submit output:\nrecorded spark-submit call"
+    )
 
 
 STATEMENT_ERROR = (
@@ -59,16 +66,23 @@ STATEMENT_ERROR = (
         "the binlog from 3e11fa47-71ca-11e1-9e33-c80aa9429562:1-9 (error 1236)",
     ],
 )
-def test_the_failure_reason_starts_with_the_applications_own_error_line(
-    recorder: SparkSubmitRecorder, error_line: str
+def test_the_failure_reason_is_the_applications_own_error_line_and_the_codes_meaning(
+    recorder: SparkSubmitRecorder,
+    error_line: str,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    # The hook's logger as a stdlib logger, which caplog reads (Airflow's is structlog's).
+    monkeypatch.setattr(MySqlCdcSparkSubmitHook, "log", logging.getLogger("spark_submit_hook"))
+    caplog.set_level(logging.DEBUG, logger="spark_submit_hook")
     recorder.behave(result={}, exit_code=ExitCode.BINLOG, stderr_lines=("some log line", error_line, "more"))
     operator = SparkApplicationOperator(task_id="app", spark_conn_id="spark_local")
     with pytest.raises(AirflowFailException) as failure:
         _run(operator)
-    text = str(failure.value)
-    assert text.startswith(error_line + "\n")
-    assert "app failed: the binlog cannot be applied from the checkpoint" in text  # the code's meaning after
+    # The error line, then the code's meaning: the spark-submit command line used to end it (issue 34).
+    assert str(failure.value) == f"{error_line}\napp failed: {ExitCode.BINLOG.meaning} (exit code 5)"
+    (debug,) = [record for record in caplog.records if "exited with code 5: " in record.getMessage()]
+    assert debug.levelno == logging.DEBUG and "--result-file" in debug.getMessage()  # the command, at DEBUG
 
 
 def test_a_retryable_failure_starts_with_the_error_line_too_and_masks_secrets(
@@ -90,7 +104,7 @@ def test_another_exit_code_fails_the_attempt_and_leaves_retries_to_airflow(
 ) -> None:
     recorder.behave(result={}, exit_code=1)
     operator = SparkApplicationOperator(task_id="app", spark_conn_id="spark_local")
-    with pytest.raises(SparkSubmitFailed, match="Error code is: 1") as failure:
+    with pytest.raises(SparkSubmitFailed, match="^spark-submit exited with code 1.") as failure:
         _run(operator)
     assert not isinstance(failure.value, AirflowFailException)
     assert failure.value.returncode == 1

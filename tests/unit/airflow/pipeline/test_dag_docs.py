@@ -1,9 +1,12 @@
 """The DAG's docs page describes this pipeline from its configuration, without a secret, and a wrong
-configuration key's import error names the file to edit."""
+configuration key's import error names the file to edit; the shipped DAG file's docstring and
+pipeline-dag.md name its tasks."""
 
 from __future__ import annotations
 
+import ast
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -13,6 +16,7 @@ from airflow_mysql_cdc.pipeline.dag import build_pipeline_dag
 from airflow_mysql_cdc.pipeline.dag_docs import describe_pipeline
 
 DAG_FILE = Path(__file__).resolve().parents[4] / "dags" / "mysql_cdc_daily.py"
+PIPELINE_DAG_MD = Path(__file__).resolve().parents[4] / "docs" / "pipeline-dag.md"
 
 
 def test_the_dags_docs_name_its_tables_lake_connections_schedule_and_policies() -> None:
@@ -73,3 +77,16 @@ def test_an_unknown_key_fails_the_dag_import_naming_the_json_file_read(
     bag = DagBag(dag_folder=str(DAG_FILE), safe_mode=False)
     (error,) = bag.import_errors.values()
     assert f"the pipeline configuration {config}: unknown pipeline configuration keys: tabels" in error
+
+
+def test_the_shipped_dags_docstring_and_pipeline_dag_md_name_every_task_in_order() -> None:
+    """What a user reads first: the DAG file's docstring listed no ``maintain_lake`` and no
+    ``verify_lake``, which every run of the default configuration runs (issue 34)."""
+    tasks = [task.task_id for task in build_pipeline_dag(PipelineConfig(dag_id="docs")).topological_sort()]
+    docstring = ast.get_docstring(ast.parse(DAG_FILE.read_text())) or ""
+    page = PIPELINE_DAG_MD.read_text()
+    for text in (docstring, page):
+        (chain,) = [line.split(" >> ") for line in text.splitlines() if " >> " in line]
+        assert [name.strip() for name in chain] == tasks
+    table = re.findall(r"^\| `(\w+)` \|", page.partition("| task | what it does |")[2], re.MULTILINE)
+    assert table[: len(tasks)] == tasks

@@ -16,6 +16,7 @@ from airflow_mysql_cdc.engine.values.headroom import HeadroomAssessment, Headroo
 from airflow_mysql_cdc.sensors import gtid_sensors
 from airflow_mysql_cdc.sensors.gtid_sensors import MySqlCdcResumabilitySensor, MySqlGtidReachedSensor
 from tests.support.airflow_context import runtime_task_instance
+from tests.support.stats_recorder import recording_stats
 from tests.unit.airflow.fake_server import serve_gtid_state
 
 UUID = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
@@ -100,41 +101,39 @@ def _headroom(level: HeadroomLevel, headroom_s: float | None, message: str) -> H
     return HeadroomAssessment(level, headroom_s, None, HeadroomPolicy(86400.0), message, "SET PERSIST ...;")
 
 
-class _Metrics:
-    def __init__(self) -> None:
-        self.calls: list[tuple[str, str, float | None]] = []
-
-    def gauge(self, name: str, value: float, *args: Any, **kwargs: Any) -> None:
-        self.calls.append(("gauge", name, value))
-
-    def incr(self, name: str, *args: Any, **kwargs: Any) -> None:
-        self.calls.append(("incr", name, None))
-
-
 @pytest.mark.parametrize(
     ("level", "counted"),
     [(HeadroomLevel.OK, False), (HeadroomLevel.LOW, True)],
 )
-def test_a_resumable_checkpoint_reports_its_headroom_as_a_gauge_and_counts_a_low_one(
+def test_a_resumable_checkpoint_reports_its_headroom_under_one_name_tagged_with_the_pipeline(
     monkeypatch: pytest.MonkeyPatch, level: HeadroomLevel, counted: bool
 ) -> None:
+    """The names hold no pipeline id (docs/metrics.md); a plain StatsD server gets it appended."""
     serve_gtid_state(monkeypatch, executed=f"{UUID}:1-50")
-    metrics = _Metrics()
-    monkeypatch.setattr(gtid_sensors, "stats", metrics)
     monkeypatch.setattr(
         gtid_sensors, "assess_headroom", lambda *a, **k: _headroom(level, 7200.0, "headroom 2 h")
     )
     sensor = _in_a_dag(MySqlCdcResumabilitySensor, checkpoint=f"{UUID}:1-50", pipeline_id="shop orders")
-    result = _run(sensor)
+    with recording_stats() as metrics:
+        result = _run(sensor)
     assert result["headroom"]["level"] == level.value and result["headroom"]["headroom_s"] == 7200
     assert result["staleness"]["stale"] is False
-    assert ("gauge", "mysql_cdc.shop_orders.binlog_headroom_seconds", 7200.0) in metrics.calls
-    assert (("incr", "mysql_cdc.shop_orders.binlog_headroom_low", None) in metrics.calls) is counted
+    pipeline = {"pipeline": "shop orders"}
+    assert metrics.tagged() == {
+        ("gauge", "mysql_cdc.binlog.headroom_seconds"): [(7200.0, pipeline)],
+        ("incr", "mysql_cdc.binlog.headroom_low"): [(int(counted), pipeline)],
+        ("incr", "mysql_cdc.checkpoint.stale"): [(0, pipeline)],
+    }
+    legacy = {name: value for _, name, value, tags in metrics.calls if tags is None}
+    assert legacy == {
+        "mysql_cdc.binlog.headroom_seconds.shop_orders": 7200.0,
+        "mysql_cdc.binlog.headroom_low.shop_orders": int(counted),
+        "mysql_cdc.checkpoint.stale.shop_orders": 0,
+    }
 
 
 def test_an_unsafe_headroom_fails_the_run_with_the_judged_message(monkeypatch: pytest.MonkeyPatch) -> None:
     serve_gtid_state(monkeypatch, executed=f"{UUID}:1-50")
-    monkeypatch.setattr(gtid_sensors, "stats", _Metrics())
     message = "binlog retention 12 h ... is shorter than the schedule's interval (1 d) ... SET PERSIST ...;"
     monkeypatch.setattr(
         gtid_sensors, "assess_headroom", lambda *a, **k: _headroom(HeadroomLevel.UNSAFE, 3600.0, message)
