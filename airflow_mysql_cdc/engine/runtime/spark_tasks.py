@@ -35,6 +35,10 @@ the driver's environment: set on the context's configuration when it is created,
 EXECUTOR_WAIT_CONF = "spark.airflow_mysql_cdc.executor_wait_s"
 DEFAULT_EXECUTOR_WAIT_S = 300.0
 
+LOCAL_DISK_ENCRYPTION_CONF = "spark.io.encryption.enabled"
+"""On unless the configuration says otherwise: the broadcast secrets' files on the driver's and the
+executors' disks are then ciphertext (:mod:`.executor_secrets`)."""
+
 
 class ExecutorCapacityError(CdcError):
     """No executor took the first tasks within the wait (a retry may find capacity)."""
@@ -80,7 +84,8 @@ class SparkTasks:
         """
         from pyspark import SparkConf, SparkContext
 
-        spark_conf = SparkConf().setAppName(app_name).setAll(list(secret_spark_conf().items()))
+        spark_conf = SparkConf().setAppName(app_name).setIfMissing(LOCAL_DISK_ENCRYPTION_CONF, "true")
+        spark_conf.setAll(list(secret_spark_conf().items()))
         context = SparkContext.getOrCreate(spark_conf)
         context.setLogLevel("WARN")
         return cls(context)
