@@ -207,23 +207,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     config, endpoint = configuration
     if args.no_spark:
         return run_to_result_file(lambda: run(config, endpoint, run_sequentially), args.result_file)
-    runner, secrets, transfer = spark_runner("mysql-cdc-snapshot")
 
     def on_spark() -> dict[str, Any]:
-        result = run(config, endpoint, runner)
+        # Inside the result's error handling: an executor check that fails (a missing module, a
+        # wrong interpreter, no capacity) ends the application with its error's exit code.
+        runner, secrets, transfer = spark_runner("mysql-cdc-snapshot")
+        try:
+            result = run(config, endpoint, runner)
+        finally:
+            secrets.withdraw()
         result["bytes_to_driver"] = transfer.bytes_to_driver
         # Peak resident memory of this driver process (Linux reports KiB), for capacity planning.
         result["driver_peak_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
         log.info(
-            "snapshot: %d window(s) sent %d bytes to the driver; driver peak RSS %d MiB",
-            transfer.windows, transfer.bytes_to_driver, result["driver_peak_rss_bytes"] >> 20,
+            "snapshot: %d window(s) sent %d bytes to the driver (%d per window); driver peak RSS %d MiB",
+            transfer.windows, transfer.bytes_to_driver, transfer.bytes_to_driver // max(1, transfer.windows),
+            result["driver_peak_rss_bytes"] >> 20,
         )  # fmt: skip
         return result
 
-    try:
-        return run_to_result_file(on_spark, args.result_file)
-    finally:
-        secrets.withdraw()
+    return run_to_result_file(on_spark, args.result_file)
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
@@ -39,13 +40,20 @@ LOCAL_DISK_ENCRYPTION_CONF = "spark.io.encryption.enabled"
 """On unless the configuration says otherwise: the broadcast secrets' files on the driver's and the
 executors' disks are then ciphertext (:mod:`.executor_secrets`)."""
 
+_INTERPRETER_NOT_STARTED = re.compile(
+    r"\((?P<host>[^\s()]+) executor [^)]*\): java\.io\.IOException: "
+    r'Cannot run program "(?P<python>[^"]*)"[^:\n]*: error=\d+, (?P<reason>[^\n]*)'
+)
+"""Spark's failure of a task whose executor could not start the Python interpreter it was given."""
+
 
 class ExecutorCapacityError(CdcError):
     """No executor took the first tasks within the wait (a retry may find capacity)."""
 
 
 class ExecutorRequirementsError(ConfigurationError):
-    """The executors' Python lacks a module the engine's tasks import (a retry cannot help)."""
+    """The executors' Python cannot be started, or lacks a module the engine's tasks import (a retry
+    cannot help)."""
 
 
 Task = TypeVar("Task")
@@ -114,14 +122,27 @@ class SparkTasks:
         from airflow_mysql_cdc.engine.runtime import executor_probe
 
         cloudpickle.register_pickle_by_value(executor_probe)
-        reports = self._within_executor_wait(
-            lambda: self.run(
-                executor_probe.probe,
-                [tuple(modules)] * self.parallelism,
-                description=f"{name}: check the executors' Python modules",
-            ),
-            name,
-        )
+        try:
+            reports = self._within_executor_wait(
+                lambda: self.run(
+                    executor_probe.probe,
+                    [tuple(modules)] * self.parallelism,
+                    description=f"{name}: check the executors' Python modules",
+                ),
+                name,
+            )
+        except Exception as error:
+            not_started = _INTERPRETER_NOT_STARTED.search(str(error))
+            if not_started is None:
+                raise
+            host, python, reason = not_started.group("host", "python", "reason")
+            raise ExecutorRequirementsError(
+                f"{name}: the Spark executors cannot start their Python: {python} on {host}: {reason}. "
+                "Set the pipeline JSON's spark.executor_python (the Spark property spark.pyspark.python) "
+                "to an executable Python interpreter that exists at that path on every executor host, "
+                "with the executor requirements installed (docs/deployment.md), or ship one with "
+                "spark.archives."
+            ) from None
         lacking = sorted(
             {(r["host"], r["python"], r["version"], tuple(r["missing"])) for r in reports if r["missing"]}
         )
