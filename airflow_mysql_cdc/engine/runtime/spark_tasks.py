@@ -37,8 +37,9 @@ EXECUTOR_WAIT_CONF = "spark.airflow_mysql_cdc.executor_wait_s"
 DEFAULT_EXECUTOR_WAIT_S = 300.0
 
 LOCAL_DISK_ENCRYPTION_CONF = "spark.io.encryption.enabled"
-"""On unless the configuration says otherwise: the broadcast secrets' files on the driver's and the
-executors' disks are then ciphertext (:mod:`.executor_secrets`)."""
+"""Spark's local-disk encryption, which the operators turn on unless the pipeline JSON turns it off
+(``driver_conf`` in ``operators/spark_application.py``): the broadcast secrets' files on the
+driver's and the executors' disks are then ciphertext (:mod:`.executor_secrets`)."""
 
 _INTERPRETER_NOT_STARTED = re.compile(
     r"\((?P<host>[^\s()]+) executor [^)]*\): java\.io\.IOException: "
@@ -92,8 +93,7 @@ class SparkTasks:
         """
         from pyspark import SparkConf, SparkContext
 
-        spark_conf = SparkConf().setAppName(app_name).setIfMissing(LOCAL_DISK_ENCRYPTION_CONF, "true")
-        spark_conf.setAll(list(secret_spark_conf().items()))
+        spark_conf = SparkConf().setAppName(app_name).setAll(list(secret_spark_conf().items()))
         context = SparkContext.getOrCreate(spark_conf)
         context.setLogLevel("WARN")
         return cls(context)
