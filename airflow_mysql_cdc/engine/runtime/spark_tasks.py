@@ -20,6 +20,7 @@ import logging
 import os
 import re
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -35,6 +36,8 @@ the driver's environment: set on the context's configuration when it is created,
 
 EXECUTOR_WAIT_CONF = "spark.airflow_mysql_cdc.executor_wait_s"
 DEFAULT_EXECUTOR_WAIT_S = 300.0
+"""Executors of a healthy first run on the CI's loaded 2-core standalone cluster took about 70 s to
+register (issue 34): the wait must stay well above the start-up the driver logs."""
 
 LOCAL_DISK_ENCRYPTION_CONF = "spark.io.encryption.enabled"
 """Spark's local-disk encryption, which the operators turn on unless the pipeline JSON turns it off
@@ -57,6 +60,9 @@ class ExecutorRequirementsError(ConfigurationError):
     cannot help)."""
 
 
+_CHECK_POLL_S = 0.25
+"""How often the executor check looks whether an executor took one of its tasks."""
+
 Task = TypeVar("Task")
 Result = TypeVar("Result")
 
@@ -73,6 +79,19 @@ def secret_spark_conf(environ: Mapping[str, str] = os.environ) -> dict[str, str]
     if not isinstance(properties, dict):
         raise ConfigurationError(f"{SECRET_CONF_VARIABLE} is not a JSON object of Spark properties")
     return {str(key): str(value) for key, value in properties.items()}
+
+
+def _no_capacity_message(name: str, wait_s: float, registered: int | None) -> str:
+    """What a user reads when no executor took the check's tasks within the wait."""
+    how_many = "" if registered is None else f" ({registered} executor(s) had registered with the driver)"
+    return (
+        f"{name}: no Spark executor took a task within {wait_s:.0f} s{how_many}: the cluster has no free "
+        "executor slot, or none with the memory and cores asked for (spark.executor_memory, "
+        "spark.executor_cores), or it starts executors more slowly than that (a healthy run's task log "
+        "says how long they took: 'executors took the first task after N s'). Free capacity or ask for "
+        f"less; a retry tries again. The wait is the Spark property {EXECUTOR_WAIT_CONF} (spark.conf in "
+        f"the pipeline JSON; default {DEFAULT_EXECUTOR_WAIT_S:.0f} s): keep it well above the start-up."
+    )
 
 
 class SparkTasks:
@@ -159,10 +178,13 @@ class SparkTasks:
             )
 
     def _within_executor_wait(self, job: Callable[[], list[Result]], name: str) -> list[Result]:
-        """``job()``, unless no executor takes its tasks within the wait (the cluster is full, or has
-        no executor with the memory and cores asked for): then the job is cancelled and
-        :class:`ExecutorCapacityError` raised instead of Spark's endless "Initial job has not
-        accepted any resources". The wait is the Spark property :data:`EXECUTOR_WAIT_CONF` (seconds)."""
+        """``job()``, unless no executor takes one of its tasks within the wait (the cluster is full,
+        has no executor with the memory and cores asked for, or starts executors more slowly than
+        the wait): then the job is cancelled and :class:`ExecutorCapacityError` raised instead of
+        Spark's endless "Initial job has not accepted any resources". Once a task has started, the
+        job runs to its end without a limit (a first task may unpack ``spark.archives``). The wait
+        is the Spark property :data:`EXECUTOR_WAIT_CONF` (seconds); it includes the executors'
+        start-up, which the log line of a healthy check reports, so a user can size the wait."""
         wait_s = self.executor_wait_s
         if wait_s is None:
             wait_s = float(self.context.getConf().get(EXECUTOR_WAIT_CONF, str(DEFAULT_EXECUTOR_WAIT_S)))
@@ -176,20 +198,55 @@ class SparkTasks:
             except BaseException as error:  # noqa: BLE001 - handed to the waiting thread
                 outcome.append(error)
 
+        started = time.monotonic()
         thread = threading.Thread(target=run, name=f"{name}-executor-check", daemon=True)
         thread.start()
-        thread.join(wait_s)
-        if thread.is_alive():
-            self.context.cancelJobGroup(group)
-            raise ExecutorCapacityError(
-                f"{name}: no Spark executor took a task within {wait_s:.0f} s: the cluster has no free "
-                "executor slot, or none with the memory and cores asked for (spark.executor_memory, "
-                "spark.executor_cores). Free capacity or ask for less; a retry tries again. The wait is "
-                f"the Spark property {EXECUTOR_WAIT_CONF} (spark.conf in the pipeline JSON)."
-            )
+        taken_after_s: float | None = None
+        while thread.is_alive():
+            if taken_after_s is None and self._a_task_started(group):
+                taken_after_s = time.monotonic() - started
+            remaining_s = started + wait_s - time.monotonic()
+            if taken_after_s is None and remaining_s <= 0:
+                registered = self._executors_registered()
+                self.context.cancelJobGroup(group)
+                raise ExecutorCapacityError(_no_capacity_message(name, wait_s, registered))
+            thread.join(_CHECK_POLL_S if taken_after_s is not None else min(_CHECK_POLL_S, remaining_s))
+        registered = self._executors_registered()
+        log.info(
+            "%s: executors took the first task after %.0f s (the wait for them is %.0f s)%s",
+            name,
+            time.monotonic() - started if taken_after_s is None else taken_after_s,
+            wait_s,
+            "" if registered is None else f"; {registered} executor(s) registered",
+        )
         if isinstance(outcome[0], BaseException):
             raise outcome[0]
         return outcome[0]
+
+    def _a_task_started(self, group: str) -> bool:
+        """Whether a task of the job group started (an executor took it), whatever its end."""
+        tracker = self.context.statusTracker()  # PySpark's public view of jobs and stages
+        for job_id in tracker.getJobIdsForGroup(group):
+            job = tracker.getJobInfo(job_id)
+            for stage_id in job.stageIds if job is not None else ():
+                stage = tracker.getStageInfo(stage_id)
+                if (
+                    stage is not None
+                    and stage.numActiveTasks + stage.numCompletedTasks + stage.numFailedTasks
+                ):
+                    return True
+        return False
+
+    def _executors_registered(self) -> int | None:
+        """How many executors have registered with the driver (None for a ``local[...]`` master,
+        whose only executor is the driver). PySpark has no call for it: the JVM's status tracker,
+        whose list includes the driver."""
+        if str(self.context.master).startswith("local"):
+            return None
+        try:
+            return max(0, len(self.context._jsc.sc().statusTracker().getExecutorInfos()) - 1)
+        except Exception:  # noqa: BLE001 - only a detail of a message
+            return None
 
     def warm_up(self, function: Callable[[int], Any], *, name: str) -> None:
         """Start every Python worker now, in the background, by running ``function`` once per slot.
