@@ -6,8 +6,9 @@ its driver included), no file the application made on an executor's host holds a
 text: the copies live in the cluster manager's per-application local folders, which it deletes at
 the application's end, and they are encrypted with a key that only the application's JVMs hold in
 memory. Guarded by
-``test_no_worker_file_holds_a_credential_after_a_snapshot_ends_or_is_killed_with_kill_9``
-(``tests/integration/test_spark_standalone.py``) and the S3 DAG test's check after each run.
+``test_a_snapshot_whose_driver_is_killed_with_kill_9_leaves_no_credential_on_the_workers`` and
+``test_snapshot_windows_run_on_standalone_executors_with_the_password_in_no_process_argv``
+(``tests/integration/test_spark_standalone.py``), and the S3 DAG test's search after each run.
 
 How: the driver has the MySQL password and the lake's secret storage options in its environment
 (set by the operator, never in argv). :meth:`ExecutorSecrets.publish` broadcasts them once per
@@ -19,22 +20,24 @@ executor a task's :meth:`SecretsReference.read` finds the value under its name.
 Where copies live (docs/deployment.md, "Secrets on a cluster", says the same to users):
 
 - an executor's block manager, in memory, and the file PySpark hands its Python workers,
-  ``blockmgr-…/…/broadcast_<n>_python`` (mode 0600), under the local folders the cluster manager
-  gives the executor: on a standalone worker ``executor-…`` (mode 0700) below ``SPARK_LOCAL_DIRS``,
+  ``blockmgr-…/…/broadcast_<n>_python``, under the local folders the cluster manager gives the
+  executor: on a standalone worker ``spark-…/executor-…`` (mode 0700) below ``SPARK_LOCAL_DIRS``,
   which the worker deletes when the master says the application finished (also after its driver was
-  killed: measured within 3 s); YARN's and Kubernetes' container folders, deleted with the container;
+  killed: measured 1.0 to 1.7 s after the end); YARN's and Kubernetes' container folders, deleted
+  with the container;
 - the driver's block manager, and PySpark's file of the pickled value in the driver's Spark local
   folder (``spark-…/pyspark-…``, deleted when the application ends, by :meth:`ExecutorSecrets.withdraw`
   or the JVM's shutdown; left behind by a kill -9 of the driver).
 
-The files are encrypted: :meth:`~.spark_tasks.SparkTasks.session` turns on Spark's local-disk
-encryption (``spark.io.encryption.enabled``) unless the configuration says otherwise, so a file a
-killed driver or a crashed worker leaves holds ciphertext whose key died with the JVMs. The value
+The files are encrypted: the operators turn on Spark's local-disk encryption
+(``spark.io.encryption.enabled``, :data:`~.spark_tasks.LOCAL_DISK_ENCRYPTION_CONF`) unless the
+pipeline JSON turns it off, so a file a killed driver or a crashed worker leaves holds ciphertext
+(the pickled value, 57 bytes, becomes 73 bytes of ciphertext) whose key died with the JVMs. The value
 travels over Spark's RPC channel, in clear text unless ``spark.network.crypto.enabled``.
 
 Why not the earlier designs (scars):
 
-- ``SparkContext.addFile`` (0.1 to 0.x): Spark fetches an added file into the executor's working
+- ``SparkContext.addFile`` (until issue 34): Spark fetches an added file into the executor's working
   folder, which a standalone worker keeps as ``work/app-…/<n>/`` (logs live there) until
   ``spark.worker.cleanup.appDataTtl``, 7 days by default, and makes it executable: 8 files after
   5 applications, mode ``-rwx--x--x``, holding the password and the S3 keys (issue 34).
