@@ -85,12 +85,14 @@ def _no_capacity_message(name: str, wait_s: float, registered: int | None) -> st
     """What a user reads when no executor took the check's tasks within the wait."""
     how_many = "" if registered is None else f" ({registered} executor(s) had registered with the driver)"
     return (
-        f"{name}: no Spark executor took a task within {wait_s:.0f} s{how_many}: the cluster has no free "
-        "executor slot, or none with the memory and cores asked for (spark.executor_memory, "
-        "spark.executor_cores), or it starts executors more slowly than that (a healthy run's task log "
-        "says how long they took: 'executors took the first task after N s'). Free capacity or ask for "
-        f"less; a retry tries again. The wait is the Spark property {EXECUTOR_WAIT_CONF} (spark.conf in "
-        f"the pipeline JSON; default {DEFAULT_EXECUTOR_WAIT_S:.0f} s): keep it well above the start-up."
+        f"{name}: no Spark executor took a task within {wait_s:.0f} s{how_many}: the cluster has no "
+        "free executor slot, or none with the memory and cores asked for (spark.executor.memory and "
+        "spark.executor.cores: executor_memory and executor_cores in the pipeline JSON's spark "
+        "object), or it starts executors more slowly than that (a healthy run's task log says how long "
+        "they took: 'executors took the first task after N s'). Free capacity or ask for less; a retry "
+        f"tries again. The wait is the Spark property {EXECUTOR_WAIT_CONF} (in the conf of the pipeline "
+        f"JSON's spark object; default {DEFAULT_EXECUTOR_WAIT_S:.0f} s): keep it at least three times "
+        "the start-up and 120 s or more (docs/deployment.md, 'A cluster without capacity')."
     )
 
 
@@ -157,10 +159,10 @@ class SparkTasks:
             host, python, reason = not_started.group("host", "python", "reason")
             raise ExecutorRequirementsError(
                 f"{name}: the Spark executors cannot start their Python: {python} on {host}: {reason}. "
-                "Set the pipeline JSON's spark.executor_python (the Spark property spark.pyspark.python) "
-                "to an executable Python interpreter that exists at that path on every executor host, "
-                "with the executor requirements installed (docs/deployment.md), or ship one with "
-                "spark.archives."
+                "Set the executors' Python (the Spark property spark.pyspark.python: executor_python in "
+                "the pipeline JSON's spark object) to an executable interpreter that exists at that path "
+                "on every executor host, with the executor requirements installed (docs/deployment.md), "
+                "or ship one with spark.archives."
             ) from None
         lacking = sorted(
             {(r["host"], r["python"], r["version"], tuple(r["missing"])) for r in reports if r["missing"]}
