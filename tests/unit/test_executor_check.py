@@ -1,7 +1,12 @@
-"""The executor check's wait (issue 34 item 3): it ends when an executor takes a task, not when the
-job ends, and when none does, the error says how long it waited and how many executors had
-registered, so a user can tell a full cluster from slow executor start-up. A fake SparkContext
-stands in for Spark's status tracker; the real one is exercised by every Spark integration test."""
+"""The executor check (:meth:`SparkTasks.require`), issue 34 items 2 and 3.
+
+Its wait ends when an executor takes a task, not when the job ends, and when none does, the error
+says how long it waited and how many executors had registered, so a user can tell a full cluster
+from slow executor start-up. An executor Python that cannot start is a configuration error naming
+host and interpreter (exit 2: the operators fail the task without retry), not Spark's raw failure.
+A fake SparkContext stands in for Spark's status tracker; the real one runs in every Spark
+integration test, and the interpreter failure on a standalone cluster in
+``test_an_executor_python_that_cannot_start_fails_the_task_at_once_naming_host_and_interpreter``."""
 
 from __future__ import annotations
 
@@ -15,7 +20,12 @@ from typing import Any
 
 import pytest
 
-from airflow_mysql_cdc.engine.runtime.spark_tasks import ExecutorCapacityError, SparkTasks
+from airflow_mysql_cdc.engine.errors import ExitCode
+from airflow_mysql_cdc.engine.runtime.spark_tasks import (
+    ExecutorCapacityError,
+    ExecutorRequirementsError,
+    SparkTasks,
+)
 
 
 @dataclass
@@ -46,6 +56,7 @@ class _Context:
     """The part of a SparkContext the wait uses; ``_jsc`` lists the driver and the executors."""
 
     master = "spark://master:7077"
+    defaultParallelism = 2  # noqa: N815 - PySpark's name
 
     def __init__(self, cluster: _Cluster) -> None:
         self.cluster = cluster
@@ -118,3 +129,45 @@ def test_a_local_master_reports_no_executor_count() -> None:
             _job_that_runs(cluster, task_starts_after_s=None, runs_s=30), "catch-up"
         )
     assert "registered" not in str(failure.value)
+
+
+SPARK_CANNOT_RUN = (
+    "An error occurred while calling z:org.apache.spark.api.python.PythonRDD.collectAndServe.\n"
+    ": org.apache.spark.SparkException: Job aborted due to stage failure: Task 0 in stage 0.0 failed "
+    "4 times, most recent failure: Lost task 0.3 in stage 0.0 (TID 5) (10.0.0.7 executor 0): "
+    'java.io.IOException: Cannot run program "{python}": error={errno}, {reason}\n'
+    "\tat java.base/java.lang.ProcessBuilder.start(ProcessBuilder.java:1143)\n"
+)
+"""Spark 4.2's failure of the check's job (as PySpark raises it) when executors cannot start the
+interpreter; seen on the standalone cluster with a missing and a non-executable one."""
+
+
+@pytest.mark.parametrize(("errno", "reason"), [(2, "No such file or directory"), (13, "Permission denied")])
+def test_an_executor_python_that_cannot_start_is_a_configuration_error_naming_host_and_interpreter(
+    errno: int, reason: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    python = "/nonexistent/bin/python3"
+
+    def run(*_: Any, **__: Any) -> list[Any]:
+        raise RuntimeError(SPARK_CANNOT_RUN.format(python=python, errno=errno, reason=reason))
+
+    spark = SparkTasks(_Context(_Cluster(executors=2)), executor_wait_s=30)
+    monkeypatch.setattr(spark, "run", run)
+    with pytest.raises(ExecutorRequirementsError) as failure:
+        spark.require(["pyarrow"], name="snapshot")
+    assert str(failure.value).startswith(
+        f"snapshot: the Spark executors cannot start their Python: {python} on 10.0.0.7: {reason}. "
+        "Set the executors' Python (the Spark property spark.pyspark.python: executor_python in the "
+        "pipeline JSON's spark object)"
+    )
+    assert failure.value.exit_code is ExitCode.CONFIGURATION and not failure.value.retryable
+
+
+def test_another_failure_of_the_check_is_raised_as_spark_raised_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    def run(*_: Any, **__: Any) -> list[Any]:
+        raise RuntimeError("Job aborted due to stage failure: ExecutorLostFailure (executor 0 exited)")
+
+    spark = SparkTasks(_Context(_Cluster(executors=2)), executor_wait_s=30)
+    monkeypatch.setattr(spark, "run", run)
+    with pytest.raises(RuntimeError, match="ExecutorLostFailure"):
+        spark.require(["pyarrow"], name="snapshot")
