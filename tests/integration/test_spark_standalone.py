@@ -84,6 +84,7 @@ def test_snapshot_windows_run_on_standalone_executors_with_the_password_in_no_pr
     lean_executor_python: Path,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
+    capfd: pytest.CaptureFixture,
 ) -> None:
     operator = _snapshot_operator(
         mysql_database, spark_standalone, monkeypatch, tmp_path / "lake",
@@ -104,6 +105,11 @@ def test_snapshot_windows_run_on_standalone_executors_with_the_password_in_no_pr
         for log in application.glob("*/stderr")
     )
     assert "Running task" in executor_logs
+    # The task log says how long the executors took to start and how many registered (issue 34 item
+    # 3; the count is read through PySpark's private _jsc, so this guards it on the pinned version).
+    task_log = "".join(capfd.readouterr())
+    assert re.search(r"executors took the first task after \d+ s \(the wait for them is 300 s\); "
+                     r"[12] executor\(s\) registered", task_log)  # fmt: skip
     assert result["tables"][0]["chunks_total"] >= 6
     assert_lake_equals_source(mysql_database, tmp_path / "lake", mysql_database.database, "orders")
     # The executors logged in with the password (the windows read the rows), and no worker keeps it:

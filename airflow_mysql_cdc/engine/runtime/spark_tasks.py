@@ -242,7 +242,8 @@ class SparkTasks:
     def _executors_registered(self) -> int | None:
         """How many executors have registered with the driver (None for a ``local[...]`` master,
         whose only executor is the driver). PySpark has no call for it: the JVM's status tracker,
-        whose list includes the driver."""
+        whose list includes the driver, through PySpark's private ``_jsc`` (guarded on the pinned
+        PySpark by the first test of ``tests/integration/test_spark_standalone.py``)."""
         if str(self.context.master).startswith("local"):
             return None
         try:
