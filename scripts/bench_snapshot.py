@@ -129,7 +129,7 @@ def main() -> None:
         )
         return result.rows
 
-    runner = spark_runner("bench-snapshot")
+    runner, secrets, _ = spark_runner("bench-snapshot")  # (windows runner, their secrets, transfer)
     variants = {
         "1. plain SELECT * scan": lambda: plain_scan(endpoint),
         "1b. the same scan fetched as text": lambda: text_scan(endpoint),
@@ -144,6 +144,7 @@ def main() -> None:
             rows = action()
             if round_number:  # round 0 warms up: the JVM, pyarrow.compute's import, Delta's first write
                 rates[label].append(rows / (time.perf_counter() - started))
+    secrets.withdraw()
     plain, text, windows, single, parallel = (report(label, runs) for label, runs in rates.items())
     print(f"ratio windows / plain scan:              {windows / plain:.2f}")
     print(f"ratio windows / scan fetched as text:    {windows / text:.2f}")

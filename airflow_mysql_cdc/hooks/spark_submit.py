@@ -289,7 +289,7 @@ class MySqlCdcSparkSubmitHook(SparkSubmitHook):
         ):
             raise MasterCannotRunRefused(
                 f"Master {self.master!r} runs executors as pods and needs their container image, and "
-                f"{IMAGE_CONF} is not set. Set spark.kubernetes_image in the pipeline JSON (or "
+                f"{IMAGE_CONF} is not set. Set kubernetes_image in the pipeline JSON's spark object (or "
                 f"{IMAGE_CONF} in spark_conf): an image with Spark {pyspark_version()} and the "
                 "executor requirements (docs/deployment.md)."
             )

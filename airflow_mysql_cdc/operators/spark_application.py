@@ -16,6 +16,7 @@ from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_mysql_cdc.engine.errors import ExitCode
 from airflow_mysql_cdc.engine.lake.storage import secret_storage_options_to_environment
+from airflow_mysql_cdc.engine.runtime.spark_tasks import LOCAL_DISK_ENCRYPTION_CONF
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.hooks.spark_submit import MySqlCdcSparkSubmitHook, SparkSubmitFailed
 from airflow_mysql_cdc.operators.attempt_marker import RESULT_FILE
@@ -54,8 +55,20 @@ def driver_conf(spark_conf: Mapping[str, Any] | None) -> dict[str, Any]:
       authentication, for every run. The applications log their own progress; a user who wants
       the UI sets ``"spark.ui.enabled": "true"`` in the pipeline JSON's ``spark.conf``
       (docs/configuration.md says how to keep it private).
+    - Spark's local-disk encryption is on (``spark.io.encryption.enabled=true``) unless ``spark_conf``
+      turns it off: the broadcast that carries the credentials to the executors
+      (:mod:`~airflow_mysql_cdc.engine.runtime.executor_secrets`) leaves a file in each executor's
+      and in the driver's local folder; with it on, the file is ciphertext whose key only the
+      application's JVMs hold. Set here, not in the application: under spark-submit, PySpark's
+      ``SparkConf`` does not see ``--conf`` before the context starts, so a default set there would
+      override a user's ``false`` (seen in issue 34).
     """
-    return {"spark.pyspark.driver.python": sys.executable, "spark.ui.enabled": "false", **(spark_conf or {})}
+    return {
+        "spark.pyspark.driver.python": sys.executable,
+        "spark.ui.enabled": "false",
+        LOCAL_DISK_ENCRYPTION_CONF: "true",
+        **(spark_conf or {}),
+    }
 
 
 @dataclass(frozen=True)

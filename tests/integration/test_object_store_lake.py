@@ -39,6 +39,7 @@ from tests.support.airflow import task_states, xcom_value
 from tests.support.apply_process import launch_application
 from tests.support.frozen_replica import FrozenReplica
 from tests.support.leaks import CommandLineRecorder, as_text, containing, dag_xcom_values
+from tests.support.mysql import create_user
 from tests.support.object_store import S3Lake
 from tests.support.pipeline import (
     ALL_TASKS,
@@ -173,7 +174,12 @@ def test_the_daily_dag_on_a_spark_cluster_and_an_s3_lake_stays_exact_recovers_an
     seed(mysql_database, "payments", 90)
     tables = [f"{database}.orders", f"{database}.payments"]
     source = mysql_database.with_database(None)
-    pipeline = Pipeline(monkeypatch, tmp_path, source, tables, s3_lake=s3_lake, catchup_parallelism=2)
+    password = "Cluster-S3-Secret-71v"
+    reader = create_user(
+        mysql_database, "cdc_cluster", password,
+        "REPLICATION SLAVE, REPLICATION CLIENT ON *.*", f"SELECT ON `{database}`.*",
+    )  # fmt: skip
+    pipeline = Pipeline(monkeypatch, tmp_path, reader, tables, s3_lake=s3_lake, catchup_parallelism=2)
     master = {"conn_type": "spark", "host": "spark://127.0.0.1", "port": spark_standalone.master_port}
     monkeypatch.setenv("AIRFLOW_CONN_SPARK_CLUSTER", json.dumps(master))
     pipeline.configure(
@@ -187,12 +193,18 @@ def test_the_daily_dag_on_a_spark_cluster_and_an_s3_lake_stays_exact_recovers_an
     applications_before = spark_standalone.application_folders()
     read = {"storage_options": pipeline.storage_options}
     secrets = (s3_lake.store.secret_access_key, s3_lake.store.access_key_id)
+
+    def assert_no_worker_file_holds_a_credential() -> None:
+        """Issue 34: the executors' copies (a broadcast) are ciphertext, never in a work folder."""
+        assert spark_standalone.worker_files_holding(password, *secrets) == []
+
     with CommandLineRecorder() as recorder:
         # Run 1: snapshot both tables into s3, then stream the open segment while a writer writes.
         writers = writing(mysql_database, 4, 1, "orders", "payments", pause_s=0.003)
         first = pipeline.run(now() + datetime.timedelta(seconds=6))
         assert task_states(first) == dict.fromkeys(ALL_TASKS, "success")
         assert len(xcom_value(first, "replicate", "snapshot")["tables"]) == 2
+        assert_no_worker_file_holds_a_credential()
         assert_exact_at(
             frozen_replica, checkpoint(first), pipeline.lake, database, "orders", "payments", **read
         )
@@ -206,8 +218,10 @@ def test_the_daily_dag_on_a_spark_cluster_and_an_s3_lake_stays_exact_recovers_an
         killer.join()
         finish(writers)
         assert task_states(failed)["replicate"] == "failed"
+        assert_no_worker_file_holds_a_credential()
         retried = pipeline.run(second_end)
         assert task_states(retried) == dict.fromkeys(ALL_TASKS, "success")
+        assert_no_worker_file_holds_a_credential()
         assert_exact_at(
             frozen_replica, checkpoint(retried), pipeline.lake, database, "orders", "payments", **read
         )
@@ -216,6 +230,7 @@ def test_the_daily_dag_on_a_spark_cluster_and_an_s3_lake_stays_exact_recovers_an
         finish(writing(mysql_database, 2, 3, "orders", "payments"))
         third = pipeline.run(now())
         assert task_states(third) == dict.fromkeys(ALL_TASKS, "success")
+        assert_no_worker_file_holds_a_credential()
         assert GtidSet.parse(checkpoint(third)["end_gtids"]) == pipeline.lake_position()
         assert_exact_at(
             frozen_replica, checkpoint(third), pipeline.lake, database, "orders", "payments", **read
@@ -243,6 +258,7 @@ def test_the_daily_dag_on_a_spark_cluster_and_an_s3_lake_stays_exact_recovers_an
         assert holder.returncode == 0, holder_stderr.decode()[-2000:]
         fourth = pipeline.run(fourth_end)  # the retry, once the other instance is gone
         assert task_states(fourth) == dict.fromkeys(ALL_TASKS, "success")
+        assert_no_worker_file_holds_a_credential()
         assert GtidSet.parse(checkpoint(fourth)["end_gtids"]).issubset(pipeline.lake_position())
         assert_exact(mysql_database, pipeline.lake, database, "orders", "payments", **read)
 
@@ -251,7 +267,7 @@ def test_the_daily_dag_on_a_spark_cluster_and_an_s3_lake_stays_exact_recovers_an
     assert "a second instance must not write it at the same time" in logs
     assert "parallel catch-up of" in logs and "continuing with the single reader" not in logs  # run 3
     assert "Spark-Submit cmd" in logs and s3_lake.root in logs
-    assert containing([logs], *secrets) == [], "a lake credential reached a task log"
+    assert containing([logs], password, *secrets) == [], "a credential reached a task log"
     spark_commands = [line for line in logs.splitlines() if "Spark-Submit cmd" in line]
     assert spark_commands and containing(spark_commands, *secrets) == []
     assert any("SparkSubmit" in line or "spark-submit" in line for line in recorder.command_lines)

@@ -72,7 +72,7 @@ def test_rows_stay_on_the_executors_and_what_reaches_the_driver_does_not_grow_wi
     per_window = [sum(spark.result_bytes) / len(spark.result_bytes) for spark in (small_spark, large_spark)]
     assert max(per_window) < 1000, per_window
     assert per_window[1] < per_window[0] * 1.2, per_window  # not the rows: 20 times as many cost nothing
-    # The executors logged in with the password they read from the application's secrets file
+    # The executors logged in with the password they read from the application's broadcast secrets
     for shipped in small_spark.shipped + large_spark.shipped:
         assert PASSWORD.encode() not in shipped
     # Where executors do not write (gs://, abfss://; here by choice) the rows come to the driver

@@ -2,8 +2,9 @@
 and an executor Python with only the engine's documented executor requirements.
 
 The master and the workers are ``spark-class`` JVMs in their own sessions, on free ports (RPC and
-web UI), with logs and each worker's work folder under the given folder; executors a worker
-launches for an application are its children, each in its own JVM. Stopping kills every process group.
+web UI), with logs, each worker's work folder and its local folder (``SPARK_LOCAL_DIRS``) under the
+given folder; executors a worker launches for an application are its children, each in its own JVM.
+Stopping kills every process group.
 """
 
 from __future__ import annotations
@@ -69,6 +70,12 @@ class SparkStandaloneCluster:
     def work_dir(self) -> Path:
         return self.folder / "work"
 
+    @property
+    def local_dir(self) -> Path:
+        """The workers' ``SPARK_LOCAL_DIRS`` (one folder each below): where a worker makes each
+        application's ``executor-…`` folders, the executors' block managers and Spark scratch files."""
+        return self.folder / "local"
+
     def start(self) -> SparkStandaloneCluster:
         self.folder.mkdir(parents=True, exist_ok=True)
         self._launch(
@@ -85,12 +92,13 @@ class SparkStandaloneCluster:
                 "--host", "127.0.0.1", "--port", str(free_port()), "--webui-port", str(free_port()),
                 "--cores", str(self.worker_cores), "--memory", self.worker_memory,
                 "--work-dir", str(self.work_dir / f"worker{number}"),
+                local_dir=self.local_dir / f"worker{number}",
             )  # fmt: skip
         for number in range(1, self.workers + 1):
             self._wait_for(f"worker{number}", r"Successfully registered with master")
         return self
 
-    def _launch(self, role: str, main_class: str, *arguments: str) -> None:
+    def _launch(self, role: str, main_class: str, *arguments: str, local_dir: Path | None = None) -> None:
         log = (self.folder / f"{role}.log").open("w")
         # Executors inherit the worker's environment: no PYTHONPATH of the test run may lend them the
         # package (they must get it from the operators' --py-files, as on a real cluster).
@@ -99,6 +107,9 @@ class SparkStandaloneCluster:
             **inherited, "SPARK_HOME": str(SPARK_HOME), "SPARK_LOCAL_IP": "127.0.0.1",
             "SPARK_DAEMON_JAVA_OPTS": "-XX:TieredStopAtLevel=1",  # see SPARK_SUBMIT_OPTS in conftest.py
         }  # fmt: skip
+        if local_dir is not None:
+            local_dir.mkdir(parents=True, exist_ok=True)
+            environment["SPARK_LOCAL_DIRS"] = str(local_dir)
         self.processes.append(
             subprocess.Popen(
                 [str(SPARK_CLASS), main_class, *arguments],
@@ -124,6 +135,24 @@ class SparkStandaloneCluster:
     def application_folders(self) -> list[Path]:
         """One folder per application and worker that ran executors for it."""
         return sorted(self.work_dir.glob("worker*/app-*")) if self.work_dir.exists() else []
+
+    def worker_files(self) -> list[Path]:
+        """Every file under the workers' work folders and local folders, now."""
+        return sorted(
+            path for root in (self.work_dir, self.local_dir) for path in root.rglob("*") if path.is_file()
+        )
+
+    def worker_files_holding(self, *secrets: str) -> list[str]:
+        """The workers' files whose bytes hold any of ``secrets`` (as ``path: secret``), now; a file
+        deleted while it is read counts as holding nothing."""
+        found = []
+        for path in self.worker_files():
+            try:
+                content = path.read_bytes()
+            except (FileNotFoundError, PermissionError):
+                continue
+            found += [f"{path}: {secret}" for secret in secrets if secret.encode() in content]
+        return found
 
     def stop(self) -> None:
         for process in reversed(self.processes):

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from airflow_mysql_cdc.engine.mysql.schema import TableRef
-from airflow_mysql_cdc.engine.runtime.executor_secrets import SecretsFile
+from airflow_mysql_cdc.engine.runtime.executor_secrets import SecretsReference
 from airflow_mysql_cdc.engine.snapshot.chunks import Chunk
 from airflow_mysql_cdc.engine.snapshot.window_task import WindowTask, for_executors
 from airflow_mysql_cdc.engine.values.endpoint import (
@@ -146,7 +146,7 @@ def test_what_snapshot_tasks_carry_to_executors_keeps_the_tls_settings_and_drops
     must exist there: docs/platforms/README.md)."""
     endpoint = replace(_endpoint(), server_public_key=PUBLIC_KEY)
     task = WindowTask(endpoint, TableRef("shop", "t"), (), ("id",), (), Chunk(0, None, None), None)
-    (shipped,) = for_executors([task], lambda secrets: SecretsFile("f.json"))
+    (shipped,) = for_executors([task], lambda secrets: SecretsReference("f"))
     arrived = pickle.loads(pickle.dumps(shipped)).endpoint
     assert (arrived.tls, arrived.server_public_key) == (endpoint.tls, PUBLIC_KEY)
     assert arrived.password == "" and SECRET.encode() not in pickle.dumps(shipped)

@@ -23,7 +23,6 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
 from airflow_mysql_cdc.engine.binlog.changes import Transaction
@@ -31,7 +30,7 @@ from airflow_mysql_cdc.engine.binlog.reader import BinlogReader
 from airflow_mysql_cdc.engine.binlog.stop_rules import StopRule
 from airflow_mysql_cdc.engine.lake.change_table import build_change_tables, change_tables_to_ipc
 from airflow_mysql_cdc.engine.runtime.executor_probe import EXECUTOR_REQUIREMENTS
-from airflow_mysql_cdc.engine.runtime.executor_secrets import ExecutorSecrets, SecretsFile
+from airflow_mysql_cdc.engine.runtime.executor_secrets import ExecutorSecrets, SecretsReference
 from airflow_mysql_cdc.engine.runtime.gc_pause import BatchCollector
 from airflow_mysql_cdc.engine.runtime.spark_tasks import SparkTasks
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
@@ -100,11 +99,11 @@ class RangeTask:
     transactions as (GTID, commit timestamp) pairs, instead of pickled transactions."""
     consistent_point: str = ""
     """Transactions of this set are never a boundary cut (see the module docstring)."""
-    secrets: SecretsFile | None = None
+    secrets: SecretsReference | None = None
     """Where the password stripped from this task is (None: the endpoint holds its own)."""
 
-    def for_executors(self, publish: Callable[[dict], SecretsFile]) -> RangeTask:
-        """This task without the password, naming the secrets file ``publish`` shares it in."""
+    def for_executors(self, publish: Callable[[dict], SecretsReference]) -> RangeTask:
+        """This task without the password, naming the secrets ``publish`` shares it in."""
         reference = publish({"mysql": self.endpoint.password, "lake": {}})
         return replace(self, endpoint=replace(self.endpoint, password=""), secrets=reference)
 
@@ -207,21 +206,25 @@ def _import_engine(_: int) -> int:
     return len(pa.array([0], pa.int64()).cast(pa.timestamp("us", tz="UTC")))
 
 
-def spark_range_runner(spark: SparkTasks | None = None, secrets_folder: Path | None = None) -> RangeRunner:
+def spark_range_runner(spark: SparkTasks | None = None) -> RangeRunner:
     """Range readers as Spark tasks, one per range, each on its own replication connection.
 
-    Tasks carry no password: it is in the application's secrets file
-    (:mod:`~airflow_mysql_cdc.engine.runtime.executor_secrets`), kept under ``secrets_folder``.
+    Tasks carry no password: it reaches the executors as a broadcast for the job that needs it,
+    destroyed when the job ends (:mod:`~airflow_mysql_cdc.engine.runtime.executor_secrets`).
     """
     spark = spark or SparkTasks.session("mysql-cdc-parallel-catchup")
-    secrets = ExecutorSecrets(spark.context, secrets_folder)
     spark.require(EXECUTOR_REQUIREMENTS, name="parallel catch-up")
     # Start the Python workers now, while the driver opens the pipeline: a cold worker spends 1-2 s
     # importing the engine and pyarrow.compute in its first task, which would delay the first wave.
     spark.warm_up(_import_engine, name="range readers")
+    context = spark.context
 
     def run(tasks: Sequence[RangeTask]) -> list[RangeResult]:
+        secrets = ExecutorSecrets(context)
         shipped = [task.for_executors(secrets.publish) for task in tasks]
-        return spark.run(_run_task, shipped, description=f"{len(tasks)} GTID-range readers")
+        try:
+            return spark.run(secrets.bind(_run_task), shipped, description=f"{len(tasks)} GTID-range readers")
+        finally:
+            secrets.withdraw()
 
     return run

@@ -30,7 +30,6 @@ import resource
 import signal
 import threading
 from collections.abc import Sequence
-from pathlib import Path
 
 import pymysql
 
@@ -81,7 +80,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 config,
                 endpoint,
                 parallelism=args.catchup_parallelism,
-                run_ranges=spark_range_runner(secrets_folder=Path(args.result_file).parent),
+                run_ranges=spark_range_runner(),
                 stop_requested=stop_requested,
             )
         else:

@@ -5,7 +5,7 @@ replication server_id (``base_server_id + chunk index``) for reconciliation; eac
 chunk's rows as a Parquet file under the target table and sends back only the file's description,
 and the driver commits each finished job's files with their chunks' progress in one Delta
 transaction, while other windows run. Tasks carry no credential: they read the application's
-secrets file (:mod:`~airflow_mysql_cdc.engine.runtime.executor_secrets`). With ``--no-spark``
+broadcast secrets (:mod:`~airflow_mysql_cdc.engine.runtime.executor_secrets`). With ``--no-spark``
 (tests, tiny tables) windows run one after another in this process. Credentials come only from
 the environment: ``AIRFLOW_MYSQL_CDC_ENDPOINT`` (MySQL) and
 ``AIRFLOW_MYSQL_CDC_LAKE_STORAGE_OPTIONS`` (the lake's secret storage options, see
@@ -100,15 +100,13 @@ class SnapshotConfig:
         return cls(**data)
 
 
-def spark_runner(
-    app_name: str, secrets_folder: Path | None = None
-) -> tuple[WindowRunner, ExecutorSecrets, Transfer]:
+def spark_runner(app_name: str) -> tuple[WindowRunner, ExecutorSecrets, Transfer]:
     """Windows as Spark tasks, once the executors are known to have what a window imports; the
-    secrets the tasks read, kept under ``secrets_folder`` (withdraw them when the application is
-    done); and the count of what the tasks sent to the driver."""
+    secrets the tasks read (withdraw them when the application is done); and the count of what the
+    tasks sent to the driver."""
     spark = SparkTasks.session(app_name)
     spark.require(EXECUTOR_REQUIREMENTS, name="snapshot")
-    secrets = ExecutorSecrets(spark.context, secrets_folder)
+    secrets = ExecutorSecrets(spark.context)
     transfer = Transfer()
     return partial(run_windows_on_spark, spark, secrets, transfer=transfer), secrets, transfer
 
@@ -148,7 +146,7 @@ def run_windows_on_spark(
     def run_job(group: list[WindowTask]) -> list[WindowOutcome]:
         first, last = group[0].chunk.index, group[-1].chunk.index
         description = f"snapshot windows of {group[0].table}, chunks {first}-{last}"
-        payloads = spark.run(window_outcome_bytes, group, description=description)
+        payloads = spark.run(secrets.bind(window_outcome_bytes), group, description=description)
         if transfer is not None:
             transfer.bytes_to_driver += sum(len(payload) for payload in payloads)
             transfer.windows += len(payloads)
@@ -209,23 +207,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     config, endpoint = configuration
     if args.no_spark:
         return run_to_result_file(lambda: run(config, endpoint, run_sequentially), args.result_file)
-    runner, secrets, transfer = spark_runner("mysql-cdc-snapshot", Path(args.result_file).parent)
 
     def on_spark() -> dict[str, Any]:
-        result = run(config, endpoint, runner)
+        # Inside the result's error handling: an executor check that fails (a missing module, a
+        # wrong interpreter, no capacity) ends the application with its error's exit code.
+        runner, secrets, transfer = spark_runner("mysql-cdc-snapshot")
+        try:
+            result = run(config, endpoint, runner)
+        finally:
+            secrets.withdraw()
         result["bytes_to_driver"] = transfer.bytes_to_driver
         # Peak resident memory of this driver process (Linux reports KiB), for capacity planning.
         result["driver_peak_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
         log.info(
-            "snapshot: %d window(s) sent %d bytes to the driver; driver peak RSS %d MiB",
-            transfer.windows, transfer.bytes_to_driver, result["driver_peak_rss_bytes"] >> 20,
+            "snapshot: %d window(s) sent %d bytes to the driver (%d per window); driver peak RSS %d MiB",
+            transfer.windows, transfer.bytes_to_driver, transfer.bytes_to_driver // max(1, transfer.windows),
+            result["driver_peak_rss_bytes"] >> 20,
         )  # fmt: skip
         return result
 
-    try:
-        return run_to_result_file(on_spark, args.result_file)
-    finally:
-        secrets.withdraw()
+    return run_to_result_file(on_spark, args.result_file)
 
 
 if __name__ == "__main__":

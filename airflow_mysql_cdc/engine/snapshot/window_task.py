@@ -9,8 +9,8 @@ A window is a pure read of the source and its file is referenced by no commit un
 commits it, so rerunning a task is always safe.
 
 A task shipped to an executor carries no credential: :func:`for_executors` strips the MySQL
-password and the lake's secret storage options and names the application's secrets file instead
-(:mod:`~airflow_mysql_cdc.engine.runtime.executor_secrets`), which the task reads where it runs.
+password and the lake's secret storage options and names the application's broadcast secrets
+instead (:mod:`~airflow_mysql_cdc.engine.runtime.executor_secrets`), which the task reads where it runs.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from airflow_mysql_cdc.engine.lake.delta_layout import snapshot_rows
 from airflow_mysql_cdc.engine.lake.storage import split_storage_options
 from airflow_mysql_cdc.engine.mysql.schema import Column, TableRef
 from airflow_mysql_cdc.engine.mysql.types import ColumnType
-from airflow_mysql_cdc.engine.runtime.executor_secrets import SecretsFile
+from airflow_mysql_cdc.engine.runtime.executor_secrets import SecretsReference
 from airflow_mysql_cdc.engine.snapshot.chunks import Chunk
 from airflow_mysql_cdc.engine.snapshot.key_codec import decode_key, encode_key
 from airflow_mysql_cdc.engine.snapshot.window import ChunkSnapshot, open_window_connection, read_window
@@ -73,7 +73,7 @@ class WindowTask:
     reader_server_id: int | None
     target: FileTarget | None = None
     """Write the rows there (None: hand them back)."""
-    secrets: SecretsFile | None = None
+    secrets: SecretsReference | None = None
     """Where the credentials stripped from this task are (None: the task holds its own)."""
 
     def run(self, connection: pymysql.connections.Connection | None = None) -> ChunkSnapshot:
@@ -103,8 +103,10 @@ class WindowTask:
         return replace(self, endpoint=endpoint, target=target, secrets=None)
 
 
-def for_executors(tasks: Sequence[WindowTask], publish: Callable[[dict], SecretsFile]) -> list[WindowTask]:
-    """``tasks`` without credentials, naming the secrets file ``publish`` shares instead."""
+def for_executors(
+    tasks: Sequence[WindowTask], publish: Callable[[dict], SecretsReference]
+) -> list[WindowTask]:
+    """``tasks`` without credentials, naming the secrets ``publish`` shares instead."""
     shipped = []
     for task in tasks:
         public, secret = split_storage_options(task.target.storage_options if task.target else {})

@@ -54,6 +54,7 @@ def test_the_driver_python_is_the_workers_interpreter_unless_set() -> None:
     assert driver_conf({"spark.pyspark.python": "/opt/cdc-venv/bin/python"}) == {
         "spark.pyspark.driver.python": sys.executable,
         "spark.ui.enabled": "false",
+        "spark.io.encryption.enabled": "true",
         "spark.pyspark.python": "/opt/cdc-venv/bin/python",
     }
     assert driver_conf({"spark.pyspark.driver.python": "/usr/bin/python3"})[
@@ -65,6 +66,12 @@ def test_the_spark_ui_is_off_unless_the_pipeline_json_turns_it_on() -> None:
     """Spark's UI would listen on every interface of the Airflow worker, unauthenticated."""
     assert driver_conf(None)["spark.ui.enabled"] == "false"
     assert driver_conf({"spark.ui.enabled": "true"})["spark.ui.enabled"] == "true"
+
+
+def test_spark_encrypts_its_local_files_unless_the_pipeline_json_turns_it_off() -> None:
+    """The executors' copy of the credentials is a broadcast file in their local folders (issue 34)."""
+    assert driver_conf(None)["spark.io.encryption.enabled"] == "true"
+    assert driver_conf({"spark.io.encryption.enabled": "false"})["spark.io.encryption.enabled"] == "false"
 
 
 @pytest.mark.parametrize(
