@@ -63,7 +63,7 @@ from airflow_mysql_cdc.operators.snapshot import snapshot_tables
 from airflow_mysql_cdc.operators.spark_application import SparkApplicationOperator
 from airflow_mysql_cdc.operators.table_lists import rendered_table_names, table_names_argument
 from airflow_mysql_cdc.runs import assets, checkpoint_chain, run_counts
-from airflow_mysql_cdc.runs.actions import ResnapshotRequest, RunActionError
+from airflow_mysql_cdc.runs.actions import ResnapshotRequest
 from airflow_mysql_cdc.runs.lake import Placement
 from airflow_mysql_cdc.runs.republish import push_again
 from airflow_mysql_cdc.runs.segment import plan_segment, segment_start
@@ -165,15 +165,12 @@ class MySqlCdcReplicateOperator(OpenLineageMixin, SparkApplicationOperator):
         lake_options = LakeStorageHook(self.lake_conn_id).get_delta_storage_options(self.storage_options)
         chain = _Chain(self.pipeline_id, self.lake_root, self.mysql_cdc_conn_id, lake_options, self.task_id)
         actions = checkpoint_chain.run_actions(context, self.tables)
-        position = checkpoint_chain.locate_run(context, **asdict(chain), rebase_to=actions.rebase_checkpoint)
+        position = checkpoint_chain.locate_run(
+            context, **asdict(chain), rebase_to=actions.rebase_checkpoint, acts=actions.any
+        )
         if not position.placement.applies:
-            if actions.any:
-                raise RunActionError(
-                    f"this run's conf asks for {actions.to_record()}, but the run applies nothing: "
-                    f"{position.placement.describe(str(context['data_interval_end']))}. Nothing was done. "
-                    "Trigger a new run dated after the last published one (the UI's trigger form, or "
-                    "airflow dags trigger --conf ...) to act."
-                )
+            # load_checkpoint refused it already, unless a run published in between (a backfill's).
+            checkpoint_chain.refuse_actions_applying_nothing(position, actions, context)
             return self._apply_nothing(context, position.placement)
         ti = context["ti"]
         pushed: dict[str, Any] = {}
@@ -364,8 +361,14 @@ class MySqlCdcReplicateOperator(OpenLineageMixin, SparkApplicationOperator):
         Each run has a fixed cost (four task processes and a spark-submit: 25-40 s on 2 cores). Runs
         queued behind a slow one would each pay it for one interval and fall further behind; the
         first of them takes the whole backlog instead, in one catch-up batch.
+
+        A run carrying its conf's actions past a record that covers its interval (``overtaken``:
+        :mod:`~airflow_mysql_cdc.engine.lake.run_placement`) ends when it starts too: its interval end
+        lies before the head's, where no segment can end.
         """
         interval_end = context["data_interval_end"]
+        if placement.overtaken is not None:  # to the microsecond: the head may end in this second
+            return datetime.datetime.now(datetime.UTC)
         late = datetime.datetime.now(datetime.UTC) - interval_end
         threshold = self.catch_up_backlog_after
         if placement.kind != "forward" or threshold is None or late <= threshold:

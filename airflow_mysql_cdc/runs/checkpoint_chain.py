@@ -27,7 +27,11 @@ imports inside its functions: the DAG file is parsed for every task, and they co
 A run without a logical date (Airflow 3 allows manual runs without one) has no place in the
 chain: it is refused with an explanation. Trigger a manual run with a logical date instead.
 
-The record itself is made in :mod:`.run_record`, its counts in :mod:`.run_counts`.
+A run whose conf asks for actions (:mod:`.actions`) and that would apply nothing continues the head
+instead the first time it runs, or when nothing was published since the record covering it (a run
+queued while a catch-up covered its interval carries its actions out); otherwise ``load_checkpoint``
+refuses it before anything waits or is written (:func:`refuse_actions_applying_nothing`). The record
+itself is made in :mod:`.run_record`, its counts in :mod:`.run_counts`.
 """
 
 from __future__ import annotations
@@ -51,7 +55,7 @@ from airflow_mysql_cdc.engine.values.checkpoint import (
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from airflow_mysql_cdc.hooks.mysql_cdc import MySqlCdcHook
 from airflow_mysql_cdc.runs import lake, record_facts, run_counts, run_record
-from airflow_mysql_cdc.runs.actions import RunActions, read_run_actions
+from airflow_mysql_cdc.runs.actions import RunActionError, RunActions, read_run_actions
 from airflow_mysql_cdc.runs.lake import Placement, RunBeforeFirstIntervalError, place_run
 
 log = logging.getLogger(__name__)
@@ -119,9 +123,15 @@ def locate_run(
     publish_task_id: str = PUBLISH_TASK_ID,
     rebase_to: GtidSet | None = None,
     after_apply: bool = False,
+    acts: bool = False,
 ) -> ChainPosition:
     """Where this run stands in the chain, checked against the lake and the source; fails when they
     disagree, and skips (AirflowSkipException) a run dated before the pipeline's first interval.
+
+    ``acts``: the run's conf asks for actions (:mod:`.actions`). A run that would then apply nothing
+    continues the chain's head instead when it runs for the first time or nothing was published since
+    the record covering it (:mod:`airflow_mysql_cdc.engine.lake.run_placement`: a run queued while a
+    catch-up covered its interval still carries its actions out).
 
     ``rebase_to`` is an operator's ``rebase_checkpoint`` (:mod:`.actions`): a run that applies then
     starts there, and neither the source's identity nor the lake's position is held against it
@@ -142,7 +152,13 @@ def locate_run(
                 log.info("moving the checkpoint of run %s from XCom into the lake's log", legacy.run_id)
                 chain.append(legacy)
                 records = [legacy]
-        placement = place_run(records, interval_end, context.get("run_id"))
+        placement = place_run(
+            records,
+            interval_end,
+            context.get("run_id"),
+            acts_at=datetime.datetime.now(datetime.UTC) if acts else None,
+            cleared=bool(getattr(context.get("dag_run"), "clear_number", 0)),
+        )
     except RunBeforeFirstIntervalError as error:
         # Nothing is wrong and nothing can be done for this date: skipped (its downstream too), so a
         # backfill over earlier dates does not stay red in the grid; the log line says why.
@@ -208,7 +224,7 @@ def load_checkpoint(
     before the sensor waits, and a ``rebase_checkpoint`` is the start the sensor checks.
     """
     actions = run_actions(context, tables) if tables else None
-    return locate_run(
+    position = locate_run(
         context,
         pipeline_id=pipeline_id,
         lake_root=lake_root,
@@ -216,7 +232,41 @@ def load_checkpoint(
         storage_options=storage_options,
         publish_task_id=publish_task_id,
         rebase_to=actions.rebase_checkpoint if actions else None,
-    ).to_xcom()
+        acts=actions is not None and actions.any,
+    )
+    if actions is not None:
+        refuse_actions_applying_nothing(position, actions, context)
+    return position.to_xcom()
+
+
+def refuse_actions_applying_nothing(position: ChainPosition, actions: RunActions, context: Any) -> None:
+    """Fail (:class:`RunActionError`, no retry) a run whose conf asks for actions but which applies
+    nothing, before anything is written: a cleared run whose interval later runs published past
+    (:func:`locate_run` lets every other run carry its actions out). A re-run of the run's own
+    record passes: it carried them out, and its record says so."""
+    placement = position.placement
+    record = placement.record
+    if placement.applies or not actions.any or record is None:
+        return
+    if placement.kind == "rerun" and record.run_id == context.get("run_id"):
+        return
+    interval_end = context["data_interval_end"].isoformat()
+    head_ends_later = (
+        f"the segment of run {record.run_id}, or of a later run, ends after this run started (a run dated "
+        "in the future?): trigger a new run with this conf once that end has passed"
+    )
+    why = (
+        "this run was cleared after later runs published past its interval, so its actions would be "
+        "carried out far from where they were asked. To act now, trigger a new run with this conf "
+        "(the UI's trigger form, or airflow dags trigger --conf ...): a run carries its conf's actions "
+        "out the first time it runs, even when a catch-up covered its interval while it waited"
+        if getattr(context.get("dag_run"), "clear_number", 0)
+        else head_ends_later
+    )
+    raise RunActionError(
+        f"this run's conf asks for {actions.to_record()}, but the run applies nothing: "
+        f"{placement.describe(interval_end)}. Nothing was done: {why}."
+    )
 
 
 def run_actions(context: Any, tables: Sequence[str]) -> RunActions:
@@ -266,6 +316,7 @@ def publish_checkpoint(
         publish_task_id=publish_task_id,
         rebase_to=actions.rebase_checkpoint if actions else None,
         after_apply=True,
+        acts=actions is not None and actions.any,
     )
     if not position.placement.applies:
         assert position.placement.record is not None
