@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from airflow.sdk.exceptions import AirflowException
+from airflow.sdk.exceptions import AirflowException, DownstreamTasksSkipped
 
 from airflow_mysql_cdc.engine.apply.config import (
     ApplyConfig,
@@ -106,6 +106,9 @@ class MySqlCdcReplicateOperator(OpenLineageMixin, SparkApplicationOperator):
         interval end (a backlog: runs queued behind a slow one, a resumed DAG) applies everything
         committed before it started, and its record ends there: the runs queued behind it find their
         intervals covered and finish without Spark. Usually the schedule's interval; None: never.
+    :param skip_downstream_when_covered: a covered run (its interval inside another run's segment)
+        skips every task after this one (the pipeline DAG's maintenance and verification): the lake's
+        position did not move. False: they run as in any run.
     """
 
     template_fields: Sequence[str] = (
@@ -133,6 +136,7 @@ class MySqlCdcReplicateOperator(OpenLineageMixin, SparkApplicationOperator):
         statement_changes: StatementChangeMode = "stop",
         max_resnapshot_rounds: int = 3,
         progress_interval_s: float = PROGRESS_INTERVAL_S,
+        skip_downstream_when_covered: bool = False,
         **kwargs: Any,
     ) -> None:
         check_progress_interval(progress_interval_s, ValueError)
@@ -158,6 +162,7 @@ class MySqlCdcReplicateOperator(OpenLineageMixin, SparkApplicationOperator):
         )
         self.max_resnapshot_rounds = max_resnapshot_rounds
         self.progress_interval_s = progress_interval_s
+        self.skip_downstream_when_covered = skip_downstream_when_covered
         self._engine: EngineProcess | None = None
 
     def execute(self, context: Any) -> dict[str, Any]:
@@ -261,13 +266,31 @@ class MySqlCdcReplicateOperator(OpenLineageMixin, SparkApplicationOperator):
         return self.source_to_lake_lineage(self.tables)
 
     def _apply_nothing(self, context: Any, placement: Placement) -> dict[str, Any]:
-        """A run that applies nothing returns the record that holds its interval, without Spark."""
+        """A run that applies nothing returns the record that holds its interval, without Spark.
+
+        A covered run (another run's segment holds its interval) also skips the tasks after this one
+        when ``skip_downstream_when_covered``: the lake's position did not move since the covering
+        run's own maintenance and verification, so they would start a process to decide nothing
+        (issue 34: 6 tasks for a covered run, 2 of them an idle maintenance and a sample verification
+        at an unmoved position). A re-run of a published interval runs them: a clear is a request to
+        check again (a verification that failed, with ``verify_repair`` set since).
+        """
         record = placement.record
         assert record is not None
         if placement.kind == "rerun":
             push_again(context["ti"], record, self.log)
         republished = self._emit_asset_events(context, record.to_dict())
         interval_end = context["data_interval_end"].isoformat()  # as "this run: ..." says it
+        skipped = sorted(self.get_flat_relative_ids(upstream=False)) if placement.kind == "covered" else []
+        if skipped and self.skip_downstream_when_covered:
+            self.log.info(
+                "skipped: %s: the lake's position did not move since run %s, whose own tasks ran there",
+                ", ".join(skipped), record.run_id,
+            )  # fmt: skip
+            self.log.info("Summary: nothing applied: %s", placement.describe(interval_end))
+            # Raising skips them and ends this task green; the return value is pushed here, then.
+            context["ti"].xcom_push(key="return_value", value=republished)
+            raise DownstreamTasksSkipped(tasks=skipped)
         self.log.info("Summary: nothing applied: %s", placement.describe(interval_end))
         return republished
 
