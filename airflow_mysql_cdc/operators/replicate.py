@@ -14,7 +14,11 @@ continues to its snapshot's consistent point, so the published end set is exact 
 
 A run that does not apply (its interval already has a record, or lies inside a later record's
 segment) returns that record at once, without starting Spark: the cheap path that lets a backlog of
-queued runs drain (docs/pipeline-dag.md).
+queued runs drain (docs/pipeline-dag.md). A covered one also skips the tasks after this one when
+``skip_downstream_when_covered`` (the pipeline DAG's maintenance and verification): the queue of
+covered runs on a 2-minute schedule once grew faster than it drained, each starting a maintenance
+process and a sample verification at an unmoved position (issue 34, tests/unit/airflow/operators/
+test_covered_run.py).
 
 A table the binlog application stopped (its lake copy is wrong: docs/operations.md, "A table
 stopped") is out of the record's promise: the record is published for the other tables, then the
@@ -268,13 +272,9 @@ class MySqlCdcReplicateOperator(OpenLineageMixin, SparkApplicationOperator):
     def _apply_nothing(self, context: Any, placement: Placement) -> dict[str, Any]:
         """A run that applies nothing returns the record that holds its interval, without Spark.
 
-        A covered run (another run's segment holds its interval) also skips the tasks after this one
-        when ``skip_downstream_when_covered``: the lake's position did not move since the covering
-        run's own maintenance and verification, so they would start a process to decide nothing
-        (issue 34: 6 tasks for a covered run, 2 of them an idle maintenance and a sample verification
-        at an unmoved position). A re-run of a published interval runs them: a clear is a request to
-        check again (a verification that failed, with ``verify_repair`` set since).
-        """
+        A covered run skips the tasks after this one (module doc): the covering run's own ran at this
+        position. A re-run of a published interval runs them: a clear is a request to check again (a
+        verification that failed, with ``verify_repair`` set since)."""
         record = placement.record
         assert record is not None
         if placement.kind == "rerun":
