@@ -5,7 +5,8 @@
   the environment, a failure that no retry can fix fails at once, decided by the engine's
   :class:`~airflow_mysql_cdc.engine.errors.ExitCode`).
 - ``snapshot`` and ``binlog_apply``: the two applications as operators for custom DAGs.
-- ``replicate``: the example DAG's one chain step (place, plan, snapshot, apply, publish).
+- ``replicate``: the example DAG's one chain step (place, plan, snapshot, apply, publish); a covered
+  run skips the tasks after it. ``row_reloads``: a conf's re-load of key ranges, before the segment.
 - ``run_record_link``: the replicate task's "Run record" extra link, to its XCom tab (the record).
 - ``lineage``, ``metrics``, ``spark_openlineage``: what the operators report after an application's
   result is known: OpenLineage datasets (the facet methods), Airflow metrics, and the Spark
