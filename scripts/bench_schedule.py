@@ -4,8 +4,9 @@ Starts the test suite's Airflow deployment (scheduler, dag-processor, triggerer,
 LocalExecutor, PostgreSQL), writes the shipped pipeline DAG with ``every <N>s`` and catch-up on,
 starting now, and lets the scheduler run it for ``--minutes`` while a writer commits about
 ``--rate`` transactions a second to two tables on the MySQL sandbox. For each run it prints how
-late it finished (run end minus interval end), how long it took, and whether it applied, caught a
-backlog up, or was covered. A schedule keeps up when the lateness stays bounded.
+late it finished (run end minus interval end), how long it took, whether it applied, caught a
+backlog up, or was covered, and how many of its tasks ran (a skipped task starts no process). A
+schedule keeps up when the lateness stays bounded.
 
     scripts/mysql-sandbox start
     .venv/bin/python scripts/bench_schedule.py --every 30 60 --minutes 5
@@ -84,9 +85,11 @@ def measure(deployment: AirflowDeployment, source: MySqlEndpoint, every_s: int, 
             applied = api.xcom(dag_id, run.run_id, "replicate", "applied")
         what = "covered: no Spark" if applied is None else f"{applied['transactions']} transactions"
         took = (ended - started).total_seconds()
+        states = list(api.task_states(dag_id, run.run_id).values())
+        ran = sum(state in ("success", "failed") for state in states)
         print(
             f"  {run.data_interval_end:%H:%M:%S}  {run.state:7}  took {took:5.1f} s  finished {late:6.1f} s "
-            f"after its interval end  ({what})"
+            f"after its interval end  ({what}; {ran} tasks ran, {states.count('skipped')} skipped)"
         )
     pending = len(api.dag_runs(dag_id, states=["queued", "running"]))
     third = max(1, len(lateness) // 3)

@@ -9,7 +9,8 @@
 - ``engine_process``, ``attempt_marker``, ``attempt_recovery``: an engine application's process,
   its work dir and the marker naming the attempt, and the next attempt's recovery of one a killed
   attempt left (adopted or stopped, never beside it).
-- ``replicate``: the example DAG's one chain step (place, plan, snapshot, apply, publish).
+- ``replicate``: the example DAG's one chain step (place, plan, snapshot, apply, publish); a covered
+  run skips the tasks after it. ``row_reloads``: a conf's re-load of key ranges, before the segment.
 - ``run_record_link``: the replicate task's "Run record" extra link, to its XCom tab (the record).
 - ``lineage``, ``metrics``, ``spark_openlineage``: what the operators report after an application's
   result is known: OpenLineage datasets (the facet methods), Airflow metrics, and the Spark

@@ -217,6 +217,9 @@ class ApplicationAttempts:
         self.host = socket.gethostname()
         self.stop_grace_s = stop_grace_s
         self._adopted: tuple[Path, AttemptMarker] | None = None
+        self.adopted_from: str | None = None
+        """The earlier try whose application's result :meth:`recover` returned (None: none adopted):
+        what it applied, an earlier try applied (:mod:`airflow_mysql_cdc.runs.run_counts`)."""
 
     def recover(self, config_json: str) -> dict[str, Any] | None:
         """Act on every marker under the root; the result of an application adopted, if one was.
@@ -262,8 +265,10 @@ class ApplicationAttempts:
                     )
                 self._adopted = None
                 adopted = self._adopt(work_dir)
+                self.adopted_from = who if adopted is not None else None
             elif decision.action is Action.ADOPT_RESULT and adopted is None:
                 adopted = self._adopt(work_dir)
+                self.adopted_from = who if adopted is not None else None
             elif decision.action in (Action.STOP, Action.WAIT_AND_ADOPT):
                 assert marker.application is not None
                 _write_marker(work_dir, replace(marker, stopping=True))

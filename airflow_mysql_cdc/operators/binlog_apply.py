@@ -29,6 +29,7 @@ from airflow_mysql_cdc.operators import metrics
 from airflow_mysql_cdc.operators.lineage import OpenLineageMixin, TaskLineage, lake_tables
 from airflow_mysql_cdc.operators.prerequisites import parse_table_list
 from airflow_mysql_cdc.operators.spark_application import ApplicationSecrets, SparkApplicationOperator
+from airflow_mysql_cdc.runs.run_counts import RunCounts
 
 APPLICATION = str(Path(__file__).resolve().parents[1] / "engine" / "entrypoints" / "binlog_to_delta.py")
 """The binlog application's entry point, found without importing it (it imports Spark and Delta)."""
@@ -235,12 +236,13 @@ def apply_binlog(
     storage_options: dict[str, str],
     lake_conn_id: str | None,
     catchup_parallelism: int = 1,
-    summarise: bool = True,
+    report: bool = True,
 ) -> ApplyResult:
     """Run the binlog application under ``runner`` (the operator whose task this is); its result.
 
-    ``summarise``: end with the :func:`summary_line`; False for a caller that has more to do and
-    logs the summary last itself (the replicate task publishes the record first).
+    ``report``: emit the ``mysql_cdc.apply.*`` metrics of the result and end with its
+    :func:`summary_line`; False for a caller that counts the run itself once it has published it and
+    logs the summary last (the replicate task: :mod:`airflow_mysql_cdc.runs.run_counts`).
     """
     mysql_hook, lake_hook = MySqlCdcHook(mysql_cdc_conn_id), LakeStorageHook(lake_conn_id)
     endpoint = mysql_hook.get_endpoint()
@@ -287,30 +289,45 @@ def apply_binlog(
             "committed at or after the interval end (docs/pipeline-dag.md)",
             result.consistent_point or "(empty)",
         )
-    metrics.emit_apply(result, config.tables)
     mysql_hook.report_tables_read(endpoint, config.tables)
     lake_hook.report_tables_written(table.location for table in lake_tables(config.lake_root, config.tables))
-    if summarise:
+    if report:
+        metrics.emit_apply(result, config.tables)
         runner.log.info("%s", summary_line(result))
     return result
 
 
-def summary_line(result: ApplyResult) -> str:
-    """One readable line for a run's application: transactions, rows per second, lag or idle."""
+def summary_line(result: ApplyResult, run: RunCounts | None = None) -> str:
+    """One readable line for a run's application: transactions, rows per second, lag or idle.
+
+    ``run``: the run's changes counted in the lake (the replicate task, :mod:`..runs.run_counts`),
+    which lead the line, with what earlier tries of the run applied of them; the rate stays the
+    application's own (its rows in its time).
+    """
     rows = sum(result.rows_by_table.values())
     duration = result.duration_s
     rate = f", {rows / duration:,.0f} rows/s" if duration > 0 and rows else ""
+    counted = f"{result.transactions:,} transaction(s), {rows:,} row change(s)"
+    if run is not None:
+        counted = f"{run.transactions:,} transaction(s), {run.rows:,} row change(s)"
+        if (run.earlier_transactions, run.earlier_rows) == (run.transactions, run.rows) and run.rows:
+            counted += ", all of them applied by an earlier try of this run"
+        elif run.by_earlier_tries:
+            counted += (
+                f", of which an earlier try of this run applied {run.earlier_transactions:,} transaction(s), "
+                f"{run.earlier_rows:,} row change(s) and this try the rest"
+            )
     if result.already_applied:
         state = "already in the lake"
-    elif not result.transactions:
+    elif not (run.transactions if run is not None else result.transactions):
         state = "idle: no transaction of these tables to apply"
     elif result.lag_s is None:
         state = "lag unknown"
     else:
         state = f"last applied commit {human_duration(result.lag_s)} old"
     return (
-        f"Summary: {result.transactions:,} transaction(s), {rows:,} row change(s){rate} in "
-        f"{human_duration(duration)}; {state}; end set {result.end_gtids or '(empty)'}"
+        f"Summary: {counted}{rate} in {human_duration(duration)}; {state}; "
+        f"end set {result.end_gtids or '(empty)'}"
     )
 
 

@@ -14,7 +14,11 @@ continues to its snapshot's consistent point, so the published end set is exact 
 
 A run that does not apply (its interval already has a record, or lies inside a later record's
 segment) returns that record at once, without starting Spark: the cheap path that lets a backlog of
-queued runs drain (docs/pipeline-dag.md).
+queued runs drain (docs/pipeline-dag.md). A covered one also skips the tasks after this one when
+``skip_downstream_when_covered`` (the pipeline DAG's maintenance and verification): the queue of
+covered runs on a 2-minute schedule once grew faster than it drained, each starting a maintenance
+process and a sample verification at an unmoved position (issue 34, tests/unit/airflow/operators/
+test_covered_run.py).
 
 A table the binlog application stopped (its lake copy is wrong: docs/operations.md, "A table
 stopped") is out of the record's promise: the record is published for the other tables, then the
@@ -32,7 +36,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from airflow.sdk.exceptions import AirflowException
+from airflow.sdk.exceptions import AirflowException, DownstreamTasksSkipped
 
 from airflow_mysql_cdc.engine.apply.config import (
     ApplyConfig,
@@ -45,11 +49,9 @@ from airflow_mysql_cdc.engine.apply.config import (
 from airflow_mysql_cdc.engine.lake.storage import check_storage_options
 from airflow_mysql_cdc.engine.runtime.progress import PROGRESS_INTERVAL_S, check_progress_interval
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
-from airflow_mysql_cdc.engine.verify.config import VerifyConfig
-from airflow_mysql_cdc.engine.verify.report import VerifyReport
-from airflow_mysql_cdc.engine.verify.settings import VerifySettings
 from airflow_mysql_cdc.hooks.lake_storage import LakeStorageHook
 from airflow_mysql_cdc.hooks.mysql_cdc import MySqlCdcHook
+from airflow_mysql_cdc.operators import metrics
 from airflow_mysql_cdc.operators.binlog_apply import (
     ConfigBuilder,
     apply_binlog,
@@ -59,13 +61,14 @@ from airflow_mysql_cdc.operators.binlog_apply import (
 )
 from airflow_mysql_cdc.operators.engine_process import EngineProcess
 from airflow_mysql_cdc.operators.lineage import OpenLineageMixin, TaskLineage, lineage_of_record
+from airflow_mysql_cdc.operators.row_reloads import ReloadTarget, reload_rows
 from airflow_mysql_cdc.operators.run_record_link import MySqlCdcRunRecordLink
 from airflow_mysql_cdc.operators.snapshot import snapshot_tables
-from airflow_mysql_cdc.operators.spark_application import ApplicationSecrets, SparkApplicationOperator
+from airflow_mysql_cdc.operators.spark_application import SparkApplicationOperator
 from airflow_mysql_cdc.operators.table_lists import rendered_table_names, table_names_argument
-from airflow_mysql_cdc.operators.verify import APPLICATION_MODULE as VERIFY_APPLICATION
-from airflow_mysql_cdc.runs import assets, checkpoint_chain
-from airflow_mysql_cdc.runs.actions import ResnapshotRequest, RunActionError
+from airflow_mysql_cdc.runs import assets, checkpoint_chain, run_counts
+from airflow_mysql_cdc.runs.actions import ResnapshotRequest
+from airflow_mysql_cdc.runs.lake import Placement
 from airflow_mysql_cdc.runs.republish import push_again
 from airflow_mysql_cdc.runs.segment import plan_segment, segment_start
 
@@ -107,6 +110,9 @@ class MySqlCdcReplicateOperator(OpenLineageMixin, SparkApplicationOperator):
         interval end (a backlog: runs queued behind a slow one, a resumed DAG) applies everything
         committed before it started, and its record ends there: the runs queued behind it find their
         intervals covered and finish without Spark. Usually the schedule's interval; None: never.
+    :param skip_downstream_when_covered: a covered run (its interval inside another run's segment)
+        skips every task after this one (the pipeline DAG's maintenance and verification): the lake's
+        position did not move. False: they run as in any run.
     """
 
     template_fields: Sequence[str] = (
@@ -134,6 +140,7 @@ class MySqlCdcReplicateOperator(OpenLineageMixin, SparkApplicationOperator):
         statement_changes: StatementChangeMode = "stop",
         max_resnapshot_rounds: int = 3,
         progress_interval_s: float = PROGRESS_INTERVAL_S,
+        skip_downstream_when_covered: bool = False,
         **kwargs: Any,
     ) -> None:
         check_progress_interval(progress_interval_s, ValueError)
@@ -159,6 +166,7 @@ class MySqlCdcReplicateOperator(OpenLineageMixin, SparkApplicationOperator):
         )
         self.max_resnapshot_rounds = max_resnapshot_rounds
         self.progress_interval_s = progress_interval_s
+        self.skip_downstream_when_covered = skip_downstream_when_covered
         self._engine: EngineProcess | None = None
 
     def execute(self, context: Any) -> dict[str, Any]:
@@ -166,23 +174,13 @@ class MySqlCdcReplicateOperator(OpenLineageMixin, SparkApplicationOperator):
         lake_options = LakeStorageHook(self.lake_conn_id).get_delta_storage_options(self.storage_options)
         chain = _Chain(self.pipeline_id, self.lake_root, self.mysql_cdc_conn_id, lake_options, self.task_id)
         actions = checkpoint_chain.run_actions(context, self.tables)
-        position = checkpoint_chain.locate_run(context, **asdict(chain), rebase_to=actions.rebase_checkpoint)
+        position = checkpoint_chain.locate_run(
+            context, **asdict(chain), rebase_to=actions.rebase_checkpoint, acts=actions.any
+        )
         if not position.placement.applies:
-            record = position.placement.record
-            assert record is not None
-            if actions.any:
-                raise RunActionError(
-                    f"this run's conf asks for {actions.to_record()}, but the run applies nothing: "
-                    f"{position.placement.describe(str(context['data_interval_end']))}. Nothing was done. "
-                    "Trigger a new run dated after the last published one (the UI's trigger form, or "
-                    "airflow dags trigger --conf ...) to act."
-                )
-            if position.placement.kind == "rerun":
-                push_again(context["ti"], record, self.log)
-            republished = self._emit_asset_events(context, record.to_dict())
-            interval_end = context["data_interval_end"].isoformat()  # as "this run: ..." says it
-            self.log.info("Summary: nothing applied: %s", position.placement.describe(interval_end))
-            return republished
+            # load_checkpoint refused it already, unless a run published in between (a backfill's).
+            checkpoint_chain.refuse_actions_applying_nothing(position, actions, context)
+            return self._apply_nothing(context, position.placement)
         ti = context["ti"]
         pushed: dict[str, Any] = {}
 
@@ -212,21 +210,10 @@ class MySqlCdcReplicateOperator(OpenLineageMixin, SparkApplicationOperator):
             actions,
         )
         push("plan", plan)
-        snapshot = snapshot_tables(
-            self,
-            tables=tuple(plan["tables"]),
-            lake_root=self.lake_root,
-            storage_options=self.storage_options,
-            lake_conn_id=self.lake_conn_id,
-            chunk_size=self.chunk_size,
-            restart=plan["restart"],
-            base_server_id=None,
-            mysql_cdc_conn_id=self.mysql_cdc_conn_id,
-            progress_interval_s=self.progress_interval_s,
-        )
+        snapshot = self._snapshot(plan["tables"], restart=plan["restart"])
         push("snapshot", snapshot)
         start = segment_start(plan, snapshot)
-        segment_end = self._segment_end(context, position.placement.kind)
+        segment_end = self._segment_end(context, position.placement)
         segment_end_us = int(segment_end.timestamp() * 1_000_000)
 
         def build_config(server_id: int | None, public_options: dict[str, str]) -> ApplyConfig:
@@ -252,9 +239,9 @@ class MySqlCdcReplicateOperator(OpenLineageMixin, SparkApplicationOperator):
                 unsettled=unsettled,
             )
 
-        result = self._apply(build_config)
+        result, earlier = self._apply(build_config)
         applied = result.to_dict()
-        push("applied", applied)
+        push("applied", applied)  # this try's application's own, until the record counts the run
         published = checkpoint_chain.publish_checkpoint(
             context,
             tables=self.tables,
@@ -262,11 +249,17 @@ class MySqlCdcReplicateOperator(OpenLineageMixin, SparkApplicationOperator):
             segment_end=segment_end,
             actions=actions,
             pushed=pushed,
+            earlier_gtids=earlier,
             **asdict(chain),
         )
+        # The run's counts, every try's (runs/run_counts.py): the XCom, the metrics and the summary.
+        counted = published.get("pushed", {}).get("applied") or applied
+        ti.xcom_push(key="applied", value=counted)
+        run = run_counts.counts_of(counted)
+        metrics.emit_apply(ApplyResult.from_dict(counted), self.tables)
         self.lineage = lineage_of_record(self.planned_lineage(), published)
         published = self._emit_asset_events(context, published)
-        self.log.info("%s", summary_line(result))  # the log's last line, as docs/pipeline-dag.md says
+        self.log.info("%s", summary_line(result, run))  # the log's last line, as docs/pipeline-dag.md says
         if result.stopped:  # published for the other tables; the run must not end green
             context["ti"].xcom_push(key="return_value", value=published)
             fail_if_tables_stopped(result)
@@ -276,90 +269,94 @@ class MySqlCdcReplicateOperator(OpenLineageMixin, SparkApplicationOperator):
         """The MySQL tables read, their target and changelog tables written."""
         return self.source_to_lake_lineage(self.tables)
 
+    def _apply_nothing(self, context: Any, placement: Placement) -> dict[str, Any]:
+        """A run that applies nothing returns the record that holds its interval, without Spark.
+
+        A covered run skips the tasks after this one (module doc): the covering run's own ran at this
+        position. A re-run of a published interval runs them: a clear is a request to check again (a
+        verification that failed, with ``verify_repair`` set since)."""
+        record = placement.record
+        assert record is not None
+        if placement.kind == "rerun":
+            push_again(context["ti"], record, self.log)
+        republished = self._emit_asset_events(context, record.to_dict())
+        interval_end = context["data_interval_end"].isoformat()  # as "this run: ..." says it
+        skipped = sorted(self.get_flat_relative_ids(upstream=False)) if placement.kind == "covered" else []
+        if skipped and self.skip_downstream_when_covered:
+            self.log.info(
+                "skipped: %s: the lake's position did not move since run %s, whose own tasks ran there",
+                ", ".join(skipped), record.run_id,
+            )  # fmt: skip
+            self.log.info("Summary: nothing applied: %s", placement.describe(interval_end))
+            # Raising skips them and ends this task green; the return value is pushed here, then.
+            context["ti"].xcom_push(key="return_value", value=republished)
+            raise DownstreamTasksSkipped(tasks=skipped)
+        self.log.info("Summary: nothing applied: %s", placement.describe(interval_end))
+        return republished
+
     def _emit_asset_events(self, context: Any, record: dict[str, Any]) -> dict[str, Any]:
         """Fill the events of the lake table outlets from the run's record (:mod:`..runs.assets`)."""
         assets.emit_run_events(context, self.outlets, record, lake_root=self.lake_root, tables=self.tables)
         return record
 
     def _reload_rows(self, requests: Sequence[ResnapshotRequest]) -> list[dict[str, Any]]:
-        """Re-load the key ranges ``requests`` name at the lake's position, before the segment is applied.
+        """Re-load the key ranges ``requests`` name at the lake's position (:mod:`.row_reloads`)."""
 
-        A verification of just that range with repair (:mod:`airflow_mysql_cdc.engine.verify`), under
-        the pipeline's lease: every key of the range that no transaction after the position changed
-        is set to its value at the position (a differing row rewritten, a missing one added, one the
-        source lacks deleted); a key changed since then is left to the stream, whose row images set
-        it whole. So the range is exact at the run's end set, as a snapshot of it would be.
-        """
-        endpoint = MySqlCdcHook(self.mysql_cdc_conn_id).get_endpoint()
-        public, secret = LakeStorageHook(self.lake_conn_id).get_storage_options(self.storage_options)
-        secrets = ApplicationSecrets.of(endpoint, secret)
-        reloads = []
-        for request in requests:
-            if request.where is not None:
-                raise RunActionError(
-                    f"resnapshot of {request.table} where {request.where!r}: re-loading rows by a predicate "
-                    "is not available (rows the source deleted cannot be found in the lake by a MySQL "
-                    'predicate). Give the key range instead ("key_from"/"key_to"), or re-snapshot '
-                    "the whole table. Nothing was done."
-                )
-            settings = VerifySettings(
-                mode="full", chunk_size=self.chunk_size, repair=True,
-                key_from=request.key_from, key_to=request.key_to,
-            )  # fmt: skip
-            self.log.info(
-                "Re-loading %s keys %s to %s (inclusive) at the lake's position",
-                request.table, list(request.key_from or ["(first)"]), list(request.key_to or ["(last)"]),
-            )  # fmt: skip
-            config = VerifyConfig(
-                pipeline_id=self.pipeline_id, lake_root=self.lake_root, tables=(request.table,),
-                settings=settings, soft_deletes=self.soft_deletes, storage_options=public, lease_s=60.0,
-            )  # fmt: skip
+        def engine() -> EngineProcess:
             self._engine = EngineProcess(self.log, self.task_id)
-            result = self._engine.run(VERIFY_APPLICATION, config.to_dict(), secrets.environment)
-            report = VerifyReport.from_dict(result).tables[0]
-            if report.status not in ("clean", "repaired"):
-                raise RunActionError(
-                    f"the re-load of {request.table} ended {report.status}: "
-                    f"{report.reason or report.describe()}. "
-                    f'Re-snapshot the whole table instead ({{"resnapshot": ["{request.table}"]}}).'
-                )
-            reloads.append({**request.to_json(), "status": report.status, "repair": report.repair})
-            self.log.info("%s: the key range is %s", request.table, report.status)
-        return reloads
+            return self._engine
+
+        return reload_rows(
+            requests,
+            ReloadTarget(
+                pipeline_id=self.pipeline_id, lake_root=self.lake_root, storage_options=self.storage_options,
+                lake_conn_id=self.lake_conn_id, mysql_cdc_conn_id=self.mysql_cdc_conn_id,
+                chunk_size=self.chunk_size, soft_deletes=self.soft_deletes,
+            ),
+            engine,
+            self.log,
+        )  # fmt: skip
 
     def on_kill(self) -> None:
         super().on_kill()
         if self._engine is not None:
             self._engine.kill()
 
+    def _snapshot(self, tables: Sequence[str], *, restart: bool) -> dict[str, Any]:
+        """Snapshot ``tables`` on Spark (again, from scratch, with ``restart``); the snapshot's result."""
+        return snapshot_tables(
+            self, tables=tuple(tables), lake_root=self.lake_root, storage_options=self.storage_options,
+            lake_conn_id=self.lake_conn_id, chunk_size=self.chunk_size, restart=restart, base_server_id=None,
+            mysql_cdc_conn_id=self.mysql_cdc_conn_id, progress_interval_s=self.progress_interval_s,
+        )  # fmt: skip
+
     def _absent_tables(self) -> frozenset[str]:
         """Configured tables the server does not have (dropped or renamed after they joined)."""
         return MySqlCdcHook(self.mysql_cdc_conn_id).get_missing_tables(self.tables)
 
-    def _apply(self, build_config: ConfigBuilder) -> ApplyResult:
-        """Apply the segment; re-snapshot and join the tables a schema change took out, then continue."""
+    def _apply(self, build_config: ConfigBuilder) -> tuple[ApplyResult, GtidSet]:
+        """Apply the segment; re-snapshot and join the tables a schema change took out, then continue.
+
+        Also returns what earlier tries of the run applied of it (:mod:`..runs.run_counts`): what the
+        lake held beyond the run's start before this try's first application started, and all that an
+        application whose result this try adopted applied (it outlived an earlier try's task process).
+        """
         applications = [self._apply_once(build_config)]
+        earlier = run_counts.earlier_tries(applications[0].to_dict())
+        if self.adopted_from is not None:
+            earlier |= applications[0].end_gtids - applications[0].requested_start
         for _ in range(self.max_resnapshot_rounds):
             waiting = applications[-1].to_resnapshot
             if not waiting:
-                return ApplyResult.combine(applications)
+                return ApplyResult.combine(applications), earlier
             self.log.info(
                 "Snapshotting %s again after a schema change, then applying on so they join this run",
                 ", ".join(waiting),
             )
-            snapshot_tables(
-                self,
-                tables=tuple(waiting),
-                lake_root=self.lake_root,
-                storage_options=self.storage_options,
-                lake_conn_id=self.lake_conn_id,
-                chunk_size=self.chunk_size,
-                restart=True,
-                base_server_id=None,
-                mysql_cdc_conn_id=self.mysql_cdc_conn_id,
-                progress_interval_s=self.progress_interval_s,
-            )
+            self._snapshot(waiting, restart=True)
             applications.append(self._apply_once(build_config))
+            if self.adopted_from is not None:
+                earlier |= applications[-1].end_gtids - applications[-1].resumed_from
         waiting = applications[-1].to_resnapshot
         if waiting:
             raise ResnapshotLoopError(
@@ -368,7 +365,7 @@ class MySqlCdcReplicateOperator(OpenLineageMixin, SparkApplicationOperator):
                 "the pipeline, the other tables are exact at the lake's position. Clear this task when "
                 "the migration is over; the next attempt snapshots them again."
             )
-        return ApplyResult.combine(applications)
+        return ApplyResult.combine(applications), earlier
 
     def _apply_once(self, build_config: ConfigBuilder) -> ApplyResult:
         return apply_binlog(
@@ -378,19 +375,26 @@ class MySqlCdcReplicateOperator(OpenLineageMixin, SparkApplicationOperator):
             storage_options=self.storage_options,
             lake_conn_id=self.lake_conn_id,
             catchup_parallelism=self.catchup_parallelism,
-            summarise=False,
+            report=False,
         )
 
-    def _segment_end(self, context: Any, kind: str) -> datetime.datetime:
+    def _segment_end(self, context: Any, placement: Placement) -> datetime.datetime:
         """The run's interval end, or, for a forward run that starts a backlog late, the time it starts.
 
         Each run has a fixed cost (four task processes and a spark-submit: 25-40 s on 2 cores). Runs
         queued behind a slow one would each pay it for one interval and fall further behind; the
         first of them takes the whole backlog instead, in one catch-up batch.
+
+        A run carrying its conf's actions past a record that covers its interval (``overtaken``:
+        :mod:`~airflow_mysql_cdc.engine.lake.run_placement`) ends when it starts too: its interval end
+        lies before the head's, where no segment can end.
         """
         interval_end = context["data_interval_end"]
+        if placement.overtaken is not None:  # to the microsecond: the head may end in this second
+            return datetime.datetime.now(datetime.UTC)
         late = datetime.datetime.now(datetime.UTC) - interval_end
-        if kind != "forward" or self.catch_up_backlog_after is None or late <= self.catch_up_backlog_after:
+        threshold = self.catch_up_backlog_after
+        if placement.kind != "forward" or threshold is None or late <= threshold:
             return interval_end
         until = datetime.datetime.now(datetime.UTC).replace(microsecond=0)
         self.log.info(

@@ -195,6 +195,12 @@ class SparkApplicationOperator(BaseOperator):
                 self._hook.kill_process_group()
             return json.loads(result_file.read_text())
 
+    @property
+    def adopted_from(self) -> str | None:
+        """The earlier try whose application's result the last :meth:`run_application` returned
+        (it outlived that try's task process: docs/operations.md); None when this try ran its own."""
+        return self._attempts.adopted_from if self._attempts is not None else None
+
     def _spark_conf(self) -> SplitConf:
         """``spark_conf`` with the OpenLineage parent job and transport when asked for
         (:mod:`.spark_openlineage`), its secret properties apart: they reach the driver's environment."""

@@ -16,6 +16,11 @@ are safe (docs/pipeline-dag.md).
 expired-log clean-up, vacuum) when the configuration's ``maintenance.interval_hours`` has passed
 since the last time; it takes the pipeline's lease, so it never runs beside an application.
 
+A *covered* run (its interval inside another run's segment: queued behind a catch-up, or cleared
+after a later run published) applies nothing, and its ``replicate`` skips ``maintain_lake`` and
+``verify_lake``: the lake's position did not move since the covering run's own ran there. So a
+covered run costs four tasks and no Spark, maintenance or verification process.
+
 ``verify_lake`` (on by default, ``verify: sample``; none with ``verify: off``) compares each table in
 the lake with the source at the run's position, under the pipeline's lease, while writes go on; it
 fails on a proven difference and names the repair, and warns of a table it did not compare in full
@@ -157,6 +162,7 @@ def _replicate(config: PipelineConfig) -> MySqlCdcReplicateOperator:
         catchup_parallelism=config.catchup_parallelism,
         resumability_task_id="resumability",
         catch_up_backlog_after=config.interval() if config.catch_up_backlog else None,
+        skip_downstream_when_covered=True,  # maintain_lake, verify_lake: nothing moved, nothing to do
         max_active_tis_per_dag=1,
     )
 

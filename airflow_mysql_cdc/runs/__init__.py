@@ -8,6 +8,9 @@ Reading order:
 2. ``checkpoint_chain``: where a run stands in the chain of records kept in the lake
    (:func:`~airflow_mysql_cdc.runs.checkpoint_chain.locate_run`, ``load_checkpoint``) and the record
    it publishes (``publish_checkpoint``); a custom DAG calls these two (docs/custom-dags.md).
+   ``run_record`` makes the record (its end set checked against the lake, its per-table facts read
+   from it by ``record_facts``); ``run_counts`` counts what the run applied, every try's, for the
+   replicate task's XCom ``applied``, metrics and ``Summary:`` line.
 3. ``segment``: which tables a run snapshots (``plan_segment``) and the GTID set its segment starts
    from (``segment_start``: the checkpoint, or the stream start of the snapshots the run took).
 4. ``status``: the read-only ``airflow-mysql-cdc status`` command: the chain and each table's state,

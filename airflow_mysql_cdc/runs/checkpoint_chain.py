@@ -26,6 +26,12 @@ imports inside its functions: the DAG file is parsed for every task, and they co
 
 A run without a logical date (Airflow 3 allows manual runs without one) has no place in the
 chain: it is refused with an explanation. Trigger a manual run with a logical date instead.
+
+A run whose conf asks for actions (:mod:`.actions`) and that would apply nothing continues the head
+instead the first time it runs, or when nothing was published since the record covering it (a run
+queued while a catch-up covered its interval carries its actions out); otherwise ``load_checkpoint``
+refuses it before anything waits or is written (:func:`refuse_actions_applying_nothing`). The record
+itself is made in :mod:`.run_record`, its counts in :mod:`.run_counts`.
 """
 
 from __future__ import annotations
@@ -34,7 +40,7 @@ import datetime
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
@@ -42,19 +48,15 @@ from airflow_mysql_cdc.engine.mysql.schema import TableRef
 from airflow_mysql_cdc.engine.values.checkpoint import (
     CheckpointError,
     CheckpointRecord,
-    SourceIdentity,
     WitnessDisagreementError,
     agree_on_start,
     judge_source,
 )
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from airflow_mysql_cdc.hooks.mysql_cdc import MySqlCdcHook
-from airflow_mysql_cdc.runs import lake, record_facts
-from airflow_mysql_cdc.runs.actions import RunActions, read_run_actions
+from airflow_mysql_cdc.runs import lake, record_facts, run_counts, run_record
+from airflow_mysql_cdc.runs.actions import RunActionError, RunActions, read_run_actions
 from airflow_mysql_cdc.runs.lake import Placement, RunBeforeFirstIntervalError, place_run
-
-if TYPE_CHECKING:
-    from airflow_mysql_cdc.engine.lake.state.pipeline_state import PipelineState
 
 log = logging.getLogger(__name__)
 PUBLISH_TASK_ID = "replicate"
@@ -121,9 +123,15 @@ def locate_run(
     publish_task_id: str = PUBLISH_TASK_ID,
     rebase_to: GtidSet | None = None,
     after_apply: bool = False,
+    acts: bool = False,
 ) -> ChainPosition:
     """Where this run stands in the chain, checked against the lake and the source; fails when they
     disagree, and skips (AirflowSkipException) a run dated before the pipeline's first interval.
+
+    ``acts``: the run's conf asks for actions (:mod:`.actions`). A run that would then apply nothing
+    continues the chain's head instead when it runs for the first time or nothing was published since
+    the record covering it (:mod:`airflow_mysql_cdc.engine.lake.run_placement`: a run queued while a
+    catch-up covered its interval still carries its actions out).
 
     ``rebase_to`` is an operator's ``rebase_checkpoint`` (:mod:`.actions`): a run that applies then
     starts there, and neither the source's identity nor the lake's position is held against it
@@ -144,7 +152,13 @@ def locate_run(
                 log.info("moving the checkpoint of run %s from XCom into the lake's log", legacy.run_id)
                 chain.append(legacy)
                 records = [legacy]
-        placement = place_run(records, interval_end, context.get("run_id"))
+        placement = place_run(
+            records,
+            interval_end,
+            context.get("run_id"),
+            acts_at=datetime.datetime.now(datetime.UTC) if acts else None,
+            cleared=bool(getattr(context.get("dag_run"), "clear_number", 0)),
+        )
     except RunBeforeFirstIntervalError as error:
         # Nothing is wrong and nothing can be done for this date: skipped (its downstream too), so a
         # backfill over earlier dates does not stay red in the grid; the log line says why.
@@ -210,7 +224,7 @@ def load_checkpoint(
     before the sensor waits, and a ``rebase_checkpoint`` is the start the sensor checks.
     """
     actions = run_actions(context, tables) if tables else None
-    return locate_run(
+    position = locate_run(
         context,
         pipeline_id=pipeline_id,
         lake_root=lake_root,
@@ -218,7 +232,41 @@ def load_checkpoint(
         storage_options=storage_options,
         publish_task_id=publish_task_id,
         rebase_to=actions.rebase_checkpoint if actions else None,
-    ).to_xcom()
+        acts=actions is not None and actions.any,
+    )
+    if actions is not None:
+        refuse_actions_applying_nothing(position, actions, context)
+    return position.to_xcom()
+
+
+def refuse_actions_applying_nothing(position: ChainPosition, actions: RunActions, context: Any) -> None:
+    """Fail (:class:`RunActionError`, no retry) a run whose conf asks for actions but which applies
+    nothing, before anything is written: a cleared run whose interval later runs published past
+    (:func:`locate_run` lets every other run carry its actions out). A re-run of the run's own
+    record passes: it carried them out, and its record says so."""
+    placement = position.placement
+    record = placement.record
+    if placement.applies or not actions.any or record is None:
+        return
+    if placement.kind == "rerun" and record.run_id == context.get("run_id"):
+        return
+    interval_end = context["data_interval_end"].isoformat()
+    head_ends_later = (
+        f"the segment of run {record.run_id}, or of a later run, ends after this run started (a run dated "
+        "in the future?): trigger a new run with this conf once that end has passed"
+    )
+    why = (
+        "this run was cleared after later runs published past its interval, so its actions would be "
+        "carried out far from where they were asked. To act now, trigger a new run with this conf "
+        "(the UI's trigger form, or airflow dags trigger --conf ...): a run carries its conf's actions "
+        "out the first time it runs, even when a catch-up covered its interval while it waited"
+        if getattr(context.get("dag_run"), "clear_number", 0)
+        else head_ends_later
+    )
+    raise RunActionError(
+        f"this run's conf asks for {actions.to_record()}, but the run applies nothing: "
+        f"{placement.describe(interval_end)}. Nothing was done: {why}."
+    )
 
 
 def run_actions(context: Any, tables: Sequence[str]) -> RunActions:
@@ -241,11 +289,16 @@ def publish_checkpoint(
     segment_end: datetime.datetime | None = None,
     actions: RunActions | None = None,
     pushed: dict[str, Any] | None = None,
+    earlier_gtids: GtidSet | None = None,
 ) -> dict[str, Any]:
     """This run's record, appended to the lake's log; fails if the lake lacks what the run applied.
 
     ``pushed`` are the run's other XCom values, kept in the record (:attr:`CheckpointRecord.pushed`)
-    so that a re-run of the interval after a clear can push them again.
+    so that a re-run of the interval after a clear can push them again. Its ``applied`` (the
+    application's result) is kept with the run's counts in place of the application's own
+    (:func:`.run_counts.counted_applied`): every try's changes, and how much of them ``earlier_gtids``
+    held (what earlier tries applied; default: what the lake held beyond the run's start when
+    ``applied``'s application started). The record's ``pushed["applied"]`` is the run's XCom ``applied``.
 
     The run's place is settled again here, from the log: a record published for this interval in
     the meantime (the same run, retried after it published) is republished as it is.
@@ -263,31 +316,49 @@ def publish_checkpoint(
         publish_task_id=publish_task_id,
         rebase_to=actions.rebase_checkpoint if actions else None,
         after_apply=True,
+        acts=actions is not None and actions.any,
     )
     if not position.placement.applies:
         assert position.placement.record is not None
         log.info("republishing the record of run %s", position.placement.record.run_id)
         return position.placement.record.to_dict()
     state = lake.pipeline_state(lake_root, pipeline_id, storage_options)
-    end = _end_the_lake_holds(applied, state)
+    end = run_record.end_the_lake_holds(applied, state)
     assert state is not None
     predecessor = position.placement.record if position.placement.kind == "forward" else None
-    record = _record(
+    refs = [str(TableRef.parse(name)) for name in tables]
+    members = state.members or {}
+    facts = record_facts.run_facts(
+        lake_root,
+        refs,
+        start=GtidSet.parse(applied["requested_start"]),
+        end=end,
+        predecessor=predecessor,
+        snapshot_ids={ref: members.get(ref, "") for ref in refs},
+        storage_options=storage_options,
+    )
+    pushed = dict(pushed or {})
+    if "applied" in pushed:
+        earlier = earlier_gtids if earlier_gtids is not None else run_counts.earlier_tries(applied)
+        pushed["applied"] = run_counts.counted_applied(
+            pushed["applied"], run_counts.count_run(facts.changes, earlier)
+        )
+    record = run_record.make_record(
         context,
         pipeline_id=pipeline_id,
         lake_root=lake_root,
-        source=_source_identity(mysql_cdc_conn_id),
-        tables=tables,
+        source=run_record.source_identity(mysql_cdc_conn_id),
+        refs=refs,
+        facts=facts.tables,
         applied=applied,
         end=end,
         state=state,
         predecessor=predecessor,
         segment_end=segment_end or context["data_interval_end"],
         actions=actions.to_record() if actions else [],
-        paused=_paused_tables(lake_root, tables, state, storage_options),
+        paused=run_record.paused_tables(lake_root, tables, state, storage_options),
         stopped=record_facts.stopped_tables(lake_root, tables, state.members, storage_options),
-        storage_options=storage_options,
-        pushed=pushed or {},
+        pushed=pushed,
     )
     lake.checkpoint_log(lake_root, pipeline_id, storage_options).append(record)
     log.info(
@@ -298,113 +369,3 @@ def publish_checkpoint(
         f"run {predecessor.run_id}" if predecessor else "nothing: the pipeline's first record",
     )
     return record.to_dict()
-
-
-def _end_the_lake_holds(applied: dict[str, Any], state: PipelineState | None) -> GtidSet:
-    """The application's end set, once the lake is seen to hold it with every table exact there.
-
-    A record promises its end set to every later run; publishing one the lake lacks (a lost commit)
-    or one before the snapshots' consistent point (a table not yet exact) would make the next run
-    start from rows the lake does not have.
-    """
-    end = GtidSet.parse(applied["end_gtids"])
-    if state is None or not end.issubset(state.applied_gtids):
-        raise AirflowFailException(
-            f"the binlog application reported {end} applied, but the lake's pipeline state is at "
-            f"{state.applied_gtids if state else '(none)'}: not publishing a checkpoint the lake lacks"
-        )
-    consistent = GtidSet.parse(applied.get("consistent_point") or "")
-    if not consistent.issubset(end):
-        raise AirflowFailException(
-            f"the binlog application ended at {end}, before the point where every table is exact "
-            f"({consistent}: its snapshots' high watermarks lack {consistent - end} there). Publishing "
-            "this end set would promise tables the lake does not hold. Clear the task that applies the "
-            "segment: it goes on from the lake to that point."
-        )
-    return end
-
-
-def _source_identity(mysql_cdc_conn_id: str) -> SourceIdentity:
-    """Which server the record's GTID sets belong to (a later run refuses another server's)."""
-    hook = MySqlCdcHook(mysql_cdc_conn_id)
-    endpoint = hook.get_endpoint()
-    return SourceIdentity(hook.get_server_state().server_uuid, endpoint.host, endpoint.port)
-
-
-def _record(
-    context: Any,
-    *,
-    pipeline_id: str,
-    lake_root: str,
-    source: SourceIdentity,
-    tables: Sequence[str],
-    applied: dict[str, Any],
-    end: GtidSet,
-    state: PipelineState,
-    predecessor: CheckpointRecord | None,
-    segment_end: datetime.datetime,
-    actions: list[dict[str, Any]],
-    paused: dict[str, str],
-    stopped: dict[str, str],
-    storage_options: dict[str, str] | None = None,
-    pushed: dict[str, Any],
-) -> CheckpointRecord:
-    """The record of a run that applied: it continues ``predecessor`` (None: the chain's first).
-
-    Its per-table counts and versions are read from the lake (:mod:`.record_facts`), not taken from
-    ``applied``: the application that applied the run's changes may not be this attempt's.
-    """
-    interval_start = context.get("data_interval_start")
-    first_start = interval_start and interval_start.isoformat()
-    members = state.members or {}
-    refs = [str(TableRef.parse(name)) for name in tables]
-    facts = record_facts.table_facts(
-        lake_root,
-        refs,
-        start=GtidSet.parse(applied["requested_start"]),
-        end=end,
-        predecessor=predecessor,
-        snapshot_ids={ref: members.get(ref, "") for ref in refs},
-        storage_options=storage_options,
-    )
-    return CheckpointRecord(
-        pipeline_id=pipeline_id,
-        lake_root=lake_root,
-        source=source,
-        start_gtids=applied["requested_start"],
-        end_gtids=str(end),
-        segment_start=predecessor.segment_end if predecessor else first_start,
-        segment_end=segment_end.isoformat(),
-        run_id=context["run_id"],
-        tables={
-            ref: {
-                "snapshot_id": members.get(ref, ""),
-                **facts[ref],
-                **({"paused_at": paused[ref]} if ref in paused else {}),
-                **({"stopped": stopped[ref]} if ref in stopped else {}),
-            }
-            for ref in refs
-        },
-        sink={"applied_gtids": str(state.applied_gtids), "epoch": state.epoch},
-        already_applied=bool(applied.get("already_applied")),
-        previous_run_id=predecessor.run_id if predecessor else None,
-        actions=actions,
-        published_at=datetime.datetime.now(datetime.UTC).isoformat(),
-        pushed=pushed,
-    )
-
-
-def _paused_tables(
-    lake_root: str, tables: Sequence[str], state: PipelineState, storage_options: dict[str, str] | None
-) -> dict[str, str]:
-    """Each paused table (not a member, its mark holding) with the position its lake copy is at."""
-    paused: dict[str, str] = {}
-    for name in tables:
-        ref = TableRef.parse(name)
-        if str(ref) in (state.members or {}):
-            continue
-        mark = lake.pause(lake_root, ref, storage_options)
-        progress = lake.snapshot_progress(lake_root, ref, storage_options) if mark is not None else None
-        if mark is not None and mark.holds_for(progress.snapshot_id if progress is not None else ""):
-            paused[str(ref)] = mark.position
-    return paused

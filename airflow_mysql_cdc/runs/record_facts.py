@@ -40,17 +40,30 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from airflow_mysql_cdc.engine.mysql.schema import TableRef
 from airflow_mysql_cdc.engine.values.checkpoint import CheckpointRecord
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from airflow_mysql_cdc.runs import lake
 
+if TYPE_CHECKING:
+    from airflow_mysql_cdc.engine.lake.run_changes import RunChanges
+
 LAKE_TABLE_KINDS = ("target", "changelog")
 CLOCK_MARGIN = datetime.timedelta(days=1)
 """How far the clocks of the Airflow worker (which stamps a record) and of the writers (which stamp
 data files) may disagree before a changelog partition holding the run's rows could be missed."""
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """A run's per-table facts (the record's ``tables``) and the changes they were read from, per
+    table, which :mod:`.run_counts` counts per transaction without reading the lake again."""
+
+    tables: dict[str, dict[str, Any]]
+    changes: dict[str, RunChanges]
 
 
 def table_facts(
@@ -64,15 +77,35 @@ def table_facts(
     storage_options: dict[str, str] | None,
 ) -> dict[str, dict[str, Any]]:
     """Per table, the facts of the module doc for a run whose transactions are ``end - start``."""
+    return run_facts(
+        lake_root, tables, start=start, end=end, predecessor=predecessor, snapshot_ids=snapshot_ids,
+        storage_options=storage_options,
+    ).tables  # fmt: skip
+
+
+def run_facts(
+    lake_root: str,
+    tables: Sequence[str],
+    *,
+    start: GtidSet,
+    end: GtidSet,
+    predecessor: CheckpointRecord | None,
+    snapshot_ids: Mapping[str, str],
+    storage_options: dict[str, str] | None,
+) -> RunFacts:
+    """:func:`table_facts`, with the changes each table's facts count."""
     since = written_since_ms(predecessor)
     previous = predecessor.tables if predecessor is not None else {}
     facts: dict[str, dict[str, Any]] = {}
+    read: dict[str, RunChanges] = {}
     for name in tables:
         ref = TableRef.parse(name)
         before = previous.get(str(ref), {})
         since_gtids = table_start(start, before)
         transactions = end - since_gtids
-        changes = lake.run_changes(lake_root, ref, transactions, storage_options, written_since_ms=since)
+        changes = read[str(ref)] = lake.run_changes(
+            lake_root, ref, transactions, storage_options, written_since_ms=since
+        )
         versions = before.get("lake_versions") or {}
         facts[str(ref)] = {
             "rows_applied": changes.total,
@@ -89,7 +122,7 @@ def table_facts(
         }
         if since_gtids != start:
             facts[str(ref)]["changes_since"] = str(since_gtids)
-    return facts
+    return RunFacts(facts, read)
 
 
 def table_start(start: GtidSet, predecessor_facts: Mapping[str, Any]) -> GtidSet:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime
+
 import pytest
 
 from airflow_mysql_cdc.engine.lake.run_placement import RunBeforeFirstIntervalError, place_run
@@ -65,3 +67,55 @@ def test_a_cleared_run_that_caught_up_past_its_interval_is_a_rerun_of_its_own_re
     )
     # Another run of that interval (a backfill, a failed run cleared later) is covered by r3.
     assert place_run(caught_up, "2026-11-01T02:00:00+00:00", run_id="r2").kind == "covered"
+
+
+# --- A run whose conf asks for actions (issue 34, item 6) ---
+
+AFTER_THE_HEAD = datetime.datetime(2026, 11, 1, 4, 0, 5, tzinfo=datetime.UTC)
+"""When the action run would act: five seconds after the head's segment ended."""
+
+
+def test_an_action_run_queued_while_a_catch_up_covered_its_interval_continues_the_head() -> None:
+    # r4 started late and caught up to 04:00; the action run, triggered at 03:30, waited behind it.
+    placement = place_run(CHAIN, "2026-11-01T03:30:00+00:00", run_id="act", acts_at=AFTER_THE_HEAD)
+    assert placement.kind == "forward" and placement.applies
+    assert placement.record is CHAIN[-1] and placement.overtaken is CHAIN[-1]
+    said = placement.describe("2026-11-01T03:30:00+00:00")
+    assert said.startswith("continues run r4 (interval ending 2026-11-01T04:00:00+00:00")
+    assert "although its interval ending 2026-11-01T03:30:00+00:00 is inside the segment of run r4" in said
+    assert "carries them out from the head on, its segment ending when it starts" in said
+    # Without actions it is covered, as before: it applies nothing and skips Spark.
+    assert place_run(CHAIN, "2026-11-01T03:30:00+00:00", run_id="plain").kind == "covered"
+
+
+def test_an_action_run_on_its_first_try_acts_even_when_an_older_record_covers_it() -> None:
+    # Two action runs queued behind one catch-up: the first became the head, the second is covered
+    # by the catch-up's record, not the head; it never ran before, so it continues the head too.
+    placement = place_run(CHAIN, "2026-11-01T02:00:00+00:00", run_id="act2", acts_at=AFTER_THE_HEAD)
+    assert (placement.kind, placement.record, placement.overtaken) == ("forward", CHAIN[-1], CHAIN[1])
+
+
+def test_a_cleared_action_run_acts_only_when_nothing_was_published_since_the_record_covering_it() -> None:
+    cleared_behind_the_head = place_run(
+        CHAIN, "2026-11-01T03:30:00+00:00", run_id="act", acts_at=AFTER_THE_HEAD, cleared=True
+    )
+    assert cleared_behind_the_head.kind == "forward" and cleared_behind_the_head.overtaken is CHAIN[-1]
+    cleared_long_after = place_run(
+        CHAIN, "2026-11-01T02:00:00+00:00", run_id="act", acts_at=AFTER_THE_HEAD, cleared=True
+    )
+    assert cleared_long_after.kind == "covered" and cleared_long_after.record is CHAIN[1]
+
+
+def test_an_action_run_whose_head_ends_after_it_would_act_stays_covered() -> None:
+    # A run dated in the future published a segment ending after now: no later end to give.
+    before_the_head_ends = datetime.datetime(2026, 11, 1, 3, 59, tzinfo=datetime.UTC)
+    placement = place_run(CHAIN, "2026-11-01T03:30:00+00:00", run_id="act", acts_at=before_the_head_ends)
+    assert placement.kind == "covered"
+
+
+def test_a_run_that_published_a_record_is_a_rerun_of_it_wherever_its_interval_lies() -> None:
+    # The action run above, published (its segment ending when it started), then retried or cleared:
+    # its own record, never the catch-up's that covers its interval, and it acts no second time.
+    acted = [*CHAIN, record("act", 4, 5, 50)]
+    placement = place_run(acted, "2026-11-01T03:30:00+00:00", run_id="act", acts_at=AFTER_THE_HEAD)
+    assert placement.kind == "rerun" and placement.record is acted[-1]

@@ -20,6 +20,22 @@ backwards. A run of the interval ending ``T`` is:
 - **before the first**: ``T`` is before the pipeline's first record; refused, since no chain exists
   there to continue (the first run snapshotted the tables as they were after it).
 
+A run whose conf asks for actions (re-snapshot, pause, resume, rebase: the Airflow side's
+``runs/actions.py``) would lose them as a covered run or a re-run of another run's record: those
+apply nothing. So such a run **continues the head instead** (``overtaken``: a forward run whose
+segment ends when it starts, after the head's) when
+
+- it runs for the first time (never cleared): it was queued while another run covered its interval
+  (the scar, issue 34: an action run triggered "now" was covered by a late scheduled run that caught
+  up to three seconds after it, and its conf was refused; the advice "trigger a run dated after the
+  last published one" cannot be followed while a catch-up runs), or
+- the record covering it is the head: nothing was published since, so carrying its actions out now
+  is what carrying them out when it was first placed would have been,
+
+and the head's segment ended before the run acts (``acts_at``). A cleared run whose interval later
+runs published past stays covered, and its conf is refused: its actions would happen far from where
+they were asked. A record of the run itself always makes it a re-run: a retry after publishing.
+
 Pure rules over records and dates, unit-tested in ``tests/unit/test_run_placement.py``.
 """
 
@@ -46,6 +62,9 @@ class Placement:
     kind: PlacementKind
     record: CheckpointRecord | None
     """forward: the head it continues; rerun: its own record; covered: the record covering it."""
+    overtaken: CheckpointRecord | None = None
+    """A forward run carrying actions whose interval this record covers (module doc): its segment
+    ends after the head's, when the run starts, not at its interval end."""
 
     @property
     def applies(self) -> bool:
@@ -58,9 +77,17 @@ class Placement:
             return f"the pipeline's first run (interval ending {interval_end}): it snapshots the tables"
         assert record is not None
         if self.kind == "forward":
-            return (
+            continues = (
                 f"continues run {record.run_id} (interval ending {record.segment_end}, end set "
                 f"{record.end_gtids or '(empty)'})"
+            )
+            if self.overtaken is None:
+                return continues
+            return (
+                f"{continues}, although its interval ending {interval_end} is inside the segment of run "
+                f"{self.overtaken.run_id} ({self.overtaken.segment_start} to {self.overtaken.segment_end}): "
+                "its conf asks for actions, so it carries them out from the head on, its segment ending "
+                "when it starts"
             )
         if self.kind == "rerun":
             caught_up = interval_key(record.segment_end or "") != interval_key(interval_end)
@@ -77,13 +104,22 @@ class Placement:
 
 
 def place_run(
-    records: Sequence[CheckpointRecord], interval_end: datetime.datetime | str, run_id: str | None = None
+    records: Sequence[CheckpointRecord],
+    interval_end: datetime.datetime | str,
+    run_id: str | None = None,
+    *,
+    acts_at: datetime.datetime | None = None,
+    cleared: bool = False,
 ) -> Placement:
     """The placement of a run of the interval ending ``interval_end`` (records: any order).
 
-    ``run_id`` is the run's own id: a record covering its interval that this very run published
-    (it caught a backlog up past its interval end, then was cleared) makes it a re-run of its own
-    record, not a run "inside the segment of" itself.
+    ``run_id`` is the run's own id: a record this very run published (it caught a backlog up past its
+    interval end, or carried out its conf's actions past it, then was cleared or retried) makes it a
+    re-run of its own record, not a run "inside the segment of" itself.
+
+    ``acts_at``: the run's conf asks for actions, which it would carry out at this time; ``cleared``:
+    the run was cleared since it was triggered. Together they decide whether a run that would apply
+    nothing continues the head instead (module doc).
     """
     key = interval_key(interval_end)
     ordered = sorted(
@@ -91,10 +127,13 @@ def place_run(
     )
     if not ordered:
         return Placement("first", None)
+    own = next((record for record in ordered if run_id is not None and record.run_id == run_id), None)
+    if own is not None:
+        return Placement("rerun", own)
+    head = ordered[-1]
     for record in ordered:
         if interval_key(record.segment_end or "") == key:
-            return Placement("rerun", record)
-    head = ordered[-1]
+            return _carrying_actions(record, head, acts_at, cleared) or Placement("rerun", record)
     if key > interval_key(head.segment_end or ""):
         return Placement("forward", head)
     first = ordered[0]
@@ -106,6 +145,16 @@ def place_run(
             f"backfill create --from-date {first.segment_end} ...); runs dated earlier are refused."
         )
     covering = next(record for record in ordered if interval_key(record.segment_end or "") > key)
-    if run_id is not None and covering.run_id == run_id:
-        return Placement("rerun", covering)
-    return Placement("covered", covering)
+    return _carrying_actions(covering, head, acts_at, cleared) or Placement("covered", covering)
+
+
+def _carrying_actions(
+    covering: CheckpointRecord, head: CheckpointRecord, acts_at: datetime.datetime | None, cleared: bool
+) -> Placement | None:
+    """A forward run continuing ``head``, for a run carrying actions whose interval ``covering``
+    already holds, when the module doc's rule lets it; else None."""
+    if acts_at is None or (cleared and covering is not head):
+        return None
+    if interval_key(acts_at) <= interval_key(head.segment_end or ""):
+        return None  # the head's segment ends after the run would act: no later end to give it
+    return Placement("forward", head, overtaken=covering)

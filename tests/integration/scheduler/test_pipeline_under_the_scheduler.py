@@ -39,6 +39,7 @@ from tests.support.pipeline import (
     writers_running,
 )
 from tests.support.pipeline import now as utc_now
+from tests.support.statsd import StatsdListener
 
 pytestmark = [
     pytest.mark.scheduler,
@@ -47,7 +48,7 @@ pytestmark = [
     pytest.mark.xdist_group("airflow_deployment"),
 ]
 
-DAY = datetime.timedelta(days=1)
+DAY, HOUR = datetime.timedelta(days=1), datetime.timedelta(hours=1)
 DAG_SOURCE = """
 import json
 from airflow_mysql_cdc.pipeline.dag import build_pipeline_dag
@@ -61,11 +62,12 @@ class Pipeline:
     """The DAG in the deployment, its lake, and the steps a user takes."""
 
     def __init__(self, deployment: AirflowDeployment, api: AirflowRestClient, source: MySqlEndpoint,
-                 tables: list[str], lake: Path) -> None:  # fmt: skip
+                 tables: list[str], lake: Path, *, schedule: str = "every 1d",
+                 age: datetime.timedelta = DAY - HOUR, verify: str = "off") -> None:  # fmt: skip
         suffix = uuid.uuid4().hex[:8]
         self.api, self.lake = api, lake
         self.dag_id, self.pipeline_id = f"sched_{suffix}", f"sched_{suffix}"
-        self.start = utc_now().replace(microsecond=0) - datetime.timedelta(hours=23)
+        self.start = utc_now().replace(microsecond=0) - age
         api.create_connection(
             f"src_{suffix}", "mysql_cdc", host=source.host, port=source.port, login=source.user,
             password=source.password or "", extra={"server_id": 7400},
@@ -74,10 +76,10 @@ class Pipeline:
         config = {
             "dag_id": self.dag_id, "pipeline_id": self.pipeline_id, "mysql_cdc_conn_id": f"src_{suffix}",
             "spark_conn_id": f"spark_{suffix}", "tables": tables, "lake_root": str(lake),
-            "schedule": "every 1d", "start_date": self.start.isoformat(), "catchup": True,
+            "schedule": schedule, "start_date": self.start.isoformat(), "catchup": True,
             "chunk_size": 60, "retries": 0, "sensor_mode": "poke", "sensor_poke_interval_s": 1,
             "resumability_timeout_s": 60, "batch_max_seconds": 0.3,
-            "verify": "off",  # the shipped default (sample) is run by the daily test; here: runs and clears
+            "verify": verify,  # off by default: the daily test runs the shipped sample; here, runs and clears
         }  # fmt: skip
         deployment.write_dag_file(f"{self.dag_id}.py", DAG_SOURCE.format(config=json.dumps(config)))
         api.wait_for_dag(self.dag_id, file_name=f"{self.dag_id}.py")
@@ -93,10 +95,10 @@ class Pipeline:
         assert run.logical_date == self.start
         return run
 
-    def trigger_now(self):
-        """A manual run of the interval ending now (the UI's trigger form, dated now)."""
+    def trigger_now(self, conf: dict | None = None):
+        """A manual run of the interval ending now (the UI's trigger form, dated now), with ``conf``."""
         time.sleep(1)  # a fresh date: runs are identified by it
-        return self.api.trigger_run(self.dag_id, utc_now() - datetime.timedelta(milliseconds=100))
+        return self.api.trigger_run(self.dag_id, utc_now() - datetime.timedelta(milliseconds=100), conf)
 
     def wait(self, run, expect: str = "success"):
         return self.api.wait_for_run(self.dag_id, run.run_id, expect=expect, timeout_s=400)
@@ -171,6 +173,31 @@ def _assert_nothing_outlived_the_killed_attempt(pipeline: Pipeline, record: dict
         assert record["tables"][f"{database}.{table}"]["rows_applied"] == len(changes) > 0, table
 
 
+def _assert_the_retry_counts_what_the_orphan_applied(
+    pipeline: Pipeline, run, record: dict, metric_lines: list[str]
+) -> None:
+    """The retry adopted the orphan's result: its XCom ``applied``, its ``mysql_cdc.apply.rows``
+    counters (the legacy names StatsD receives) and its Summary line count the run's row changes, the
+    record's, and say that an earlier try applied them (issue 34, item 5: they said 513 of 6,891)."""
+    from airflow_mysql_cdc.operators.metrics import legacy_segment
+
+    rows = {table: facts["rows_applied"] for table, facts in record["tables"].items()}
+    row_changes = sum(rows.values())
+    applied = pipeline.api.xcom(pipeline.dag_id, run.run_id, "replicate", "applied")
+    transactions = applied["transactions"]
+    assert applied["rows_by_table"] == rows
+    assert applied["by_earlier_tries"] == {"transactions": transactions, "row_changes": row_changes}
+    pipeline_segment = legacy_segment(pipeline.pipeline_id)
+    for table, count in rows.items():
+        name = f"airflow.mysql_cdc.apply.rows.{pipeline_segment}.{legacy_segment(table)}"
+        emitted = [line.partition(":")[2] for line in metric_lines if line.partition(":")[0] == name]
+        assert emitted == [f"{count}|c"], (name, emitted)
+    log = pipeline.api.task_log(pipeline.dag_id, run.run_id, "replicate", 2)
+    [summary] = [line for line in log.splitlines() if "Summary: " in line]
+    said = f"Summary: {transactions:,} transaction(s), {row_changes:,} row change(s), all of them applied"
+    assert said + " by an earlier try of this run" in summary, summary
+
+
 def _check(pipeline: Pipeline, replica: FrozenReplica, database: str) -> list[dict]:
     """Every record continues the one before; the lake equals the source at the latest end set."""
     records = chain_records(pipeline.lake, pipeline.pipeline_id)
@@ -184,6 +211,7 @@ def test_clears_marks_and_backfills_from_the_ui_keep_the_chain_and_the_lake_exac
     frozen_replica: FrozenReplica,
     airflow_deployment: AirflowDeployment,
     airflow_api: AirflowRestClient,
+    airflow_statsd: StatsdListener,
     tmp_path: Path,
 ) -> None:
     database = mysql_database.database
@@ -222,14 +250,19 @@ def test_clears_marks_and_backfills_from_the_ui_keep_the_chain_and_the_lake_exac
 
         # "Clear only failed" after the task process was killed with -9 mid-apply: the replicate task
         # runs again, adopts what the orphaned application applied and publishes it, leaving nothing.
+        # Its apply metrics, XCom and Summary count what the orphan applied (issue 34, item 5).
         killer = pipeline.kill_task_process_mid_apply()
         retried = pipeline.wait(pipeline.trigger_now(), expect="failed")
         killer.join()
+        metrics_before_the_retry = len(airflow_statsd.lines)
         api.clear_run(pipeline.dag_id, retried.run_id, only_failed=True)
         pipeline.wait(retried)
         records = _check(pipeline, frozen_replica, database)
         assert records[-1]["run_id"] == retried.run_id
         _assert_nothing_outlived_the_killed_attempt(pipeline, records[-1], database)
+        _assert_the_retry_counts_what_the_orphan_applied(
+            pipeline, retried, records[-1], airflow_statsd.lines[metrics_before_the_retry:]
+        )
 
         # "Mark run failed" while the apply runs: the application is stopped (its process group with
         # the task), then "clear only failed" finishes the run with its record (never green without).
@@ -288,6 +321,79 @@ def test_clears_marks_and_backfills_from_the_ui_keep_the_chain_and_the_lake_exac
         assert records[-1]["run_id"] == later.run_id
         assert {record["run_id"]: record for record in records[:-1]} == published
     feeds.assert_read_every_feed(records, first.run_id)
+
+
+UPKEEP = ("maintain_lake", "verify_lake")
+
+
+def test_a_run_queued_behind_a_catch_up_carries_out_its_conf_and_covered_runs_start_no_upkeep(
+    mysql_database: MySqlEndpoint,
+    frozen_replica: FrozenReplica,
+    airflow_deployment: AirflowDeployment,
+    airflow_api: AirflowRestClient,
+    tmp_path: Path,
+) -> None:
+    """Issue 34, items 6 and 7, as the scheduler sends queued runs (by ``run_after``).
+
+    Hourly from 2 h 50 min ago, with ``verify: sample``: the scheduler's first run is the schedule's
+    first point. While it runs, two runs queue behind it (``max_active_runs=1``): one dated 90 min
+    ago, which starts more than an interval late and catches the backlog up to when it starts, and
+    an action run triggered now, which the catch-up covers by the time it starts. The action run
+    carries its re-snapshot out from the head on (it was refused two minutes after passing
+    ``load_checkpoint``). The scheduled runs of the two points passed since find their intervals
+    covered: four tasks, and ``maintain_lake`` and ``verify_lake`` skipped, never started (they ran
+    a maintenance process and a sample verification at an unmoved position).
+    """
+    database = mysql_database.database
+    seed(mysql_database, "orders", 120)
+    seed(mysql_database, "payments", 80)
+    payments = f"{database}.payments"
+    api = airflow_api
+    pipeline = Pipeline(airflow_deployment, api, mysql_database.with_database(None),
+                        [f"{database}.orders", payments], tmp_path / "lake", schedule="every 1h",
+                        age=datetime.timedelta(hours=2, minutes=50), verify="sample")  # fmt: skip
+    with writers_running(mysql_database, 61, "orders", "payments", pause_s=0.02):
+        first = pipeline.scheduled_first_run()
+        catching_up = api.trigger_run(pipeline.dag_id, utc_now() - datetime.timedelta(minutes=90))
+        acting = pipeline.trigger_now({"resnapshot": [payments]})
+        for run in (first, catching_up, acting):
+            pipeline.wait(run)
+        # The two points passed: their scheduled runs are made once the queue is empty.
+        deadline = time.monotonic() + 300
+        while len(scheduled := api.dag_runs(pipeline.dag_id, run_types=["scheduled"])) < 3:
+            assert time.monotonic() < deadline, f"the scheduler made {len(scheduled)} of 3 runs"
+            time.sleep(1)
+        for run in scheduled:
+            pipeline.wait(run)
+    api.set_paused(pipeline.dag_id, True)  # the next point, 10 min after the start, is not this test's
+    records = _check(pipeline, frozen_replica, database)
+
+    # The action run continued the catch-up's record, whose segment had passed its interval end, and
+    # re-snapshotted the table; load_checkpoint said so before anything ran.
+    by_run = {record["run_id"]: record for record in records}
+    acted = by_run[acting.run_id]
+    covering = by_run[acted["previous_run_id"]]
+    assert datetime.datetime.fromisoformat(covering["segment_end"]) > acting.data_interval_end
+    assert covering["run_id"] != first.run_id  # the catch-up, whichever late run went first
+    assert [(action["action"], action["table"]) for action in acted["actions"]] == [("resnapshot", payments)]
+    placed = api.task_log(pipeline.dag_id, acting.run_id, "load_checkpoint", 1)
+    assert "its conf asks for actions, so it carries them out from the head on" in placed
+
+    # Every run that applied ran its upkeep; every covered run skipped it without starting a process.
+    covered = [run for run in [*scheduled, catching_up] if run.run_id not in by_run]
+    assert len(covered) >= 2 and {run.run_id for run in scheduled[1:]} <= {run.run_id for run in covered}
+    for run in covered:
+        instances = {ti.task_id: ti for ti in api.task_instances(pipeline.dag_id, run.run_id)}
+        assert {task: ti.state for task, ti in instances.items()} == {
+            "check_prerequisites": "success", "load_checkpoint": "success", "resumability": "success",
+            "replicate": "success", "maintain_lake": "skipped", "verify_lake": "skipped",
+        }  # fmt: skip
+        assert [instances[task].try_number for task in UPKEEP] == [0, 0]  # never started
+        log = api.task_log(pipeline.dag_id, run.run_id, "replicate", 1)
+        assert "skipped: maintain_lake, verify_lake: the lake's position did not move since run" in log
+        assert "Summary: nothing applied: " in log
+    for run_id in by_run:
+        assert [api.task_states(pipeline.dag_id, run_id)[task] for task in UPKEEP] == ["success", "success"]
 
 
 # --- Assets (issue 26, item 1): a downstream DAG scheduled on a changelog asset reads each run's feed ---

@@ -67,8 +67,11 @@ FINISHES = (
 
 def test_a_retry_waits_for_its_killed_trys_application_and_adopts_its_result() -> None:
     work_dir, application = killed_attempt(TRY_1, FINISHES)
-    adopted = ApplicationAttempts("app", log, attempt=TRY_2).recover(CONFIG)
+    attempts = ApplicationAttempts("app", log, attempt=TRY_2)
+    adopted = attempts.recover(CONFIG)
     assert adopted == {"end_gtids": "x", "rows": 7}
+    # Whose work it was: the run's counts say that an earlier try applied it (runs/run_counts.py).
+    assert attempts.adopted_from == "dag.replicate of run run_a, try 1"
     assert application.poll() is not None and not work_dir.exists() and not work_root("app").exists()
 
 
@@ -89,7 +92,8 @@ def test_an_orphan_of_another_run_is_stopped_and_its_work_dir_removed() -> None:
 
 def test_an_orphan_of_this_task_with_another_configuration_is_stopped_not_adopted() -> None:
     work_dir, application = killed_attempt(TRY_1, SLEEPS, config='{"pipeline_id": "p", "start": "old"}')
-    assert ApplicationAttempts("app", log, attempt=TRY_2, stop_grace_s=5).recover(CONFIG) is None
+    attempts = ApplicationAttempts("app", log, attempt=TRY_2, stop_grace_s=5)
+    assert attempts.recover(CONFIG) is None and attempts.adopted_from is None
     assert application.wait(timeout=5) is not None and not work_dir.exists()
 
 

@@ -28,3 +28,12 @@ def test_a_run_late_by_more_than_one_interval_catches_the_backlog_up_unless_turn
         PipelineConfig(dag_id="late2", schedule="@hourly", catch_up_backlog=False)
     )
     assert one_by_one.get_task("replicate").catch_up_backlog_after is None
+
+
+def test_a_covered_run_skips_the_maintenance_and_the_verification_after_replicate() -> None:
+    """Its position did not move: both would start a process to decide nothing (issue 34, item 7).
+    What the skip looks like under a scheduler: test_pipeline_under_the_scheduler.py."""
+    dag = build_pipeline_dag(PipelineConfig(dag_id="covered", schedule="every 30s"))
+    replicate = dag.get_task("replicate")
+    assert replicate.skip_downstream_when_covered is True
+    assert replicate.get_flat_relative_ids(upstream=False) == {"maintain_lake", "verify_lake"}
