@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from airflow.sdk.exceptions import AirflowException, DownstreamTasksSkipped
@@ -66,11 +66,12 @@ from airflow_mysql_cdc.operators.run_record_link import MySqlCdcRunRecordLink
 from airflow_mysql_cdc.operators.snapshot import snapshot_tables
 from airflow_mysql_cdc.operators.spark_application import SparkApplicationOperator
 from airflow_mysql_cdc.operators.table_lists import rendered_table_names, table_names_argument
-from airflow_mysql_cdc.runs import assets, checkpoint_chain, run_counts
+from airflow_mysql_cdc.runs import assets, run_counts
 from airflow_mysql_cdc.runs.actions import ResnapshotRequest
 from airflow_mysql_cdc.runs.lake import Placement
 from airflow_mysql_cdc.runs.republish import push_again
-from airflow_mysql_cdc.runs.segment import plan_segment, segment_start
+from airflow_mysql_cdc.runs.run_step import RunChain, RunStep
+from airflow_mysql_cdc.runs.segment import SegmentPlan
 
 
 class ResnapshotLoopError(AirflowException):
@@ -171,99 +172,69 @@ class MySqlCdcReplicateOperator(OpenLineageMixin, SparkApplicationOperator):
 
     def execute(self, context: Any) -> dict[str, Any]:
         self.tables = rendered_table_names(self.tables)
-        lake_options = LakeStorageHook(self.lake_conn_id).get_delta_storage_options(self.storage_options)
-        chain = _Chain(self.pipeline_id, self.lake_root, self.mysql_cdc_conn_id, lake_options, self.task_id)
-        actions = checkpoint_chain.run_actions(context, self.tables)
-        position = checkpoint_chain.locate_run(
-            context, **asdict(chain), rebase_to=actions.rebase_checkpoint, acts=actions.any
-        )
-        if not position.placement.applies:
+        run = RunStep.place(context, self._chain(), self.tables)
+        if not run.applies:
             # load_checkpoint refused it already, unless a run published in between (a backfill's).
-            checkpoint_chain.refuse_actions_applying_nothing(position, actions, context)
-            return self._apply_nothing(context, position.placement)
-        ti = context["ti"]
-        pushed: dict[str, Any] = {}
-
-        def push(key: str, value: Any) -> None:
-            ti.xcom_push(key=key, value=value)
-            pushed[key] = value
-
-        if actions.any:
-            for entry in actions.to_record():
-                self.log.info("action asked by the run's conf: %s", entry)
-            ti.xcom_push(key="actions", value=actions.to_record())
-        unsettled: dict[str, GtidSet] = {}
-        if actions.row_ranges:
-            push("reloads", self._reload_rows(actions.row_ranges))
-            # Keys the re-loads left to the stream (changed after the lake's position) may be wrong
-            # there until the stream sets them: their batches are checked by bounds (ApplyConfig).
-            executed = MySqlCdcHook(self.mysql_cdc_conn_id).get_gtid_executed()
-            unsettled = {request.table: executed for request in actions.row_ranges}
-        resumable = ti.xcom_pull(task_ids=self.resumability_task_id) if self.resumability_task_id else None
-        plan = plan_segment(
-            position.to_xcom(),
-            resumable,
-            self.tables,
-            self.lake_root,
-            lake_options,
-            self._absent_tables(),
-            actions,
-        )
-        push("plan", plan)
-        snapshot = self._snapshot(plan["tables"], restart=plan["restart"])
-        push("snapshot", snapshot)
-        start = segment_start(plan, snapshot)
-        segment_end = self._segment_end(context, position.placement)
-        segment_end_us = int(segment_end.timestamp() * 1_000_000)
-
-        def build_config(server_id: int | None, public_options: dict[str, str]) -> ApplyConfig:
-            return ApplyConfig(
-                pipeline_id=self.pipeline_id,
-                lake_root=self.lake_root,
-                storage_options=public_options,
-                tables=tuple(self.tables),
-                start_gtids=start,
-                mode="segment",
-                segment_end_us=segment_end_us,
-                batch_max_seconds=self.batch_max_seconds,
-                soft_deletes=self.soft_deletes,
-                server_id=server_id,
-                rebase=plan["rebase"],
-                keep_members=plan.get("keep_members", False),
-                schema_changes=self.schema_changes,
-                statement_changes=self.statement_changes,
-                pause=actions.pause,
-                resume=actions.resume,
-                run_id=str(context["run_id"]),
-                progress_interval_s=self.progress_interval_s,
-                unsettled=unsettled,
-            )
-
-        result, earlier = self._apply(build_config)
-        applied = result.to_dict()
-        push("applied", applied)  # this try's application's own, until the record counts the run
-        published = checkpoint_chain.publish_checkpoint(
-            context,
-            tables=self.tables,
-            applied=applied,
-            segment_end=segment_end,
-            actions=actions,
-            pushed=pushed,
-            earlier_gtids=earlier,
-            **asdict(chain),
-        )
+            run.refuse_actions_applying_nothing()
+            return self._apply_nothing(context, run.position.placement)
+        unsettled = self._reload_key_ranges(run)
+        plan = run.plan(self._resumability(context), self._absent_tables())
+        snapshot = self._snapshot(plan.tables, restart=plan.restart)
+        run.push("snapshot", snapshot)
+        segment = _Segment(plan.segment_start(snapshot), self._segment_end(context, run.position.placement))
+        result, earlier = self._apply(self._config_builder(run, plan, segment, unsettled))
+        published = run.publish(result, segment.end, earlier)
         # The run's counts, every try's (runs/run_counts.py): the XCom, the metrics and the summary.
-        counted = published.get("pushed", {}).get("applied") or applied
-        ti.xcom_push(key="applied", value=counted)
-        run = run_counts.counts_of(counted)
+        counted = published.get("pushed", {}).get("applied") or result.to_dict()
+        context["ti"].xcom_push(key="applied", value=counted)
         metrics.emit_apply(ApplyResult.from_dict(counted), self.tables)
         self.lineage = lineage_of_record(self.planned_lineage(), published)
         published = self._emit_asset_events(context, published)
-        self.log.info("%s", summary_line(result, run))  # the log's last line, as docs/pipeline-dag.md says
+        self.log.info("%s", summary_line(result, run_counts.counts_of(counted)))  # the log's last line
         if result.stopped:  # published for the other tables; the run must not end green
             context["ti"].xcom_push(key="return_value", value=published)
             fail_if_tables_stopped(result)
         return published
+
+    def _chain(self) -> RunChain:
+        options = LakeStorageHook(self.lake_conn_id).get_delta_storage_options(self.storage_options)
+        return RunChain(self.pipeline_id, self.lake_root, self.mysql_cdc_conn_id, options, self.task_id)
+
+    def _resumability(self, context: Any) -> dict[str, Any] | None:
+        """The resumability sensor's XCom (purged binlogs: the plan re-snapshots every table)."""
+        if not self.resumability_task_id:
+            return None
+        return context["ti"].xcom_pull(task_ids=self.resumability_task_id)
+
+    def _reload_key_ranges(self, run: RunStep) -> dict[str, GtidSet]:
+        """Re-load the key ranges the run's conf names (pushed as ``reloads``); the keys they left to
+        the stream (changed after the lake's position) may be wrong there until the stream sets
+        them: their batches are checked by bounds for a while (``ApplyConfig.unsettled``)."""
+        if not run.actions.row_ranges:
+            return {}
+        run.push("reloads", self._reload_rows(run.actions.row_ranges))
+        executed = MySqlCdcHook(self.mysql_cdc_conn_id).get_gtid_executed()
+        return {request.table: executed for request in run.actions.row_ranges}
+
+    def _config_builder(
+        self, run: RunStep, plan: SegmentPlan, segment: _Segment, unsettled: dict[str, GtidSet]
+    ) -> ConfigBuilder:
+        """The binlog application's configuration of this run, for each application it starts."""
+        segment_end_us = int(segment.end.timestamp() * 1_000_000)
+
+        def build_config(server_id: int | None, public_options: dict[str, str]) -> ApplyConfig:
+            return ApplyConfig(
+                pipeline_id=self.pipeline_id, lake_root=self.lake_root, storage_options=public_options,
+                tables=tuple(self.tables), start_gtids=segment.start, mode="segment",
+                segment_end_us=segment_end_us, batch_max_seconds=self.batch_max_seconds,
+                soft_deletes=self.soft_deletes, server_id=server_id, rebase=plan.rebase,
+                keep_members=plan.keep_members, schema_changes=self.schema_changes,
+                statement_changes=self.statement_changes, pause=run.actions.pause,
+                resume=run.actions.resume, run_id=str(run.context["run_id"]),
+                progress_interval_s=self.progress_interval_s, unsettled=unsettled,
+            )  # fmt: skip
+
+        return build_config
 
     def planned_lineage(self) -> TaskLineage:
         """The MySQL tables read, their target and changelog tables written."""
@@ -342,7 +313,7 @@ class MySqlCdcReplicateOperator(OpenLineageMixin, SparkApplicationOperator):
         application whose result this try adopted applied (it outlived an earlier try's task process).
         """
         applications = [self._apply_once(build_config)]
-        earlier = run_counts.earlier_tries(applications[0].to_dict())
+        earlier = run_counts.earlier_tries(applications[0])
         if self.adopted_from is not None:
             earlier |= applications[0].end_gtids - applications[0].requested_start
         for _ in range(self.max_resnapshot_rounds):
@@ -407,12 +378,8 @@ class MySqlCdcReplicateOperator(OpenLineageMixin, SparkApplicationOperator):
 
 
 @dataclass(frozen=True)
-class _Chain:
-    """Where the run's chain is, as :func:`~..runs.checkpoint_chain.locate_run` and ``publish_checkpoint``
-    take it."""
+class _Segment:
+    """Where the run's segment starts (:meth:`~..runs.segment.SegmentPlan.segment_start`) and ends."""
 
-    pipeline_id: str
-    lake_root: str
-    mysql_cdc_conn_id: str
-    storage_options: dict[str, str] | None
-    publish_task_id: str
+    start: GtidSet
+    end: datetime.datetime

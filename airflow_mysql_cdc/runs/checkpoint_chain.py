@@ -38,12 +38,13 @@ from __future__ import annotations
 
 import datetime
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
+from airflow_mysql_cdc.engine.apply.config import ApplyResult
 from airflow_mysql_cdc.engine.mysql.schema import TableRef
 from airflow_mysql_cdc.engine.values.checkpoint import (
     CheckpointError,
@@ -57,6 +58,7 @@ from airflow_mysql_cdc.hooks.mysql_cdc import MySqlCdcHook
 from airflow_mysql_cdc.runs import lake, record_facts, run_counts, run_record
 from airflow_mysql_cdc.runs.actions import RunActionError, RunActions, read_run_actions
 from airflow_mysql_cdc.runs.lake import Placement, RunBeforeFirstIntervalError, place_run
+from airflow_mysql_cdc.runs.segment import RunOrigin
 
 log = logging.getLogger(__name__)
 PUBLISH_TASK_ID = "replicate"
@@ -73,6 +75,12 @@ class ChainPosition:
     """first/forward: the segment's start (None: a first run into an empty lake, which snapshots)."""
     why: str
     members: dict[str, str] = field(default_factory=dict)
+    records_seen: int = 0
+    """How many records the chain held when the run placed itself (publishing checks it moved not)."""
+
+    def origin(self) -> RunOrigin:
+        """Where a run that applies comes from, for its plan (:func:`.segment.plan_segment`)."""
+        return RunOrigin(self.start, self.members)
 
     def to_xcom(self) -> dict[str, Any]:
         record = self.placement.record
@@ -181,7 +189,7 @@ def locate_run(
                 f"is at {lake_applied if lake_applied is not None else '(no pipeline state)'}: the lake lost "
                 "commits (restored from a backup?). Re-snapshot the tables into a new lake."
             )
-        return ChainPosition(placement, None, "published already; the lake holds it", members)
+        return ChainPosition(placement, None, "published already; the lake holds it", members, len(records))
     predecessor = record if placement.kind == "forward" else None
     if rebase_to is not None:
         why = (
@@ -191,7 +199,7 @@ def locate_run(
         )
         if not after_apply:  # said once, when the run starts
             log.warning("checkpoint: %s", why)
-        return ChainPosition(placement, rebase_to, why, members)
+        return ChainPosition(placement, rebase_to, why, members, len(records))
     try:
         if predecessor is not None:
             server = MySqlCdcHook(mysql_cdc_conn_id).get_server_state()
@@ -205,7 +213,7 @@ def locate_run(
         raise AirflowFailException(str(error)) from error
     log.info("checkpoint: %s", why)
     start = predecessor.end if predecessor is not None else lake_applied
-    return ChainPosition(placement, start, why, members)
+    return ChainPosition(placement, start, why, members, len(records))
 
 
 def load_checkpoint(
@@ -283,47 +291,43 @@ def publish_checkpoint(
     lake_root: str,
     mysql_cdc_conn_id: str,
     tables: Sequence[str],
-    applied: dict[str, Any],
+    applied: ApplyResult | Mapping[str, Any],
     storage_options: dict[str, str] | None = None,
     publish_task_id: str = PUBLISH_TASK_ID,
     segment_end: datetime.datetime | None = None,
     actions: RunActions | None = None,
     pushed: dict[str, Any] | None = None,
     earlier_gtids: GtidSet | None = None,
+    position: ChainPosition | None = None,
 ) -> dict[str, Any]:
     """This run's record, appended to the lake's log; fails if the lake lacks what the run applied.
 
-    ``pushed`` are the run's other XCom values, kept in the record (:attr:`CheckpointRecord.pushed`)
-    so that a re-run of the interval after a clear can push them again. Its ``applied`` (the
-    application's result) is kept with the run's counts in place of the application's own
-    (:func:`.run_counts.counted_applied`): every try's changes, and how much of them ``earlier_gtids``
-    held (what earlier tries applied; default: what the lake held beyond the run's start when
-    ``applied``'s application started). The record's ``pushed["applied"]`` is the run's XCom ``applied``.
+    ``applied`` is the binlog application's result (its XCom dict in a custom DAG). ``pushed`` are
+    the run's other XCom values, kept in the record (:attr:`CheckpointRecord.pushed`) so that a
+    re-run of the interval after a clear can push them again. Its ``applied`` is kept with the run's
+    counts in place of the application's own (:func:`.run_counts.counted_applied`): every try's
+    changes, and how much of them ``earlier_gtids`` held (what earlier tries applied; default: what
+    the lake held beyond the run's start when ``applied``'s application started). The record's
+    ``pushed["applied"]`` is the run's XCom ``applied``.
 
-    The run's place is settled again here, from the log: a record published for this interval in
-    the meantime (the same run, retried after it published) is republished as it is.
-    ``segment_end`` is where the applied segment ended when that is not the run's interval end (a
-    run that caught up a backlog). ``actions`` are recorded with the run (:mod:`.actions`), every
-    paused table with the position its lake copy is frozen at, and every stopped table (its lake copy
-    was found wrong: the end set does not hold for it) with why (``stopped``).
+    ``position`` is where the run placed itself in this task (the replicate task): it is kept unless
+    the chain moved since (:func:`_placed_again`). Without it (a custom DAG's own publishing task)
+    the run places itself here, from the log: a record published for this interval in the meantime
+    (the same run, retried after it published) is republished as it is. ``segment_end`` is where
+    the applied segment ended when that is not the run's interval end (a run that caught up a
+    backlog). ``actions`` are recorded with the run (:mod:`.actions`), every paused table with the
+    position its lake copy is frozen at, and every stopped table (its lake copy was found wrong: the
+    end set does not hold for it) with why (``stopped``).
     """
-    position = locate_run(
-        context,
-        pipeline_id=pipeline_id,
-        lake_root=lake_root,
-        mysql_cdc_conn_id=mysql_cdc_conn_id,
-        storage_options=storage_options,
-        publish_task_id=publish_task_id,
-        rebase_to=actions.rebase_checkpoint if actions else None,
-        after_apply=True,
-        acts=actions is not None and actions.any,
-    )
+    result = applied if isinstance(applied, ApplyResult) else ApplyResult.from_dict(dict(applied))
+    chain = _Chain(pipeline_id, lake_root, mysql_cdc_conn_id, storage_options, publish_task_id)
+    position = _placed_again(context, chain, position, actions)
     if not position.placement.applies:
         assert position.placement.record is not None
         log.info("republishing the record of run %s", position.placement.record.run_id)
         return position.placement.record.to_dict()
     state = lake.pipeline_state(lake_root, pipeline_id, storage_options)
-    end = run_record.end_the_lake_holds(applied, state)
+    end = run_record.end_the_lake_holds(result, state)
     assert state is not None
     predecessor = position.placement.record if position.placement.kind == "forward" else None
     refs = [str(TableRef.parse(name)) for name in tables]
@@ -331,7 +335,7 @@ def publish_checkpoint(
     facts = record_facts.run_facts(
         lake_root,
         refs,
-        start=GtidSet.parse(applied["requested_start"]),
+        start=result.requested_start,
         end=end,
         predecessor=predecessor,
         snapshot_ids={ref: members.get(ref, "") for ref in refs},
@@ -339,7 +343,7 @@ def publish_checkpoint(
     )
     pushed = dict(pushed or {})
     if "applied" in pushed:
-        earlier = earlier_gtids if earlier_gtids is not None else run_counts.earlier_tries(applied)
+        earlier = earlier_gtids if earlier_gtids is not None else run_counts.earlier_tries(result)
         pushed["applied"] = run_counts.counted_applied(
             pushed["applied"], run_counts.count_run(facts.changes, earlier)
         )
@@ -350,7 +354,7 @@ def publish_checkpoint(
         source=run_record.source_identity(mysql_cdc_conn_id),
         refs=refs,
         facts=facts.tables,
-        applied=applied,
+        applied=result,
         end=end,
         state=state,
         predecessor=predecessor,
@@ -369,3 +373,36 @@ def publish_checkpoint(
         f"run {predecessor.run_id}" if predecessor else "nothing: the pipeline's first record",
     )
     return record.to_dict()
+
+
+@dataclass(frozen=True)
+class _Chain:
+    pipeline_id: str
+    lake_root: str
+    mysql_cdc_conn_id: str
+    storage_options: dict[str, str] | None
+    publish_task_id: str
+
+
+def _placed_again(
+    context: Any, chain: _Chain, position: ChainPosition | None, actions: RunActions | None
+) -> ChainPosition:
+    """The run's place when it publishes: ``position`` (where it placed itself in this task) if the
+    chain holds as many records as then, else placed again from the log and the witnesses (a record
+    published meanwhile, or the run's own publishing task in a custom DAG)."""
+    if position is not None:
+        records = lake.checkpoint_log(chain.lake_root, chain.pipeline_id, chain.storage_options).records()
+        if len(records) == position.records_seen:
+            return position
+        log.info("the chain moved while this run applied: placing the run again before publishing")
+    return locate_run(
+        context,
+        pipeline_id=chain.pipeline_id,
+        lake_root=chain.lake_root,
+        mysql_cdc_conn_id=chain.mysql_cdc_conn_id,
+        storage_options=chain.storage_options,
+        publish_task_id=chain.publish_task_id,
+        rebase_to=actions.rebase_checkpoint if actions else None,
+        after_apply=True,
+        acts=actions is not None and actions.any,
+    )

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 
 if TYPE_CHECKING:
+    from airflow_mysql_cdc.engine.apply.config import ApplyResult
     from airflow_mysql_cdc.engine.lake.run_changes import RunChanges
 
 EARLIER_TRIES_KEY = "by_earlier_tries"
@@ -100,11 +101,10 @@ def counts_of(applied: Mapping[str, Any]) -> RunCounts | None:
     )
 
 
-def earlier_tries(applied: Mapping[str, Any]) -> GtidSet:
+def earlier_tries(applied: ApplyResult) -> GtidSet:
     """What earlier tries applied of the run whose (first) application's result is ``applied``: the
     transactions the lake held beyond the run's start before that application started."""
-    resumed_from = GtidSet.parse(applied.get("resumed_from") or "")
-    return resumed_from - GtidSet.parse(applied.get("requested_start") or "")
+    return applied.resumed_from - applied.requested_start
 
 
 def counted_applied(applied: Mapping[str, Any], counts: RunCounts) -> dict[str, Any]:

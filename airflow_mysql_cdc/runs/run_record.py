@@ -22,23 +22,24 @@ from airflow_mysql_cdc.hooks.mysql_cdc import MySqlCdcHook
 from airflow_mysql_cdc.runs import lake
 
 if TYPE_CHECKING:
+    from airflow_mysql_cdc.engine.apply.config import ApplyResult
     from airflow_mysql_cdc.engine.lake.state.pipeline_state import PipelineState
 
 
-def end_the_lake_holds(applied: dict[str, Any], state: PipelineState | None) -> GtidSet:
+def end_the_lake_holds(applied: ApplyResult, state: PipelineState | None) -> GtidSet:
     """The application's end set, once the lake is seen to hold it with every table exact there.
 
     A record promises its end set to every later run; publishing one the lake lacks (a lost commit)
     or one before the snapshots' consistent point (a table not yet exact) would make the next run
     start from rows the lake does not have.
     """
-    end = GtidSet.parse(applied["end_gtids"])
+    end = applied.end_gtids
     if state is None or not end.issubset(state.applied_gtids):
         raise AirflowFailException(
             f"the binlog application reported {end} applied, but the lake's pipeline state is at "
             f"{state.applied_gtids if state else '(none)'}: not publishing a checkpoint the lake lacks"
         )
-    consistent = GtidSet.parse(applied.get("consistent_point") or "")
+    consistent = applied.consistent_point
     if not consistent.issubset(end):
         raise AirflowFailException(
             f"the binlog application ended at {end}, before the point where every table is exact "
@@ -64,7 +65,7 @@ def make_record(
     source: SourceIdentity,
     refs: Sequence[str],
     facts: dict[str, dict[str, Any]],
-    applied: dict[str, Any],
+    applied: ApplyResult,
     end: GtidSet,
     state: PipelineState,
     predecessor: CheckpointRecord | None,
@@ -86,7 +87,7 @@ def make_record(
         pipeline_id=pipeline_id,
         lake_root=lake_root,
         source=source,
-        start_gtids=applied["requested_start"],
+        start_gtids=str(applied.requested_start),
         end_gtids=str(end),
         segment_start=predecessor.segment_end if predecessor else first_start,
         segment_end=segment_end.isoformat(),
@@ -101,7 +102,7 @@ def make_record(
             for ref in refs
         },
         sink={"applied_gtids": str(state.applied_gtids), "epoch": state.epoch},
-        already_applied=bool(applied.get("already_applied")),
+        already_applied=applied.already_applied,
         previous_run_id=predecessor.run_id if predecessor else None,
         actions=actions,
         published_at=datetime.datetime.now(datetime.UTC).isoformat(),

@@ -11,7 +11,7 @@ from airflow_mysql_cdc.engine.lake.departures import Departure
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from airflow_mysql_cdc.runs import lake
 from airflow_mysql_cdc.runs.actions import ResnapshotRequest, RunActionError, read_run_actions
-from airflow_mysql_cdc.runs.segment import plan_segment
+from airflow_mysql_cdc.runs.segment import RunOrigin, plan_segment
 
 TABLES = ["shop.orders", "shop.payments"]
 UUID = "3E11FA47-71CA-11E1-9E33-C80AA9429562".lower()
@@ -100,17 +100,17 @@ def test_the_plan_of_a_first_run_refuses_pauses_resumes_and_rebases() -> None:
     with pytest.raises(
         RunActionError, match="first run: it snapshots every table, so there is nothing to pause"
     ):
-        plan_segment({"first_run": True, "checkpoint": ""}, None, TABLES, "/unused", actions=actions)
+        plan_segment(RunOrigin(None), TABLES, "/unused", actions=actions)
 
 
 def test_a_rebase_without_confirmation_plans_every_table_again_and_a_confirmed_one_keeps_them() -> None:
-    loaded = {"first_run": False, "checkpoint": f"{UUID}:1-9", "members": dict.fromkeys(TABLES, "s")}
+    loaded = RunOrigin(GtidSet.parse(f"{UUID}:1-9"), dict.fromkeys(TABLES, "s"))
     both = read_run_actions({"rebase_checkpoint": f"{UUID}:1-5", "resnapshot": TABLES}, TABLES)
-    assert plan_segment(loaded, None, TABLES, "/unused", actions=both) == {
+    assert plan_segment(loaded, TABLES, "/unused", actions=both).to_xcom() == {
         "tables": TABLES, "restart": True, "rebase": True, "keep_members": False, "start_gtids": None,
     }  # fmt: skip
     confirmed = read_run_actions({"rebase_checkpoint": f"{UUID}:1-5", "confirm_rebase": True}, TABLES)
-    assert plan_segment(loaded, None, TABLES, "/unused", actions=confirmed) == {
+    assert plan_segment(loaded, TABLES, "/unused", actions=confirmed).to_xcom() == {
         "tables": [], "restart": False, "rebase": True, "keep_members": True, "start_gtids": f"{UUID}:1-5",
     }  # fmt: skip
 
@@ -127,15 +127,15 @@ def test_a_stopped_table_is_snapshotted_only_when_the_conf_asks_for_it(
     monkeypatch.setattr(lake, "snapshot_progress", lambda root, ref, options: progress)
     monkeypatch.setattr(lake, "pause", lambda root, ref, options: None)
     checkpoint = "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-10"  # after the stopped table's snapshot
-    loaded = {"first_run": False, "checkpoint": checkpoint, "members": {"shop.customers": "snap-2"}}
+    loaded = RunOrigin(GtidSet.parse(checkpoint), {"shop.customers": "snap-2"})
     tables = ["shop.orders", "shop.customers"]
     with caplog.at_level(logging.WARNING):
-        assert plan_segment(loaded, None, tables, "/lake")["tables"] == []
+        assert plan_segment(loaded, tables, "/lake").tables == ()
     assert f"not snapshotted unless the run's conf asks for it: {mark.describe()}" in caplog.text
     assert 'the conf {"resnapshot": ["shop.orders"]}' in caplog.text
     asked = read_run_actions({"resnapshot": ["shop.orders"]}, tables)
-    plan = plan_segment(loaded, None, tables, "/lake", actions=asked)
-    assert (plan["tables"], plan["restart"]) == (["shop.orders"], True)
+    plan = plan_segment(loaded, tables, "/lake", actions=asked)
+    assert (plan.tables, plan.restart) == (("shop.orders",), True)
     # Once a snapshot replaced its rows, the mark no longer holds: it joins like any table.
     progress.snapshot_id = "snap-3"
-    assert plan_segment(loaded, None, tables, "/lake")["tables"] == ["shop.orders"]
+    assert plan_segment(loaded, tables, "/lake").tables == ("shop.orders",)

@@ -65,7 +65,7 @@ def test_the_xcom_applied_holds_the_runs_counts_and_the_earlier_tries_share() ->
         transactions=5, rows_by_table={"shop.orders": 7}, transactions_by_table={"shop.orders": 5},
         duration_s=2.0, lag_s=0.5,
     ).to_dict()  # fmt: skip
-    assert run_counts.earlier_tries(own) == GtidSet.parse(f"{UUID}:11-15")  # the lake was ahead
+    assert run_counts.earlier_tries(ApplyResult.from_dict(own)) == GtidSet.parse(f"{UUID}:11-15")
     by_table = {"shop.orders": 11, "shop.payments": 1}
     counts = run_counts.RunCounts(10, 12, {"shop.orders": 10, "shop.payments": 1}, by_table, 5, 6)
     applied = run_counts.counted_applied(own, counts)
