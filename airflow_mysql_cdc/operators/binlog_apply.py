@@ -264,37 +264,43 @@ def apply_binlog(
             extra_args=("--catchup-parallelism", str(catchup_parallelism)) if catchup_parallelism > 1 else (),
         )
     )
-    if result.already_applied:
-        runner.log.info(
-            "The lake already holds this segment (a retried or cleared run): nothing applied; "
-            "the segment ends at %s",
-            result.end_gtids or "(empty)",
-        )
-    for table, end in result.caught_up.items():
-        runner.log.info("%s was caught up to %s and joined the pipeline", table, end)
-    for change in result.schema_changes:
-        if change.action != "stop":
-            runner.log.info("%s", change.describe())
-    for _table, message in sorted(result.stopped_tables.items()):  # every run, until re-snapshotted
-        runner.log.warning("%s", message)
-    last_commit_us = result.last_commit_timestamp_us
-    if (
-        config.segment_end_us is not None
-        and last_commit_us is not None
-        and last_commit_us >= config.segment_end_us
-    ):
-        runner.log.info(
-            "This segment extends past the interval end: a snapshot's chunks are exact only from "
-            "their consistent point %s on, so the run applied up to the first transaction after it "
-            "committed at or after the interval end (docs/pipeline-dag.md)",
-            result.consistent_point or "(empty)",
-        )
+    _log_outcome(runner.log, config, result)
     mysql_hook.report_tables_read(endpoint, config.tables)
     lake_hook.report_tables_written(table.location for table in lake_tables(config.lake_root, config.tables))
     if report:
         metrics.emit_apply(result, config.tables)
         runner.log.info("%s", summary_line(result))
     return result
+
+
+def _log_outcome(log: Any, config: ApplyConfig, result: ApplyResult) -> None:
+    """What the application did besides applying: a segment already held, tables that joined,
+    schema changes, stopped tables (every run, until re-snapshotted), a segment past its interval."""
+    if result.already_applied:
+        log.info(
+            "The lake already holds this segment (a retried or cleared run): nothing applied; "
+            "the segment ends at %s",
+            result.end_gtids or "(empty)",
+        )
+    for table, end in result.caught_up.items():
+        log.info("%s was caught up to %s and joined the pipeline", table, end)
+    for change in result.schema_changes:
+        if change.action != "stop":
+            log.info("%s", change.describe())
+    for _table, message in sorted(result.stopped_tables.items()):  # every run, until re-snapshotted
+        log.warning("%s", message)
+    last_commit_us = result.last_commit_timestamp_us
+    if (
+        config.segment_end_us is not None
+        and last_commit_us is not None
+        and last_commit_us >= config.segment_end_us
+    ):
+        log.info(
+            "This segment extends past the interval end: a snapshot's chunks are exact only from "
+            "their consistent point %s on, so the run applied up to the first transaction after it "
+            "committed at or after the interval end (docs/pipeline-dag.md)",
+            result.consistent_point or "(empty)",
+        )
 
 
 def summary_line(result: ApplyResult, run: RunCounts | None = None) -> str:

@@ -11,8 +11,11 @@ Reading order:
    ``run_record`` makes the record (its end set checked against the lake, its per-table facts read
    from it by ``record_facts``); ``run_counts`` counts what the run applied, every try's, for the
    replicate task's XCom ``applied``, metrics and ``Summary:`` line.
-3. ``segment``: which tables a run snapshots (``plan_segment``) and the GTID set its segment starts
-   from (``segment_start``: the checkpoint, or the stream start of the snapshots the run took).
+3. ``segment``: which tables a run snapshots and where its segment starts: ``plan_segment`` takes
+   the run's ``RunOrigin`` (its checkpoint, or a first run) and gives a ``SegmentPlan`` (its start:
+   the checkpoint, or the stream start of the snapshots the run takes).
+   ``run_step``: the run as one typed step (``RunStep``: place, plan, push, publish) that the
+   replicate operator composes with its snapshot and binlog application; dicts only at XCom.
 4. ``status``: the read-only ``airflow-mysql-cdc status`` command: the chain and each table's state,
    through ``lake`` (tests/unit/airflow/runs/test_status_command.py).
 5. ``actions``: what a run's conf asks (re-snapshot, pause, resume, rebase), checked before it acts.

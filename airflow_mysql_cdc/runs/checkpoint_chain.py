@@ -45,7 +45,6 @@ from typing import Any
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 from airflow_mysql_cdc.engine.apply.config import ApplyResult
-from airflow_mysql_cdc.engine.mysql.schema import TableRef
 from airflow_mysql_cdc.engine.values.checkpoint import (
     CheckpointError,
     CheckpointRecord,
@@ -55,7 +54,7 @@ from airflow_mysql_cdc.engine.values.checkpoint import (
 )
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from airflow_mysql_cdc.hooks.mysql_cdc import MySqlCdcHook
-from airflow_mysql_cdc.runs import lake, record_facts, run_counts, run_record
+from airflow_mysql_cdc.runs import lake, run_record
 from airflow_mysql_cdc.runs.actions import RunActionError, RunActions, read_run_actions
 from airflow_mysql_cdc.runs.lake import Placement, RunBeforeFirstIntervalError, place_run
 from airflow_mysql_cdc.runs.segment import RunOrigin
@@ -151,30 +150,9 @@ def locate_run(
     """
     _refuse_without_logical_date(context)
     interval_end = context["data_interval_end"]
-    chain = lake.checkpoint_log(lake_root, pipeline_id, storage_options)
-    try:
-        records = chain.records()
-        if not records:
-            legacy = _legacy_record(context, pipeline_id, publish_task_id)
-            if legacy is not None:
-                log.info("moving the checkpoint of run %s from XCom into the lake's log", legacy.run_id)
-                chain.append(legacy)
-                records = [legacy]
-        placement = place_run(
-            records,
-            interval_end,
-            context.get("run_id"),
-            acts_at=datetime.datetime.now(datetime.UTC) if acts else None,
-            cleared=bool(getattr(context.get("dag_run"), "clear_number", 0)),
-        )
-    except RunBeforeFirstIntervalError as error:
-        # Nothing is wrong and nothing can be done for this date: skipped (its downstream too), so a
-        # backfill over earlier dates does not stay red in the grid; the log line says why.
-        # Logged as a line too: Airflow keeps a skip's reason in a field that plain log views omit.
-        log.info("skipped: %s", error)
-        raise AirflowSkipException(f"skipped: {error}") from error
-    except CheckpointError as error:
-        raise AirflowFailException(str(error)) from error
+    placement, records_seen = _placement(
+        context, pipeline_id, lake_root, storage_options, publish_task_id, acts
+    )
     if not after_apply:
         log.info("this run: %s", placement.describe(interval_end.isoformat()))
     state = lake.pipeline_state(lake_root, pipeline_id, storage_options)
@@ -183,13 +161,8 @@ def locate_run(
     record = placement.record
     if not placement.applies:
         assert record is not None
-        if lake_applied is None or not record.end.issubset(lake_applied):
-            raise AirflowFailException(
-                f"run {record.run_id} published {record.end_gtids or '(empty)'}, but the lake at {lake_root} "
-                f"is at {lake_applied if lake_applied is not None else '(no pipeline state)'}: the lake lost "
-                "commits (restored from a backup?). Re-snapshot the tables into a new lake."
-            )
-        return ChainPosition(placement, None, "published already; the lake holds it", members, len(records))
+        _require_held(record, lake_applied, lake_root)
+        return ChainPosition(placement, None, "published already; the lake holds it", members, records_seen)
     predecessor = record if placement.kind == "forward" else None
     if rebase_to is not None:
         why = (
@@ -199,7 +172,31 @@ def locate_run(
         )
         if not after_apply:  # said once, when the run starts
             log.warning("checkpoint: %s", why)
-        return ChainPosition(placement, rebase_to, why, members, len(records))
+        return ChainPosition(placement, rebase_to, why, members, records_seen)
+    why = _witnessed(predecessor, lake_applied, lake_root, mysql_cdc_conn_id, after_apply)
+    start = predecessor.end if predecessor is not None else lake_applied
+    return ChainPosition(placement, start, why, members, records_seen)
+
+
+def _require_held(record: CheckpointRecord, lake_applied: GtidSet | None, lake_root: str) -> None:
+    """A published record the lake no longer holds: the lake lost commits."""
+    if lake_applied is None or not record.end.issubset(lake_applied):
+        raise AirflowFailException(
+            f"run {record.run_id} published {record.end_gtids or '(empty)'}, but the lake at {lake_root} "
+            f"is at {lake_applied if lake_applied is not None else '(no pipeline state)'}: the lake lost "
+            "commits (restored from a backup?). Re-snapshot the tables into a new lake."
+        )
+
+
+def _witnessed(
+    predecessor: CheckpointRecord | None,
+    lake_applied: GtidSet | None,
+    lake_root: str,
+    mysql_cdc_conn_id: str,
+    after_apply: bool,
+) -> str:
+    """Why the run may start at its predecessor's end: the source still has its history, and the
+    lake's applied set agrees (:func:`agree_on_start`); a failure naming what disagrees otherwise."""
     try:
         if predecessor is not None:
             server = MySqlCdcHook(mysql_cdc_conn_id).get_server_state()
@@ -212,8 +209,44 @@ def locate_run(
     except (CheckpointError, WitnessDisagreementError) as error:
         raise AirflowFailException(str(error)) from error
     log.info("checkpoint: %s", why)
-    start = predecessor.end if predecessor is not None else lake_applied
-    return ChainPosition(placement, start, why, members, len(records))
+    return why
+
+
+def _placement(
+    context: Any,
+    pipeline_id: str,
+    lake_root: str,
+    storage_options: dict[str, str] | None,
+    publish_task_id: str,
+    acts: bool,
+) -> tuple[Placement, int]:
+    """Where the run stands by its interval end in the lake's log, and how many records the log
+    held (a chain started before records lived in the lake has its last one moved in first)."""
+    chain = lake.checkpoint_log(lake_root, pipeline_id, storage_options)
+    try:
+        records = chain.records()
+        if not records:
+            legacy = _legacy_record(context, pipeline_id, publish_task_id)
+            if legacy is not None:
+                log.info("moving the checkpoint of run %s from XCom into the lake's log", legacy.run_id)
+                chain.append(legacy)
+                records = [legacy]
+        placement = place_run(
+            records,
+            context["data_interval_end"],
+            context.get("run_id"),
+            acts_at=datetime.datetime.now(datetime.UTC) if acts else None,
+            cleared=bool(getattr(context.get("dag_run"), "clear_number", 0)),
+        )
+    except RunBeforeFirstIntervalError as error:
+        # Nothing is wrong and nothing can be done for this date: skipped (its downstream too), so a
+        # backfill over earlier dates does not stay red in the grid; the log line says why.
+        # Logged as a line too: Airflow keeps a skip's reason in a field that plain log views omit.
+        log.info("skipped: %s", error)
+        raise AirflowSkipException(f"skipped: {error}") from error
+    except CheckpointError as error:
+        raise AirflowFailException(str(error)) from error
+    return placement, len(records)
 
 
 def load_checkpoint(
@@ -326,51 +359,19 @@ def publish_checkpoint(
         assert position.placement.record is not None
         log.info("republishing the record of run %s", position.placement.record.run_id)
         return position.placement.record.to_dict()
-    state = lake.pipeline_state(lake_root, pipeline_id, storage_options)
-    end = run_record.end_the_lake_holds(result, state)
-    assert state is not None
     predecessor = position.placement.record if position.placement.kind == "forward" else None
-    refs = [str(TableRef.parse(name)) for name in tables]
-    members = state.members or {}
-    facts = record_facts.run_facts(
-        lake_root,
-        refs,
-        start=result.requested_start,
-        end=end,
-        predecessor=predecessor,
-        snapshot_ids={ref: members.get(ref, "") for ref in refs},
-        storage_options=storage_options,
-    )
-    pushed = dict(pushed or {})
-    if "applied" in pushed:
-        earlier = earlier_gtids if earlier_gtids is not None else run_counts.earlier_tries(result)
-        pushed["applied"] = run_counts.counted_applied(
-            pushed["applied"], run_counts.count_run(facts.changes, earlier)
-        )
-    record = run_record.make_record(
-        context,
-        pipeline_id=pipeline_id,
-        lake_root=lake_root,
-        source=run_record.source_identity(mysql_cdc_conn_id),
-        refs=refs,
-        facts=facts.tables,
-        applied=result,
-        end=end,
-        state=state,
-        predecessor=predecessor,
-        segment_end=segment_end or context["data_interval_end"],
-        actions=actions.to_record() if actions else [],
-        paused=run_record.paused_tables(lake_root, tables, state, storage_options),
-        stopped=record_facts.stopped_tables(lake_root, tables, state.members, storage_options),
-        pushed=pushed,
-    )
+    record = run_record.record_of_run(
+        context, pipeline_id=pipeline_id, lake_root=lake_root, mysql_cdc_conn_id=mysql_cdc_conn_id,
+        storage_options=storage_options, tables=tables, result=result, predecessor=predecessor,
+        segment_end=segment_end, actions=actions, pushed=pushed, earlier_gtids=earlier_gtids,
+    )  # fmt: skip
     lake.checkpoint_log(lake_root, pipeline_id, storage_options).append(record)
     log.info(
         "checkpoint: %s -> %s (%s), continuing %s",
         record.start_gtids or "(empty)",
         record.end_gtids or "(empty)",
         "already in the lake: nothing applied" if record.already_applied else "applied by this run",
-        f"run {predecessor.run_id}" if predecessor else "nothing: the pipeline's first record",
+        f"run {record.previous_run_id}" if record.previous_run_id else "nothing: the pipeline's first record",
     )
     return record.to_dict()
 

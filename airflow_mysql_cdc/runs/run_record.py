@@ -19,11 +19,12 @@ from airflow_mysql_cdc.engine.mysql.schema import TableRef
 from airflow_mysql_cdc.engine.values.checkpoint import CheckpointRecord, SourceIdentity
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from airflow_mysql_cdc.hooks.mysql_cdc import MySqlCdcHook
-from airflow_mysql_cdc.runs import lake
+from airflow_mysql_cdc.runs import lake, record_facts, run_counts
 
 if TYPE_CHECKING:
     from airflow_mysql_cdc.engine.apply.config import ApplyResult
     from airflow_mysql_cdc.engine.lake.state.pipeline_state import PipelineState
+    from airflow_mysql_cdc.runs.actions import RunActions
 
 
 def end_the_lake_holds(applied: ApplyResult, state: PipelineState | None) -> GtidSet:
@@ -124,3 +125,61 @@ def paused_tables(
         if mark is not None and mark.holds_for(progress.snapshot_id if progress is not None else ""):
             paused[str(ref)] = mark.position
     return paused
+
+
+def record_of_run(
+    context: Any,
+    *,
+    pipeline_id: str,
+    lake_root: str,
+    mysql_cdc_conn_id: str,
+    storage_options: dict[str, str] | None,
+    tables: Sequence[str],
+    result: ApplyResult,
+    predecessor: CheckpointRecord | None,
+    segment_end: datetime.datetime | None,
+    actions: RunActions | None,
+    pushed: dict[str, Any] | None,
+    earlier_gtids: GtidSet | None,
+) -> CheckpointRecord:
+    """The record of a run that applied ``result``, continuing ``predecessor`` (None: the chain's
+    first), its facts and counts read from the lake (:mod:`.record_facts`, :mod:`.run_counts`);
+    ``pushed["applied"]`` becomes the run's counted XCom ``applied`` (:func:`.run_counts.counted_applied`)."""
+    options = storage_options
+    state = lake.pipeline_state(lake_root, pipeline_id, options)
+    end = end_the_lake_holds(result, state)
+    assert state is not None
+    refs = [str(TableRef.parse(name)) for name in tables]
+    members = state.members or {}
+    facts = record_facts.run_facts(
+        lake_root,
+        refs,
+        start=result.requested_start,
+        end=end,
+        predecessor=predecessor,
+        snapshot_ids={ref: members.get(ref, "") for ref in refs},
+        storage_options=options,
+    )
+    pushed = dict(pushed or {})
+    if "applied" in pushed:
+        earlier = earlier_gtids if earlier_gtids is not None else run_counts.earlier_tries(result)
+        pushed["applied"] = run_counts.counted_applied(
+            pushed["applied"], run_counts.count_run(facts.changes, earlier)
+        )
+    return make_record(
+        context,
+        pipeline_id=pipeline_id,
+        lake_root=lake_root,
+        source=source_identity(mysql_cdc_conn_id),
+        refs=refs,
+        facts=facts.tables,
+        applied=result,
+        end=end,
+        state=state,
+        predecessor=predecessor,
+        segment_end=segment_end or context["data_interval_end"],
+        actions=actions.to_record() if actions else [],
+        paused=paused_tables(lake_root, tables, state, options),
+        stopped=record_facts.stopped_tables(lake_root, tables, state.members, options),
+        pushed=pushed,
+    )
