@@ -6,6 +6,13 @@
   resumable); one implementation for poke mode and deferral.
 - ``spark_submit``: :class:`MySqlCdcSparkSubmitHook`, a ``SparkSubmitHook`` that owns the process
   group and the return code and passes secrets only in the process environment, never in argv.
+- ``spark_defaults``: the Spark properties every application runs with unless the user says
+  otherwise (the driver's Python, the UI off, local-disk encryption on), and the driver's environment.
+- ``engine_process``: an engine application run as a plain process (maintenance, verification), the
+  process group, output, exit code and stop owned here, as ``SparkSubmitHook`` owns spark-submit's.
+- ``attempt_marker``, ``attempt_recovery``: each application's work dir with the marker naming the
+  attempt that started it, and the next attempt's recovery of one a killed attempt left (adopted or
+  stopped, never run beside it; ``/proc`` and process groups live here only).
 - ``spark_output``: spark-submit's output in the task log at each line's level, and the log4j2
   configuration that keeps Spark's own loggers at WARN unless the user has one.
 - ``spark_distribution``: what the local Spark distribution's configuration folder sets.

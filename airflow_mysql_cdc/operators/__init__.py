@@ -6,9 +6,9 @@
   :class:`~airflow_mysql_cdc.engine.errors.ExitCode`).
 - ``snapshot`` and ``binlog_apply``: the two applications as operators for custom DAGs;
   ``verify`` and ``maintenance``: the verification and the lake's upkeep (plain processes).
-- ``engine_process``, ``attempt_marker``, ``attempt_recovery``: an engine application's process,
-  its work dir and the marker naming the attempt, and the next attempt's recovery of one a killed
-  attempt left (adopted or stopped, never beside it).
+- ``engine_process``: the operators whose application is a plain process; the process itself is
+  the hook's (:mod:`airflow_mysql_cdc.hooks.engine_process`): operators hold no process supervision
+  (tests/unit/test_package_layers.py).
 - ``replicate``: the example DAG's one chain step (place, plan, snapshot, apply, publish); a covered
   run skips the tasks after it. ``row_reloads``: a conf's re-load of key ranges, before the segment.
 - ``run_record_link``: the replicate task's "Run record" extra link, to its XCom tab (the record).

@@ -12,7 +12,7 @@ may see the run):
   ``file://`` for a local path. Credentials in a URI are dropped.
 - :class:`MySqlCdcSparkUiLink`: Spark's web UI of the task's application, only when the pipeline
   turned the UI on (``"spark.ui.enabled": "true"`` in its ``spark.conf``; it is off by default,
-  :func:`~airflow_mysql_cdc.operators.spark_application.driver_conf`). The driver runs on the
+  :func:`~airflow_mysql_cdc.hooks.spark_defaults.driver_conf`). The driver runs on the
   worker (client mode only), so the URL is ``spark.ui.reverseProxyUrl`` when set, else
   ``http://<spark.driver.host or the worker's name>:<spark.ui.port>``. Without ``spark.ui.port``
   the operator sets one that is free on the worker when the application starts
@@ -33,6 +33,8 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlsplit
 
 from airflow.sdk import BaseOperatorLink
+
+from airflow_mysql_cdc.hooks.spark_defaults import driver_conf
 
 if TYPE_CHECKING:
     from airflow.sdk import BaseOperator
@@ -109,8 +111,6 @@ class MySqlCdcSparkUiLink(BaseOperatorLink):
     name = "Spark UI"
 
     def get_link(self, operator: BaseOperator, *, ti_key: TaskInstanceKey) -> str:
-        from airflow_mysql_cdc.operators.spark_application import driver_conf
-
         return spark_ui_url(driver_conf(getattr(operator, "spark_conf", None)))
 
 

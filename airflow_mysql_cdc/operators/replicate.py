@@ -49,6 +49,7 @@ from airflow_mysql_cdc.engine.apply.config import (
 from airflow_mysql_cdc.engine.lake.storage import check_storage_options
 from airflow_mysql_cdc.engine.runtime.progress import PROGRESS_INTERVAL_S, check_progress_interval
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
+from airflow_mysql_cdc.hooks.engine_process import EngineProcess
 from airflow_mysql_cdc.hooks.lake_storage import LakeStorageHook
 from airflow_mysql_cdc.hooks.mysql_cdc import MySqlCdcHook
 from airflow_mysql_cdc.operators import metrics
@@ -59,7 +60,6 @@ from airflow_mysql_cdc.operators.binlog_apply import (
     human_duration,
     summary_line,
 )
-from airflow_mysql_cdc.operators.engine_process import EngineProcess
 from airflow_mysql_cdc.operators.lineage import OpenLineageMixin, TaskLineage, lineage_of_record
 from airflow_mysql_cdc.operators.row_reloads import ReloadTarget, reload_rows
 from airflow_mysql_cdc.operators.run_record_link import MySqlCdcRunRecordLink

@@ -18,9 +18,9 @@ from typing import Any
 from airflow_mysql_cdc.engine.verify.config import VerifyConfig
 from airflow_mysql_cdc.engine.verify.report import VerifyReport
 from airflow_mysql_cdc.engine.verify.settings import VerifySettings
+from airflow_mysql_cdc.hooks.engine_process import EngineProcess
 from airflow_mysql_cdc.hooks.lake_storage import LakeStorageHook
 from airflow_mysql_cdc.hooks.mysql_cdc import MySqlCdcHook
-from airflow_mysql_cdc.operators.engine_process import EngineProcess
 from airflow_mysql_cdc.operators.spark_application import ApplicationSecrets
 from airflow_mysql_cdc.operators.verify import APPLICATION_MODULE as VERIFY_APPLICATION
 from airflow_mysql_cdc.runs.actions import ResnapshotRequest, RunActionError

@@ -7,7 +7,7 @@ the key (``spark.executor_memory: ...``). The named settings become Spark proper
 Guarded by ``tests/unit/airflow/pipeline/test_spark_settings.py``.
 
 The driver's Python is the Airflow worker's interpreter unless ``driver_python`` says otherwise
-(:func:`~airflow_mysql_cdc.operators.spark_application.driver_conf`): ``spark.pyspark.python``
+(:func:`~airflow_mysql_cdc.hooks.spark_defaults.driver_conf`): ``spark.pyspark.python``
 alone would also choose the driver's, which then lacks the package.
 """
 

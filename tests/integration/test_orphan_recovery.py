@@ -25,8 +25,8 @@ import pytest
 
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
-from airflow_mysql_cdc.operators import attempt_recovery
-from airflow_mysql_cdc.operators.attempt_marker import TaskAttempt
+from airflow_mysql_cdc.hooks import attempt_recovery
+from airflow_mysql_cdc.hooks.attempt_marker import TaskAttempt
 from airflow_mysql_cdc.operators.binlog_apply import MySqlCdcBinlogApplyOperator
 from tests.support.airflow import connection_env
 from tests.support.lake import ConcurrentWriter, assert_lake_equals_source, changelog_entries
@@ -41,8 +41,8 @@ loaded host, so the orphan is tailing the live binlog when it is orphaned and wh
 LATE_AFTER_S = 3
 TASK_PROCESS = """
 import json, sys
-from airflow_mysql_cdc.operators import attempt_recovery
-from airflow_mysql_cdc.operators.attempt_marker import TaskAttempt
+from airflow_mysql_cdc.hooks import attempt_recovery
+from airflow_mysql_cdc.hooks.attempt_marker import TaskAttempt
 from airflow_mysql_cdc.operators.binlog_apply import MySqlCdcBinlogApplyOperator
 attempt_recovery.current_attempt = lambda: TaskAttempt(**json.loads(sys.argv[1]))
 MySqlCdcBinlogApplyOperator(**json.loads(sys.argv[2])).execute({})

@@ -132,3 +132,87 @@ def test_the_airflow_side_reads_the_lake_through_one_module() -> None:
             if reads:
                 elsewhere.append(f"{relative} imports {name}")
     assert sorted(elsewhere) == []
+
+
+def _module_name(relative: Path) -> str:
+    parts = relative.with_suffix("").parts
+    return ".".join((PACKAGE, *(parts[:-1] if parts[-1] == "__init__" else parts)))
+
+
+def _import_graph() -> dict[str, set[str]]:
+    """Module -> the package's modules it imports (lazy imports inside functions included; imports for
+    annotations only are not), each import resolved to a module (``from m import name``: ``m``)."""
+    modules = {_module_name(relative) for _, relative in _modules()}
+    graph: dict[str, set[str]] = {}
+    for path, relative in _modules():
+        targets = set()
+        for name in _imports(ast.parse(path.read_text()), with_type_checking=False):
+            while name not in modules and "." in name:
+                name = name.rpartition(".")[0]
+            targets.add(name)
+        module = _module_name(relative)
+        # A package's map importing nothing but its own modules is not a cycle worth a refusal.
+        graph[module] = {target for target in targets if target != module and target != PACKAGE}
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in graph.get(node, ()):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_import_circle_anywhere_in_the_package() -> None:
+    """A circle hides which module is the lower one; the last one (``operators/links.py`` ↔
+    ``operators/spark_application.py`` through a lazy ``driver_conf`` import) is gone since the
+    defaults moved to ``hooks/spark_defaults.py`` (issue 35)."""
+    assert _cycles(_import_graph()) == []
+
+
+def test_the_circle_finder_finds_a_lazy_import_circle() -> None:
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_operators_supervise_no_process() -> None:
+    """Process ownership (process groups, ``/proc``, signals) belongs to the hooks, the way
+    ``SparkSubmitHook`` owns spark-submit's process; an operator only asks its hook (``on_kill`` →
+    ``kill()``)."""
+    supervising = []
+    for path in sorted((ROOT / "operators").glob("*.py")):
+        text = path.read_text()
+        names = _imports(ast.parse(text)) | {
+            alias.name for node in ast.walk(ast.parse(text)) if isinstance(node, ast.Import)
+            for alias in node.names
+        }  # fmt: skip
+        if "signal" in names or "os.kill" in text or "os.killpg" in text or '"/proc' in text:
+            supervising.append(path.name)
+    assert supervising == []

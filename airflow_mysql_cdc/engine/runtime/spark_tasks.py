@@ -41,7 +41,7 @@ register (issue 34): the wait must stay well above the start-up the driver logs.
 
 LOCAL_DISK_ENCRYPTION_CONF = "spark.io.encryption.enabled"
 """Spark's local-disk encryption, which the operators turn on unless the pipeline JSON turns it off
-(``driver_conf`` in ``operators/spark_application.py``): the broadcast secrets' files on the
+(``driver_conf`` in ``hooks/spark_defaults.py``): the broadcast secrets' files on the
 driver's and the executors' disks are then ciphertext (:mod:`.executor_secrets`)."""
 
 _INTERPRETER_NOT_STARTED = re.compile(

@@ -159,7 +159,7 @@ def _assert_nothing_outlived_the_killed_attempt(pipeline: Pipeline, record: dict
     """No application left running, no work dir left, and the record counts the run's changes
     (those in the changelog between its start and end sets), which the orphan applied."""
     from airflow_mysql_cdc.engine.values.gtid import GtidSet
-    from airflow_mysql_cdc.operators.attempt_recovery import work_root
+    from airflow_mysql_cdc.hooks.attempt_recovery import work_root
     from tests.support.lake import changelog_entries
 
     assert not _apply_processes(pipeline.pipeline_id), "an application outlived the run's attempts"
@@ -278,7 +278,7 @@ def test_clears_marks_and_backfills_from_the_ui_keep_the_chain_and_the_lake_exac
         while _apply_processes(pipeline.pipeline_id):
             assert time.monotonic() < deadline, "the application outlived its run being marked failed"
             time.sleep(0.5)
-        from airflow_mysql_cdc.operators.attempt_recovery import work_root
+        from airflow_mysql_cdc.hooks.attempt_recovery import work_root
 
         root = work_root(f"mysql-cdc-apply-{pipeline.pipeline_id}")  # removed by on_kill, not a later try
         assert not root.is_dir() or not list(root.iterdir()), "a work dir outlived the marked attempt"

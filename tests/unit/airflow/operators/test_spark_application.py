@@ -13,9 +13,9 @@ from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_mysql_cdc.engine.errors import ExitCode
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
+from airflow_mysql_cdc.hooks.attempt_marker import AttemptMarker
+from airflow_mysql_cdc.hooks.attempt_recovery import OwnAttempt, work_root
 from airflow_mysql_cdc.hooks.spark_submit import MySqlCdcSparkSubmitHook, SparkSubmitFailed
-from airflow_mysql_cdc.operators.attempt_marker import AttemptMarker
-from airflow_mysql_cdc.operators.attempt_recovery import OwnAttempt, work_root
 from airflow_mysql_cdc.operators.spark_application import ApplicationSecrets, SparkApplicationOperator
 from tests.support.spark_submit import SparkSubmitRecorder
 

@@ -16,8 +16,8 @@ import sys
 import time
 from pathlib import Path
 
-from airflow_mysql_cdc.operators.attempt_marker import AttemptMarker
-from airflow_mysql_cdc.operators.attempt_recovery import ROOT_FOLDER, group_alive
+from airflow_mysql_cdc.hooks.attempt_marker import AttemptMarker
+from airflow_mysql_cdc.hooks.attempt_recovery import ROOT_FOLDER, group_alive
 
 AIRFLOW_SIGKILL_AFTER_S = 5.0
 """The Task SDK supervisor's ``kill(SIGTERM, force=True)``: SIGKILL this long after SIGTERM."""

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from airflow_mysql_cdc.operators.spark_application import driver_conf
+from airflow_mysql_cdc.hooks.spark_defaults import driver_conf
 from airflow_mysql_cdc.pipeline.config import PipelineConfig, PipelineConfigError
 from airflow_mysql_cdc.pipeline.dag import build_pipeline_dag
 

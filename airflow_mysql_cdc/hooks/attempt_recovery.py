@@ -28,7 +28,7 @@ from typing import Any
 
 from airflow.sdk.exceptions import AirflowException
 
-from airflow_mysql_cdc.operators.attempt_marker import (
+from airflow_mysql_cdc.hooks.attempt_marker import (
     MARKER_FILE,
     RESULT_FILE,
     Action,

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from airflow_mysql_cdc.operators.attempt_marker import AttemptMarker, TaskAttempt, config_digest
-from airflow_mysql_cdc.operators.attempt_recovery import (
+from airflow_mysql_cdc.hooks.attempt_marker import AttemptMarker, TaskAttempt, config_digest
+from airflow_mysql_cdc.hooks.attempt_recovery import (
     AdoptedApplicationStopped,
     ApplicationAttempts,
     group_alive,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from airflow_mysql_cdc.operators.attempt_marker import (
+from airflow_mysql_cdc.hooks.attempt_marker import (
     STOPPED_ON_REQUEST,
     Action,
     AttemptMarker,
