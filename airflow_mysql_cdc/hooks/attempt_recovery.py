@@ -28,6 +28,7 @@ from typing import Any
 
 from airflow.sdk.exceptions import AirflowException
 
+from airflow_mysql_cdc.engine.values.json_values import JsonObject
 from airflow_mysql_cdc.hooks.attempt_marker import (
     MARKER_FILE,
     RESULT_FILE,
@@ -221,13 +222,13 @@ class ApplicationAttempts:
         """The earlier try whose application's result :meth:`recover` returned (None: none adopted):
         what it applied, an earlier try applied (:mod:`airflow_mysql_cdc.runs.run_counts`)."""
 
-    def recover(self, config_json: str) -> dict[str, Any] | None:
+    def recover(self, config_json: str) -> JsonObject | None:
         """Act on every marker under the root; the result of an application adopted, if one was.
 
         Blocks while an adopted application runs: it is doing this attempt's work.
         """
         digest = config_digest(config_json)
-        adopted: dict[str, Any] | None = None
+        adopted: JsonObject | None = None
         for work_dir in sorted(self.root.glob("*")) if self.root.is_dir() else ():
             marker = _read_marker(work_dir)
             if marker is None:
@@ -279,7 +280,7 @@ class ApplicationAttempts:
                 self.root.rmdir()
         return adopted
 
-    def _adopt(self, work_dir: Path) -> dict[str, Any] | None:
+    def _adopt(self, work_dir: Path) -> JsonObject | None:
         result = _complete_result(work_dir)
         if result is None:
             self.log.warning("It ended without a complete result; this attempt runs the application")
@@ -369,7 +370,7 @@ def _read_marker(work_dir: Path) -> AttemptMarker | None:
         return None
 
 
-def _complete_result(work_dir: Path) -> dict[str, Any] | None:
+def _complete_result(work_dir: Path) -> JsonObject | None:
     try:
         result = json.loads((work_dir / RESULT_FILE).read_text())
     except (OSError, ValueError):

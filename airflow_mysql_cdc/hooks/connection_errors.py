@@ -33,11 +33,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
 
 import pymysql
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
+from airflow_mysql_cdc.engine.values.json_values import JsonObject
 from airflow_mysql_cdc.engine.values.tls import MySqlLoginError
 
 _ER_DBACCESS_DENIED = 1044
@@ -143,12 +143,12 @@ def explained_connection_failures(conn_id: str, server: str) -> Iterator[None]:
         raise explained from None
 
 
-def to_event(error: SourceConnectionError) -> dict[str, Any]:
+def to_event(error: SourceConnectionError) -> JsonObject:
     """The trigger event for a connection failure (the resumed sensor raises it again)."""
     return {"state": "error", "message": str(error), "retryable": error.retryable, "payload": {}}
 
 
-def from_event(event: dict[str, Any]) -> SourceConnectionError:
+def from_event(event: JsonObject) -> SourceConnectionError:
     """The error a :func:`to_event` event stands for."""
     if event.get("retryable"):
         return SourceUnreachableError(event["message"])

@@ -24,6 +24,7 @@ from typing import Any
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
 from airflow_mysql_cdc.engine.errors import ExitCode
+from airflow_mysql_cdc.engine.values.json_values import JsonObject
 from airflow_mysql_cdc.hooks.attempt_marker import RESULT_FILE
 from airflow_mysql_cdc.hooks.attempt_recovery import ON_KILL_GRACE_S, ApplicationAttempts, OwnAttempt
 from airflow_mysql_cdc.hooks.spark_output import OutputLevels
@@ -47,7 +48,7 @@ class EngineProcess:
         self._attempt: OwnAttempt | None = None
         self._attempts: ApplicationAttempts | None = None
 
-    def run(self, module: str, config: dict[str, Any], secret_environment: dict[str, str]) -> dict[str, Any]:
+    def run(self, module: str, config: JsonObject, secret_environment: dict[str, str]) -> JsonObject:
         """``python -m <module> --config C --result-file R``; returns the result file, or raises the
         failure its exit code means."""
         name = re.sub(r"[^A-Za-z0-9_.-]", "_", f"{module.rpartition('.')[2]}-{config.get('pipeline_id', '')}")

@@ -20,7 +20,7 @@ failed run: the headroom warns, the resumability verdict decides.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 import pymysql
 
@@ -32,6 +32,7 @@ from airflow_mysql_cdc.engine.values.headroom import (
     judge_headroom,
     unknown_headroom,
 )
+from airflow_mysql_cdc.engine.values.json_values import JsonObject
 from airflow_mysql_cdc.engine.values.resumability import Verdict
 from airflow_mysql_cdc.hooks.mysql_cdc import MySqlCdcHook
 
@@ -44,9 +45,9 @@ ConditionState = Literal["met", "waiting", "failed"]
 class ConditionOutcome:
     state: ConditionState
     message: str
-    payload: dict[str, Any] = field(default_factory=dict)
+    payload: JsonObject = field(default_factory=dict)
 
-    def to_event(self) -> dict[str, Any]:
+    def to_event(self) -> JsonObject:
         return {"state": self.state, "message": self.message, "payload": self.payload}
 
 

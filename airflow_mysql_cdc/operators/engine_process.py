@@ -7,10 +7,9 @@ stops it when Airflow stops the task (``on_kill``).
 
 from __future__ import annotations
 
-from typing import Any
-
 from airflow.sdk import BaseOperator
 
+from airflow_mysql_cdc.engine.values.json_values import JsonObject
 from airflow_mysql_cdc.hooks.engine_process import EngineProcess
 
 
@@ -20,8 +19,8 @@ class EngineProcessOperator(BaseOperator):
     _engine: EngineProcess | None = None
 
     def run_engine_process(
-        self, module: str, config: dict[str, Any], secret_environment: dict[str, str]
-    ) -> dict[str, Any]:
+        self, module: str, config: JsonObject, secret_environment: dict[str, str]
+    ) -> JsonObject:
         self._engine = EngineProcess(self.log, self.task_id)
         return self._engine.run(module, config, secret_environment)
 

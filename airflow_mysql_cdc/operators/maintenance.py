@@ -20,6 +20,7 @@ from airflow_mysql_cdc.engine.lake.maintenance.config import MaintenanceConfig
 from airflow_mysql_cdc.engine.lake.maintenance.policy import MaintenancePolicy
 from airflow_mysql_cdc.engine.lake.maintenance.report import MaintenanceReport
 from airflow_mysql_cdc.engine.lake.storage import check_storage_options, secret_storage_options_to_environment
+from airflow_mysql_cdc.engine.values.json_values import JsonObject
 from airflow_mysql_cdc.hooks.lake_storage import LakeStorageHook
 from airflow_mysql_cdc.operators import metrics
 from airflow_mysql_cdc.operators.engine_process import EngineProcessOperator
@@ -72,7 +73,7 @@ class MySqlCdcLakeMaintenanceOperator(OpenLineageMixin, EngineProcessOperator):
         self.force = force
         self.lease_s = lease_s
 
-    def execute(self, context: Any) -> dict[str, Any]:
+    def execute(self, context: Any) -> JsonObject:
         self.tables = rendered_table_names(self.tables)
         lake_hook = LakeStorageHook(self.lake_conn_id)
         public, secret = lake_hook.get_storage_options(self.storage_options)
@@ -113,5 +114,5 @@ class MySqlCdcLakeMaintenanceOperator(OpenLineageMixin, EngineProcessOperator):
             ),
         )
 
-    def _run(self, config: MaintenanceConfig, secret_environment: dict[str, str]) -> dict[str, Any]:
+    def _run(self, config: MaintenanceConfig, secret_environment: dict[str, str]) -> JsonObject:
         return self.run_engine_process(APPLICATION_MODULE, config.to_dict(), secret_environment)

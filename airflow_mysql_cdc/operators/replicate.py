@@ -49,6 +49,7 @@ from airflow_mysql_cdc.engine.apply.config import (
 from airflow_mysql_cdc.engine.lake.storage import check_storage_options
 from airflow_mysql_cdc.engine.runtime.progress import PROGRESS_INTERVAL_S, check_progress_interval
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
+from airflow_mysql_cdc.engine.values.json_values import JsonObject
 from airflow_mysql_cdc.hooks.engine_process import EngineProcess
 from airflow_mysql_cdc.hooks.lake_storage import LakeStorageHook
 from airflow_mysql_cdc.hooks.mysql_cdc import MySqlCdcHook
@@ -170,7 +171,7 @@ class MySqlCdcReplicateOperator(OpenLineageMixin, SparkApplicationOperator):
         self.skip_downstream_when_covered = skip_downstream_when_covered
         self._engine: EngineProcess | None = None
 
-    def execute(self, context: Any) -> dict[str, Any]:
+    def execute(self, context: Any) -> JsonObject:
         self.tables = rendered_table_names(self.tables)
         run = RunStep.place(context, self._chain(), self.tables)
         if not run.applies:
@@ -200,7 +201,7 @@ class MySqlCdcReplicateOperator(OpenLineageMixin, SparkApplicationOperator):
         options = LakeStorageHook(self.lake_conn_id).get_delta_storage_options(self.storage_options)
         return RunChain(self.pipeline_id, self.lake_root, self.mysql_cdc_conn_id, options, self.task_id)
 
-    def _resumability(self, context: Any) -> dict[str, Any] | None:
+    def _resumability(self, context: Any) -> JsonObject | None:
         """The resumability sensor's XCom (purged binlogs: the plan re-snapshots every table)."""
         if not self.resumability_task_id:
             return None
@@ -240,7 +241,7 @@ class MySqlCdcReplicateOperator(OpenLineageMixin, SparkApplicationOperator):
         """The MySQL tables read, their target and changelog tables written."""
         return self.source_to_lake_lineage(self.tables)
 
-    def _apply_nothing(self, context: Any, placement: Placement) -> dict[str, Any]:
+    def _apply_nothing(self, context: Any, placement: Placement) -> JsonObject:
         """A run that applies nothing returns the record that holds its interval, without Spark.
 
         A covered run skips the tasks after this one (module doc): the covering run's own ran at this
@@ -265,12 +266,12 @@ class MySqlCdcReplicateOperator(OpenLineageMixin, SparkApplicationOperator):
         self.log.info("Summary: nothing applied: %s", placement.describe(interval_end))
         return republished
 
-    def _emit_asset_events(self, context: Any, record: dict[str, Any]) -> dict[str, Any]:
+    def _emit_asset_events(self, context: Any, record: JsonObject) -> JsonObject:
         """Fill the events of the lake table outlets from the run's record (:mod:`..runs.assets`)."""
         assets.emit_run_events(context, self.outlets, record, lake_root=self.lake_root, tables=self.tables)
         return record
 
-    def _reload_rows(self, requests: Sequence[ResnapshotRequest]) -> list[dict[str, Any]]:
+    def _reload_rows(self, requests: Sequence[ResnapshotRequest]) -> list[JsonObject]:
         """Re-load the key ranges ``requests`` name at the lake's position (:mod:`.row_reloads`)."""
 
         def engine() -> EngineProcess:
@@ -293,7 +294,7 @@ class MySqlCdcReplicateOperator(OpenLineageMixin, SparkApplicationOperator):
         if self._engine is not None:
             self._engine.kill()
 
-    def _snapshot(self, tables: Sequence[str], *, restart: bool) -> dict[str, Any]:
+    def _snapshot(self, tables: Sequence[str], *, restart: bool) -> JsonObject:
         """Snapshot ``tables`` on Spark (again, from scratch, with ``restart``); the snapshot's result."""
         return snapshot_tables(
             self, tables=tuple(tables), lake_root=self.lake_root, storage_options=self.storage_options,

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from airflow_mysql_cdc.engine.values.json_values import JsonObject
 from airflow_mysql_cdc.engine.verify.config import VerifyConfig
 from airflow_mysql_cdc.engine.verify.report import VerifyReport
 from airflow_mysql_cdc.engine.verify.settings import VerifySettings
@@ -44,7 +45,7 @@ def reload_rows(
     target: ReloadTarget,
     engine: Callable[[], EngineProcess],
     log: Any,
-) -> list[dict[str, Any]]:
+) -> list[JsonObject]:
     """Re-load each range ``requests`` name (module doc), each in a verify process ``engine`` starts
     (the task's ``on_kill`` stops it); per range its ``status``, ``clean`` or ``repaired`` (the XCom
     ``reloads``). A range the verification cannot judge fails the run, asking for a whole re-snapshot."""

@@ -24,6 +24,7 @@ from typing import Any
 from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_mysql_cdc.engine.lake.storage import check_storage_options
+from airflow_mysql_cdc.engine.values.json_values import JsonObject
 from airflow_mysql_cdc.engine.verify.config import VerifyConfig
 from airflow_mysql_cdc.engine.verify.report import (
     TableReport,
@@ -113,7 +114,7 @@ class MySqlCdcVerifyOperator(OpenLineageMixin, EngineProcessOperator):
         self.mysql_cdc_conn_id = mysql_cdc_conn_id
         self.lease_s = lease_s
 
-    def execute(self, context: Any) -> dict[str, Any]:
+    def execute(self, context: Any) -> JsonObject:
         self.tables = rendered_table_names(self.tables)
         if not self.settings.enabled:
             self.log.info("Summary: verify skipped: verify is off")

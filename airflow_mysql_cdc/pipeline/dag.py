@@ -39,6 +39,7 @@ from typing import Any
 from airflow.sdk import DAG, task
 from airflow.sdk.configuration import conf
 
+from airflow_mysql_cdc.engine.values.json_values import JsonObject
 from airflow_mysql_cdc.hooks.lake_storage import LakeStorageHook
 from airflow_mysql_cdc.operators.maintenance import MySqlCdcLakeMaintenanceOperator
 from airflow_mysql_cdc.operators.prerequisites import MySqlCdcPrerequisitesOperator
@@ -93,7 +94,7 @@ def _load_checkpoint(config: PipelineConfig) -> Any:
     """Where the run stands in the chain, for the resumability sensor to check (its XCom)."""
 
     @task(task_id="load_checkpoint", multiple_outputs=False)
-    def load_checkpoint(**context: Any) -> dict[str, Any]:
+    def load_checkpoint(**context: Any) -> JsonObject:
         # Credentials included: for reading the lake in this worker only, never returned.
         options = LakeStorageHook(config.lake_conn_id).get_delta_storage_options(config.storage_options)
         return checkpoint_chain.load_checkpoint(

@@ -31,6 +31,7 @@ from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_mysql_cdc.engine.mysql.schema import TableRef
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
+from airflow_mysql_cdc.engine.values.json_values import JsonObject
 
 KEYS = ("resnapshot", "pause", "resume", "rebase_checkpoint", "confirm_rebase")
 _RANGE_KEYS = ("table", "where", "key_from", "key_to")
@@ -53,8 +54,8 @@ class ResnapshotRequest:
     def whole(self) -> bool:
         return self.where is None and self.key_from is None and self.key_to is None
 
-    def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"table": self.table}
+    def to_json(self) -> JsonObject:
+        data: JsonObject = {"table": self.table}
         if self.where is not None:
             data["where"] = self.where
         if self.key_from is not None:
@@ -92,9 +93,9 @@ class RunActions:
         """The pipeline moves to :attr:`rebase_checkpoint` keeping its tables (the operator vouches)."""
         return self.rebase_checkpoint is not None and self.confirm_rebase
 
-    def to_record(self) -> list[dict[str, Any]]:
+    def to_record(self) -> list[JsonObject]:
         """One entry per action, for the XCom and the checkpoint record (the audit trail)."""
-        entries: list[dict[str, Any]] = []
+        entries: list[JsonObject] = []
         by = {"triggered_by": self.triggered_by} if self.triggered_by else {}
         for request in self.resnapshot:
             entries.append({"action": "resnapshot", **request.to_json(), **by})

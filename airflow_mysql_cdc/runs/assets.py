@@ -36,6 +36,7 @@ from airflow.sdk import Asset
 
 from airflow_mysql_cdc.engine.mysql.schema import TableRef
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
+from airflow_mysql_cdc.engine.values.json_values import JsonObject
 from airflow_mysql_cdc.runs import lake
 from airflow_mysql_cdc.runs.record_facts import LAKE_TABLE_KINDS
 
@@ -66,7 +67,7 @@ def lake_table_assets(lake_root: str, tables: Iterable[str]) -> list[Asset]:
 
 def event_extra(
     record: Mapping[str, Any], table: str, kind: str, *, run_id: str, lake_root: str
-) -> dict[str, Any]:
+) -> JsonObject:
     """The extra of run ``run_id``'s event for ``table``'s ``kind`` table, from the record it returns.
 
     Holds no secret: the record names the lake, the source's host and GTID sets, never credentials
@@ -105,7 +106,7 @@ def event_extra(
 
 def emit_run_events(
     context: Any, outlets: Sequence[Any], record: Mapping[str, Any], *, lake_root: str, tables: Sequence[str]
-) -> list[dict[str, Any]]:
+) -> list[JsonObject]:
     """Fill the extra of each outlet that is one of ``tables``' lake tables; returns the extras set.
 
     Other outlets (a user's own) are left as they are: Airflow emits their events unchanged.

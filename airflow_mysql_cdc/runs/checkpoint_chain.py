@@ -53,6 +53,7 @@ from airflow_mysql_cdc.engine.values.checkpoint import (
     judge_source,
 )
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
+from airflow_mysql_cdc.engine.values.json_values import JsonObject
 from airflow_mysql_cdc.hooks.mysql_cdc import MySqlCdcHook
 from airflow_mysql_cdc.runs import lake, run_record
 from airflow_mysql_cdc.runs.actions import RunActionError, RunActions, read_run_actions
@@ -81,7 +82,7 @@ class ChainPosition:
         """Where a run that applies comes from, for its plan (:func:`.segment.plan_segment`)."""
         return RunOrigin(self.start, self.members)
 
-    def to_xcom(self) -> dict[str, Any]:
+    def to_xcom(self) -> JsonObject:
         record = self.placement.record
         return {
             "placement": self.placement.kind,
@@ -258,7 +259,7 @@ def load_checkpoint(
     publish_task_id: str = PUBLISH_TASK_ID,
     storage_options: dict[str, str] | None = None,
     tables: Sequence[str] = (),
-) -> dict[str, Any]:
+) -> JsonObject:
     """:func:`locate_run` as an XCom value (``checkpoint``: where a run that applies starts, else "").
 
     With ``tables``, the run's conf is checked here first (:mod:`.actions`), so a wrong conf fails
@@ -329,10 +330,10 @@ def publish_checkpoint(
     publish_task_id: str = PUBLISH_TASK_ID,
     segment_end: datetime.datetime | None = None,
     actions: RunActions | None = None,
-    pushed: dict[str, Any] | None = None,
+    pushed: JsonObject | None = None,
     earlier_gtids: GtidSet | None = None,
     position: ChainPosition | None = None,
-) -> dict[str, Any]:
+) -> JsonObject:
     """This run's record, appended to the lake's log; fails if the lake lacks what the run applied.
 
     ``applied`` is the binlog application's result (its XCom dict in a custom DAG). ``pushed`` are

@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, Any
 from airflow_mysql_cdc.engine.mysql.schema import TableRef
 from airflow_mysql_cdc.engine.values.checkpoint import CheckpointRecord
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
+from airflow_mysql_cdc.engine.values.json_values import JsonObject
 from airflow_mysql_cdc.runs import lake
 
 if TYPE_CHECKING:
@@ -62,7 +63,7 @@ class RunFacts:
     """A run's per-table facts (the record's ``tables``) and the changes they were read from, per
     table, which :mod:`.run_counts` counts per transaction without reading the lake again."""
 
-    tables: dict[str, dict[str, Any]]
+    tables: dict[str, JsonObject]
     changes: dict[str, RunChanges]
 
 
@@ -75,7 +76,7 @@ def table_facts(
     predecessor: CheckpointRecord | None,
     snapshot_ids: Mapping[str, str],
     storage_options: dict[str, str] | None,
-) -> dict[str, dict[str, Any]]:
+) -> dict[str, JsonObject]:
     """Per table, the facts of the module doc for a run whose transactions are ``end - start``."""
     return run_facts(
         lake_root, tables, start=start, end=end, predecessor=predecessor, snapshot_ids=snapshot_ids,
@@ -96,7 +97,7 @@ def run_facts(
     """:func:`table_facts`, with the changes each table's facts count."""
     since = written_since_ms(predecessor)
     previous = predecessor.tables if predecessor is not None else {}
-    facts: dict[str, dict[str, Any]] = {}
+    facts: dict[str, JsonObject] = {}
     read: dict[str, RunChanges] = {}
     for name in tables:
         ref = TableRef.parse(name)

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
+from airflow_mysql_cdc.engine.values.json_values import JsonObject
 
 if TYPE_CHECKING:
     from airflow_mysql_cdc.engine.apply.config import ApplyResult
@@ -107,7 +108,7 @@ def earlier_tries(applied: ApplyResult) -> GtidSet:
     return applied.resumed_from - applied.requested_start
 
 
-def counted_applied(applied: Mapping[str, Any], counts: RunCounts) -> dict[str, Any]:
+def counted_applied(applied: Mapping[str, Any], counts: RunCounts) -> JsonObject:
     """The XCom ``applied`` of a run: the application's result with the run's counts (every try's)
     in place of the application's own, and :data:`EARLIER_TRIES_KEY` saying what earlier tries did."""
     return {

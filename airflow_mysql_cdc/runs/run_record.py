@@ -18,6 +18,7 @@ from airflow.sdk.exceptions import AirflowFailException
 from airflow_mysql_cdc.engine.mysql.schema import TableRef
 from airflow_mysql_cdc.engine.values.checkpoint import CheckpointRecord, SourceIdentity
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
+from airflow_mysql_cdc.engine.values.json_values import JsonObject
 from airflow_mysql_cdc.hooks.mysql_cdc import MySqlCdcHook
 from airflow_mysql_cdc.runs import lake, record_facts, run_counts
 
@@ -65,16 +66,16 @@ def make_record(
     lake_root: str,
     source: SourceIdentity,
     refs: Sequence[str],
-    facts: dict[str, dict[str, Any]],
+    facts: dict[str, JsonObject],
     applied: ApplyResult,
     end: GtidSet,
     state: PipelineState,
     predecessor: CheckpointRecord | None,
     segment_end: datetime.datetime,
-    actions: list[dict[str, Any]],
+    actions: list[JsonObject],
     paused: dict[str, str],
     stopped: dict[str, str],
-    pushed: dict[str, Any],
+    pushed: JsonObject,
 ) -> CheckpointRecord:
     """The record of a run that applied: it continues ``predecessor`` (None: the chain's first).
 
@@ -139,7 +140,7 @@ def record_of_run(
     predecessor: CheckpointRecord | None,
     segment_end: datetime.datetime | None,
     actions: RunActions | None,
-    pushed: dict[str, Any] | None,
+    pushed: JsonObject | None,
     earlier_gtids: GtidSet | None,
 ) -> CheckpointRecord:
     """The record of a run that applied ``result``, continuing ``predecessor`` (None: the chain's

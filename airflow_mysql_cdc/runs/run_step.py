@@ -23,6 +23,7 @@ from typing import Any
 
 from airflow_mysql_cdc.engine.apply.config import ApplyResult
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
+from airflow_mysql_cdc.engine.values.json_values import JsonObject
 from airflow_mysql_cdc.runs import checkpoint_chain
 from airflow_mysql_cdc.runs.actions import RunActions
 from airflow_mysql_cdc.runs.checkpoint_chain import ChainPosition
@@ -50,7 +51,7 @@ class RunStep:
     tables: tuple[str, ...]
     actions: RunActions
     position: ChainPosition
-    pushed: dict[str, Any] = field(default_factory=dict)
+    pushed: JsonObject = field(default_factory=dict)
     """The XCom values this run pushed, kept in its record."""
 
     @classmethod
@@ -102,7 +103,7 @@ class RunStep:
 
     def publish(
         self, result: ApplyResult, segment_end: datetime.datetime, earlier: GtidSet
-    ) -> dict[str, Any]:
+    ) -> JsonObject:
         """The run's record, published (``earlier``: what earlier tries applied of the run)."""
         self.push("applied", result.to_dict())  # this try's own, until the record counts the run
         return checkpoint_chain.publish_checkpoint(

@@ -27,6 +27,7 @@ from airflow.sdk.exceptions import AirflowFailException
 from airflow_mysql_cdc.engine.mysql.schema import TableRef
 from airflow_mysql_cdc.engine.mysql.table_standing import TableStanding, judge_table
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
+from airflow_mysql_cdc.engine.values.json_values import JsonObject
 from airflow_mysql_cdc.runs import lake
 from airflow_mysql_cdc.runs.actions import RunActionError, RunActions
 
@@ -65,7 +66,7 @@ class SegmentPlan:
     start: GtidSet | None = None
     """The segment's start; None: the stream start of the snapshots this run takes."""
 
-    def to_xcom(self) -> dict[str, Any]:
+    def to_xcom(self) -> JsonObject:
         return {
             "tables": list(self.tables),
             "restart": self.restart,

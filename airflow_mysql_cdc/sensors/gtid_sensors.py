@@ -31,6 +31,7 @@ from airflow.sdk.exceptions import AirflowFailException, AirflowSensorTimeout
 
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from airflow_mysql_cdc.engine.values.headroom import HeadroomAssessment, HeadroomLevel, HeadroomPolicy
+from airflow_mysql_cdc.engine.values.json_values import JsonObject
 from airflow_mysql_cdc.engine.values.staleness import StalenessAssessment, judge_staleness
 from airflow_mysql_cdc.hooks.connection_errors import from_event
 from airflow_mysql_cdc.hooks.gtid_conditions import (
@@ -70,7 +71,7 @@ class _GtidConditionSensor(BaseSensorOperator):
     def _evaluate(self) -> ConditionOutcome:
         return evaluate_condition(self.mysql_cdc_conn_id, self.kind, self._gtid_set_text(), self._on_purged())
 
-    def _finish(self, outcome: ConditionOutcome) -> dict[str, Any]:
+    def _finish(self, outcome: ConditionOutcome) -> JsonObject:
         if outcome.state == "failed":
             raise AirflowFailException(outcome.message)
         self.log.info(outcome.message)
@@ -107,7 +108,7 @@ class _GtidConditionSensor(BaseSensorOperator):
         except AirflowSensorTimeout as timeout:
             raise AirflowSensorTimeout(f"{timeout} Still: {self._evaluate().message}") from timeout
 
-    def execute_complete(self, context: Any, event: dict[str, Any]) -> dict[str, Any]:
+    def execute_complete(self, context: Any, event: JsonObject) -> JsonObject:
         if event["state"] == "error":
             raise from_event(event)
         if event["state"] == "timeout":
@@ -204,7 +205,7 @@ class MySqlCdcResumabilitySensor(_GtidConditionSensor):
             )
         return super()._evaluate()
 
-    def _finish(self, outcome: ConditionOutcome) -> dict[str, Any]:
+    def _finish(self, outcome: ConditionOutcome) -> JsonObject:
         payload = super()._finish(outcome)
         if not self.check_headroom or payload.get("verdict") != "resumable":
             return payload

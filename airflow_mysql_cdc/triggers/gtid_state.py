@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator
-from typing import Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 from asgiref.sync import sync_to_async
 
+from airflow_mysql_cdc.engine.values.json_values import JsonObject
 from airflow_mysql_cdc.hooks.connection_errors import SourceLoginError, SourceUnreachableError, to_event
 from airflow_mysql_cdc.hooks.gtid_conditions import ConditionKind, OnPurged, evaluate_condition
 
@@ -41,7 +41,7 @@ class GtidStateTrigger(BaseTrigger):
         self.poll_interval_s = poll_interval_s
         self.deadline = deadline
 
-    def serialize(self) -> tuple[str, dict[str, Any]]:
+    def serialize(self) -> tuple[str, JsonObject]:
         return (
             f"{type(self).__module__}.{type(self).__qualname__}",
             {

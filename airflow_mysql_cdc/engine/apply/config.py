@@ -35,6 +35,7 @@ from airflow_mysql_cdc.engine.lake.storage import (
 )
 from airflow_mysql_cdc.engine.runtime.progress import PROGRESS_INTERVAL_S, check_progress_interval
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
+from airflow_mysql_cdc.engine.values.json_values import JsonObject
 
 if TYPE_CHECKING:
     from airflow_mysql_cdc.engine.lake.state.store import LakeState
@@ -211,7 +212,7 @@ class ApplyConfig:
         return json.dumps(public, indent=2, default=str)  # GtidSet: its text form
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ApplyConfig:
+    def from_dict(cls, data: JsonObject) -> ApplyConfig:
         refuse_credentials(data, where="the binlog application's configuration", error=ApplyConfigError)
         known = set(cls.__dataclass_fields__) - {"secret_storage_options"}  # from the environment only
         unknown = sorted(set(data) - known)
@@ -334,7 +335,7 @@ class ApplyResult:
             ),
         )
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """The JSON form: every GTID set as MySQL's text."""
         data = {item.name: getattr(self, item.name) for item in fields(self)}
         data["rows_by_table"] = dict(self.rows_by_table)

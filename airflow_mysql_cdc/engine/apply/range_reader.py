@@ -23,7 +23,6 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from airflow_mysql_cdc.engine.binlog.changes import Transaction
 from airflow_mysql_cdc.engine.binlog.reader import BinlogReader
@@ -35,6 +34,7 @@ from airflow_mysql_cdc.engine.runtime.gc_pause import BatchCollector
 from airflow_mysql_cdc.engine.runtime.spark_tasks import SparkTasks
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.engine.values.gtid import Gtid, GtidSet
+from airflow_mysql_cdc.engine.values.json_values import JsonObject
 
 log = logging.getLogger("airflow_mysql_cdc.apply")
 
@@ -129,7 +129,7 @@ class RangeTask:
         )
         transactions: list[Transaction] = []
         marks: list[tuple[str, int]] = []
-        change_tables: list[tuple[dict[str, Any], bytes]] | None = None
+        change_tables: list[tuple[JsonObject, bytes]] | None = None
         rows = 0
         error: str | None = None
 
@@ -180,7 +180,7 @@ class RangeResult:
     rows: int
     marks: list[tuple[str, int]] = field(default_factory=list)
     """Columnar results: every transaction read, as (GTID, commit timestamp in µs), in order."""
-    change_tables: list[tuple[dict[str, Any], bytes]] | None = None
+    change_tables: list[tuple[JsonObject, bytes]] | None = None
     """Columnar results: the changes as :func:`.change_tables_to_ipc` shipped them."""
 
 

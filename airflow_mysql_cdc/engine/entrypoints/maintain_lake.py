@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
 
 from airflow_mysql_cdc.engine.entrypoints.common import (
     CONFIGURATION_FAILURES,
@@ -26,9 +25,10 @@ from airflow_mysql_cdc.engine.entrypoints.common import (
 )
 from airflow_mysql_cdc.engine.lake.maintenance.config import MaintenanceConfig
 from airflow_mysql_cdc.engine.lake.storage import secret_storage_options_from_environment
+from airflow_mysql_cdc.engine.values.json_values import JsonObject
 
 
-def run(config: MaintenanceConfig) -> dict[str, Any]:
+def run(config: MaintenanceConfig) -> JsonObject:
     from airflow_mysql_cdc.engine.lake.maintenance.run import maintain_lake
     from airflow_mysql_cdc.engine.lake.state.store import LakeState
 

@@ -18,7 +18,6 @@ read; 1 other.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from airflow_mysql_cdc.engine.entrypoints.common import (
     argument_parser,
@@ -29,10 +28,11 @@ from airflow_mysql_cdc.engine.entrypoints.common import (
 )
 from airflow_mysql_cdc.engine.errors import ExitCode
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
+from airflow_mysql_cdc.engine.values.json_values import JsonObject
 from airflow_mysql_cdc.engine.verify.config import VerifyConfig
 
 
-def run(config: VerifyConfig, endpoint: MySqlEndpoint) -> dict[str, Any]:
+def run(config: VerifyConfig, endpoint: MySqlEndpoint) -> JsonObject:
     from airflow_mysql_cdc.engine.lake.state.store import LakeState
     from airflow_mysql_cdc.engine.verify.run import verify_lake
 

@@ -19,6 +19,7 @@ from typing import Any, ClassVar, Self
 
 from airflow_mysql_cdc.engine.errors import ConfigurationError
 from airflow_mysql_cdc.engine.lake.storage import merged_storage_options, refuse_credentials
+from airflow_mysql_cdc.engine.values.json_values import JsonObject
 
 
 class LakeApplicationConfig:
@@ -42,7 +43,7 @@ class LakeApplicationConfig:
         """What delta-rs gets to reach the lake: public and secret options (None: its defaults)."""
         return merged_storage_options(self.storage_options, self.secret_storage_options)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """The public fields as JSON values (the secret options left out)."""
         assert dataclasses.is_dataclass(self)
         public = {field.name: getattr(self, field.name) for field in dataclasses.fields(self)}
@@ -57,7 +58,7 @@ class LakeApplicationConfig:
         return cls.from_dict(json.loads(path.read_text()))
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Self:
+    def from_dict(cls, data: JsonObject) -> Self:
         """A configuration read back: a credential or an unknown key is refused, naming it."""
         refuse_credentials(data, where=cls.where(), error=cls.config_error)
         assert dataclasses.is_dataclass(cls)
@@ -73,7 +74,7 @@ class LakeApplicationConfig:
         return cls._typed(values)
 
     @classmethod
-    def _typed(cls, values: dict[str, Any]) -> Self:
+    def _typed(cls, values: JsonObject) -> Self:
         """The configuration of ``values`` (JSON values; a subclass turns its own into typed ones)."""
         return cls(**values)
 

@@ -50,6 +50,7 @@ from airflow_mysql_cdc.engine.lake.delta_layout import (
 )
 from airflow_mysql_cdc.engine.mysql.types import to_arrow_array
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
+from airflow_mysql_cdc.engine.values.json_values import JsonObject
 
 ACTION_COLUMN = "_cdc_action"
 EXISTED_COLUMN = "_cdc_existed"
@@ -333,7 +334,7 @@ def changelog_rows(table: ChangeTable, schema: pa.Schema) -> pa.Table:
 # --- shipping a change table from a range reader (Spark task) to the driver ----------------------
 
 
-def change_tables_to_ipc(tables: Mapping[str, ChangeTable]) -> list[tuple[dict[str, Any], bytes]]:
+def change_tables_to_ipc(tables: Mapping[str, ChangeTable]) -> list[tuple[JsonObject, bytes]]:
     """Each table as (shape JSON and extra rows, Arrow IPC stream bytes, LZ4-compressed)."""
     shipped = []
     for table in tables.values():
@@ -346,7 +347,7 @@ def change_tables_to_ipc(tables: Mapping[str, ChangeTable]) -> list[tuple[dict[s
     return shipped
 
 
-def change_tables_from_ipc(shipped: Sequence[tuple[dict[str, Any], bytes]]) -> dict[str, ChangeTable]:
+def change_tables_from_ipc(shipped: Sequence[tuple[JsonObject, bytes]]) -> dict[str, ChangeTable]:
     tables = {}
     for header, payload in shipped:
         shape = TableShape.from_json(header["shape"])

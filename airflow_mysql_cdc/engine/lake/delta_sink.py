@@ -66,6 +66,7 @@ from airflow_mysql_cdc.engine.lake.table_stops import mark_stopped, reasons_to_s
 from airflow_mysql_cdc.engine.lake.table_writes import TargetMerge, append_changes
 from airflow_mysql_cdc.engine.mysql.schema import TableRef
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
+from airflow_mysql_cdc.engine.values.json_values import JsonObject
 
 log = logging.getLogger(__name__)
 
@@ -101,7 +102,7 @@ class DeltaSink:
         self._state_store = self.lake.pipeline_store(state_path, pipeline_id)
         self._lease: Lease | None = None
         self._handles = TableHandles(self.layout, self.app_id, storage_options)
-        self.merge_metrics: deque[dict[str, Any]] = deque(maxlen=1000)  # delta-rs's, latest MERGEs
+        self.merge_metrics: deque[JsonObject] = deque(maxlen=1000)  # delta-rs's, latest MERGEs
         self.check_merges = True  # each MERGE against its batch's events; off only to measure the check
         self._stopped: set[str] = set()  # tables this sink stopped: it never writes them again
         self.stopped_at_open: list[TableEvolution] = []  # the Sink contract's

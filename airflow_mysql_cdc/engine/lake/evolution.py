@@ -30,6 +30,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
+from airflow_mysql_cdc.engine.values.json_values import JsonObject
+
 if TYPE_CHECKING:  # Arrow and the type mapping load only where columns are added, never at DAG parse
     import pyarrow as pa
 
@@ -126,7 +128,7 @@ class TableEvolution:
         """This evolution recorded at the transaction ``gtid`` (the DDL's, or the statement's)."""
         return replace(self, gtid=gtid)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "gtid": self.gtid,
             "table": self.table,
@@ -138,7 +140,7 @@ class TableEvolution:
         }
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> TableEvolution:
+    def from_json(cls, data: JsonObject) -> TableEvolution:
         """A report read from a result (:meth:`to_json`); an unknown action raises ``ValueError``."""
         return cls(
             table=str(data["table"]),

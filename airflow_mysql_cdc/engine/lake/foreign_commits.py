@@ -45,6 +45,7 @@ import deltalake
 from deltalake import DeltaTable
 
 from airflow_mysql_cdc.engine.errors import ConfigurationError, LakeMismatchError
+from airflow_mysql_cdc.engine.values.json_values import JsonObject
 
 DATA_NEUTRAL_OPERATIONS: frozenset[str] = frozenset(
     {"OPTIMIZE", "VACUUM START", "VACUUM END", "REORG", "SET TBLPROPERTIES", "UNSET TBLPROPERTIES"}
@@ -111,7 +112,7 @@ def rearranged_only(commits: Iterable[ForeignCommit]) -> bool:
     return all(commit.neutral for commit in commits)
 
 
-def _numbered(history: list[dict[str, Any]], version: int, current: int) -> list[ForeignCommit]:
+def _numbered(history: list[JsonObject], version: int, current: int) -> list[ForeignCommit]:
     """The history's entries by version, trusted only with exactly one entry per version."""
     versions = range(version + 1, current + 1)
     if len(history) != len(versions):

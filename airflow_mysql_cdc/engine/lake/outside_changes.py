@@ -44,12 +44,13 @@ from __future__ import annotations
 import datetime
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from deltalake import DeltaTable
 
 from airflow_mysql_cdc.engine.lake.foreign_commits import DATA_NEUTRAL_OPERATIONS
 from airflow_mysql_cdc.engine.lake.state.own_commits import last_own_version
+from airflow_mysql_cdc.engine.values.json_values import JsonObject
 
 _HISTORY_ATTEMPTS = 3
 T = TypeVar("T")
@@ -172,7 +173,7 @@ def judge(table: DeltaTable, role: str, checked: int | None) -> Finding | Vouche
     return HistoryCleanedUp(role, since, table.version(), None)
 
 
-def _numbered(history: list[dict[str, Any]], since: int, current: int) -> list[OutsideCommit] | None:
+def _numbered(history: list[JsonObject], since: int, current: int) -> list[OutsideCommit] | None:
     """The commits ``since + 1`` to ``current``, oldest first; None unless each has its entry."""
     versions = range(since + 1, current + 1)
     if len(history) != len(versions):

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass
-from typing import Any
 
 from deltalake import DeltaTable
 
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
+from airflow_mysql_cdc.engine.values.json_values import JsonObject
 
 PAUSE_PROPERTY = "airflow_mysql_cdc.paused"
 
@@ -50,11 +50,11 @@ class PauseMark:
     def describe(self) -> str:
         return f"{self.table} is paused at {self.position or '(empty)'} (run {self.run_id}, {self.paused_at})"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return asdict(self)
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> PauseMark:
+    def from_json(cls, data: JsonObject) -> PauseMark:
         return cls(**{key: str(data.get(key, "")) for key in cls.__dataclass_fields__})
 
 

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
 
 from airflow_mysql_cdc.engine.mysql.schema import Column, TableMetadata, TableRef, read_table_metadata
 from airflow_mysql_cdc.engine.mysql.types import ColumnType
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
+from airflow_mysql_cdc.engine.values.json_values import JsonObject
 
 _DATA_TYPE = re.compile(r"[a-z]+")
 
@@ -43,7 +43,7 @@ class TableDefinition:
         """This definition less the columns ``names`` (dropped since it was read)."""
         return TableDefinition(tuple(c for c in self.columns if c.name not in names), self.key)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "columns": [column.to_json() for column in self.column_types],
             "key": list(self.key),
@@ -53,7 +53,7 @@ class TableDefinition:
         }
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> TableDefinition:
+    def from_json(cls, data: JsonObject) -> TableDefinition:
         """The definition a snapshot recorded; ``ValueError`` if the record does not read back exactly."""
         types = [ColumnType.from_json(column) for column in data["columns"]]
         declared = data.get("declared") or []

@@ -62,6 +62,7 @@ from typing import Any
 
 from airflow_mysql_cdc.engine.mysql.schema import quote_identifier
 from airflow_mysql_cdc.engine.mysql.types import ColumnType
+from airflow_mysql_cdc.engine.values.json_values import RowValues
 
 SNAPSHOT_SESSION_STATEMENTS = ("SET time_zone = '+00:00'",)
 """Run these on a snapshot (SELECT) connection so TIMESTAMP values arrive in UTC."""
@@ -216,10 +217,10 @@ def select_list(columns: Sequence[ColumnType]) -> str:
     return ", ".join(expressions)
 
 
-def normalise_select_row(columns: Sequence[ColumnType], row: Sequence[Any]) -> dict[str, Any]:
+def normalise_select_row(columns: Sequence[ColumnType], row: Sequence[Any]) -> RowValues:
     """A SELECT row (in column order) as a dict of canonical values."""
     normalisers = [select_normaliser(column) for column in columns]
-    result: dict[str, Any] = {}
+    result: RowValues = {}
     for column, normaliser, value in zip(columns, normalisers, row, strict=True):
         result[column.name] = value if value is None or normaliser is None else normaliser(value)
     return result

@@ -12,7 +12,8 @@ import importlib.util
 import platform
 import socket
 import sys
-from typing import Any
+
+from airflow_mysql_cdc.engine.values.json_values import JsonObject
 
 EXECUTOR_REQUIREMENTS: tuple[str, ...] = (
     "airflow_mysql_cdc",
@@ -25,7 +26,7 @@ EXECUTOR_REQUIREMENTS: tuple[str, ...] = (
 pyarrow, PyMySQL, mysql-replication and zstandard; never Airflow or deltalake (the driver writes)."""
 
 
-def probe(modules: tuple[str, ...]) -> dict[str, Any]:
+def probe(modules: tuple[str, ...]) -> JsonObject:
     """This Python's host, interpreter and the ``modules`` it cannot import."""
     missing = []
     for module in modules:

@@ -62,6 +62,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from airflow_mysql_cdc.engine.errors import CdcError
+from airflow_mysql_cdc.engine.values.json_values import JsonObject
 
 log = logging.getLogger("airflow_mysql_cdc.spark")
 
@@ -75,7 +76,7 @@ class SecretsReference:
 
     name: str
 
-    def read(self) -> dict[str, Any]:
+    def read(self) -> JsonObject:
         """The secrets, where the task runs: the broadcast its bound function brought along."""
         shared = _SHARED.get(self.name)
         if shared is None:
@@ -90,7 +91,7 @@ class ExecutorSecretsError(CdcError):
     """A task found no secrets under its reference (the engine ran it without binding them)."""
 
 
-_SHARED: dict[str, Any] = {}
+_SHARED: JsonObject = {}
 """On an executor's Python worker: secrets' name -> the broadcast (anything with ``.value``)."""
 
 
@@ -113,7 +114,7 @@ class ExecutorSecrets:
         self.context = context
         self._published: dict[str, tuple[SecretsReference, Any]] = {}
 
-    def publish(self, secrets: dict[str, Any]) -> SecretsReference:
+    def publish(self, secrets: JsonObject) -> SecretsReference:
         """The reference tasks carry to read ``secrets`` (the same secrets are published once)."""
         key = json.dumps(secrets, sort_keys=True)
         known = self._published.get(key)

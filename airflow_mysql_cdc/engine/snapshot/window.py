@@ -60,6 +60,7 @@ from airflow_mysql_cdc.engine.snapshot.chunks import Chunk, range_predicate
 from airflow_mysql_cdc.engine.snapshot.key_order import KeyOrder
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
+from airflow_mysql_cdc.engine.values.json_values import RowValues
 
 log = logging.getLogger(__name__)
 
@@ -190,13 +191,13 @@ def _reconcile(
     """Replay ``H - L`` onto the chunk rows, in binlog order, keeping changes to the chunk's keys."""
     name = str(snapshot.table)
     # every key a change inside the chunk touched: its row at H, or None if it is absent then
-    rows_at_high: dict[tuple[Any, ...], dict[str, Any] | None] = {}
+    rows_at_high: dict[tuple[Any, ...], RowValues | None] = {}
     reader = BinlogReader(endpoint.with_database(None), tables=[name], server_id=reader_server_id)
     for transaction in reader.read(snapshot.low_watermark, UntilGtidSet(snapshot.high_watermark)):
         changes = [c for c in transaction.changes if c.shape.qualified_name == name]
         if not changes:
             continue
-        keyed: list[tuple[tuple[Any, ...], dict[str, Any] | None]] = []
+        keyed: list[tuple[tuple[Any, ...], RowValues | None]] = []
         for change in changes:
             if change.op is not Op.INSERT and change.before is not None:
                 keyed.append((tuple(change.before[c] for c in key), None))
@@ -215,7 +216,7 @@ def replace_rows(
     rows: pa.Table,
     columns: Sequence[ColumnType],
     key: Sequence[str],
-    rows_at_high: dict[tuple[Any, ...], dict[str, Any] | None],
+    rows_at_high: dict[tuple[Any, ...], RowValues | None],
 ) -> pa.Table:
     """``rows`` without the keys of ``rows_at_high``, plus its rows that are not None.
 

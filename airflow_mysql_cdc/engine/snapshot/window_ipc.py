@@ -13,7 +13,6 @@ one reader); the IPC stream of the same chunk is written and read in a few milli
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import pyarrow as pa
 
@@ -22,6 +21,7 @@ from airflow_mysql_cdc.engine.snapshot.chunks import Chunk
 from airflow_mysql_cdc.engine.snapshot.key_codec import decode_key, encode_key
 from airflow_mysql_cdc.engine.snapshot.window import ChunkSnapshot
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
+from airflow_mysql_cdc.engine.values.json_values import JsonObject
 
 WINDOW_METADATA = b"airflow_mysql_cdc.window"
 _WRITE_OPTIONS = pa.ipc.IpcWriteOptions(compression="lz4")
@@ -32,7 +32,7 @@ for 3 ms of compression in the task (measured on Spark local[2])."""
 
 def encode_window(window: ChunkSnapshot) -> bytes:
     """The window as an Arrow IPC stream, its description in the schema metadata."""
-    description: dict[str, Any] = {
+    description: JsonObject = {
         "table": [window.table.schema, window.table.table],
         "chunk": {
             "index": window.chunk.index,

@@ -18,6 +18,8 @@ Reading order:
 - ``headroom``: how long until the binlog a checkpoint needs may be purged, and the one rule that
   judges it against the schedule (``tests/unit/test_binlog_headroom.py``); ``staleness``: a checkpoint
   that has not advanced while the server has (``tests/unit/test_stale_position.py``).
+- ``json_values``: ``JsonObject`` and ``RowValues``, the names of the two untyped dicts left: a value
+  at a JSON edge (XCom, a result file, an event, a ``to_dict``) and one row image of the source.
 
 Invariant: this folder imports nothing of the engine but :mod:`..errors`; it opens no connection
 except :meth:`MySqlEndpoint.connect`.

@@ -23,6 +23,7 @@ from typing import Any
 
 from airflow_mysql_cdc.engine.errors import CdcError
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
+from airflow_mysql_cdc.engine.values.json_values import JsonObject
 
 FORMAT = "airflow-mysql-cdc/checkpoint"
 VERSION = 4
@@ -57,24 +58,24 @@ class CheckpointRecord:
     segment_start: str | None
     segment_end: str | None
     run_id: str
-    tables: dict[str, dict[str, Any]] = field(default_factory=dict)
+    tables: dict[str, JsonObject] = field(default_factory=dict)
     """Per table: ``snapshot_id`` (or ""), ``rows_applied`` (the run's changes, counted in the lake),
     and from version 4 ``rows_by_op``, ``commit_dates``, ``lake_versions`` and ``snapshotted``
     (:mod:`airflow_mysql_cdc.runs.record_facts` says what each means)."""
-    sink: dict[str, Any] = field(default_factory=dict)
+    sink: JsonObject = field(default_factory=dict)
     """The lake's pipeline state after the run: ``applied_gtids``, ``epoch``."""
     already_applied: bool = False
     """True when the lake had this segment before the run started (a retry or cleared run)."""
     previous_run_id: str | None = None
     """The run whose record this one continues (its ``end_gtids`` is this one's ``start_gtids``);
     None for a pipeline's first record."""
-    actions: list[dict[str, Any]] = field(default_factory=list)
+    actions: list[JsonObject] = field(default_factory=list)
     """What an operator asked of this run through its conf (re-snapshot, pause, resume, rebase), as
     :meth:`airflow_mysql_cdc.runs.actions.RunActions.to_record` lists it: the audit trail."""
     published_at: str | None = None
     """When the record was made (ISO 8601, UTC; None before version 4): the next run's bound for the
     lake files that can hold its changes (:mod:`airflow_mysql_cdc.engine.lake.run_changes`)."""
-    pushed: dict[str, Any] = field(default_factory=dict)
+    pushed: JsonObject = field(default_factory=dict)
     """What the run pushed to XCom besides this record, by key (the replicate task's ``plan``,
     ``snapshot``, ``applied``, ``reloads``). Clearing a task deletes its XComs, and a re-run of the
     interval applies nothing: it pushes these again from here, so the run's story (which tables it
@@ -85,7 +86,7 @@ class CheckpointRecord:
     def end(self) -> GtidSet:
         return GtidSet.parse(self.end_gtids)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {"format": FORMAT, "version": VERSION, **asdict(self)}
 
     @classmethod

@@ -31,9 +31,10 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Literal
 
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
+from airflow_mysql_cdc.engine.values.json_values import JsonObject
 
 Platform = Literal["mysql", "rds", "aurora", "cloud_sql"]
 HOUR_S = 3600
@@ -73,7 +74,7 @@ class BinlogRetention:
             )
         return f"SET PERSIST binlog_expire_logs_seconds = {seconds};"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {
             "platform": self.platform,
             "seconds": self.seconds,
@@ -162,7 +163,7 @@ class HeadroomAssessment:
     message: str
     to_change: str = ""
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         reading = self.reading
         return {
             "level": self.level.value,

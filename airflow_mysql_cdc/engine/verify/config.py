@@ -8,11 +8,12 @@ operator, at DAG parse) and again when the application reads it, naming the key.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from airflow_mysql_cdc.engine.errors import ConfigurationError
 from airflow_mysql_cdc.engine.lake.application_config import LakeApplicationConfig
 from airflow_mysql_cdc.engine.lake.storage import check_storage_options
+from airflow_mysql_cdc.engine.values.json_values import JsonObject
 from airflow_mysql_cdc.engine.verify.settings import VerifySettings
 
 
@@ -41,5 +42,5 @@ class VerifyConfig(LakeApplicationConfig):
         check_storage_options(self.storage_options, where=self.where())
 
     @classmethod
-    def _typed(cls, values: dict[str, Any]) -> VerifyConfig:
+    def _typed(cls, values: JsonObject) -> VerifyConfig:
         return cls(**(values | {"settings": VerifySettings.from_dict(values.get("settings") or {})}))

@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 from airflow_mysql_cdc.engine.snapshot.chunks import Chunk
 from airflow_mysql_cdc.engine.snapshot.key_codec import decode_key, encode_key
+from airflow_mysql_cdc.engine.values.json_values import JsonObject
 
 Why = Literal["differed", "left_out"]
 
@@ -41,7 +42,7 @@ class PendingChunk:
         what = "differed" if self.why == "differed" else "had keys left out"
         return f"({_bound(self.lower)}, {_bound(self.upper)}] {what} at {self.position}"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "lower": encode_key(self.lower),
             "upper": encode_key(self.upper),
@@ -50,7 +51,7 @@ class PendingChunk:
         }
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> PendingChunk:
+    def from_json(cls, data: JsonObject) -> PendingChunk:
         why = data["why"]
         if why not in ("differed", "left_out"):
             raise ValueError(f"a pending chunk's why must be differed or left_out, not {why!r}")

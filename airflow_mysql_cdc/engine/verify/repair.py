@@ -24,7 +24,6 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable
@@ -151,7 +150,7 @@ def remove_live_rows(
 
 def _merge_source(upserts: pa.Table, deletes: Sequence[Key], key: Sequence[str], at_us: int) -> pa.Table:
     count = len(deletes)
-    columns: dict[str, Any] = {}
+    columns: dict[str, pa.Array] = {}
     for field in upserts.schema:
         if field.name in key:
             position = list(key).index(field.name)

@@ -25,6 +25,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from airflow_mysql_cdc.engine.values.json_values import JsonObject
+
 Status = Literal["clean", "mismatch", "repaired", "inconclusive", "skipped"]
 NOT_COMPARED = ("inconclusive", "skipped")
 LOW_COVERAGE = 0.9
@@ -71,11 +73,11 @@ class TableReport:
     """Chunks an earlier verification left to check again, checked first by this one."""
     pending: int = 0
     """Chunks this verification leaves to the next one (a difference not repaired, keys left out)."""
-    examples: list[dict[str, Any]] = field(default_factory=list)
+    examples: list[JsonObject] = field(default_factory=list)
     chunks: list[ChunkReport] = field(default_factory=list)
-    repair: dict[str, Any] | None = None
+    repair: JsonObject | None = None
     """What a repair wrote (upserted, deleted, target version) and what re-verifying it found."""
-    cursor: dict[str, Any] | None = None
+    cursor: JsonObject | None = None
     """A sampled table: where its next verification starts."""
 
     @property
@@ -98,7 +100,7 @@ class TableReport:
     def low_coverage(self) -> bool:
         return self.compared and self.coverage < LOW_COVERAGE
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return asdict(self) | {"coverage": self.coverage, "low_coverage": self.low_coverage}
 
     @classmethod
@@ -166,7 +168,7 @@ class VerifyReport:
             data.get("seconds", 0.0),
         )
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {
             "pipeline_id": self.pipeline_id,
             "mode": self.mode,

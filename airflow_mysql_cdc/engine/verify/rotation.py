@@ -19,6 +19,7 @@ from typing import Any
 
 from airflow_mysql_cdc.engine.snapshot.chunks import Chunk
 from airflow_mysql_cdc.engine.snapshot.key_codec import decode_key, encode_key
+from airflow_mysql_cdc.engine.values.json_values import JsonObject
 
 
 @dataclass(frozen=True)
@@ -39,11 +40,11 @@ class SampleCursor:
             return SampleCursor(None, self.passes + 1)
         return SampleCursor(last_upper, self.passes)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"after": encode_key(self.after), "passes": self.passes}
 
     @classmethod
-    def from_json(cls, data: dict[str, Any] | None) -> SampleCursor:
+    def from_json(cls, data: JsonObject | None) -> SampleCursor:
         if not data:
             return cls()
         return cls(decode_key(data.get("after")), int(data.get("passes", 0)))

@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any, Literal, get_args
 
 from airflow_mysql_cdc.engine.errors import ConfigurationError
+from airflow_mysql_cdc.engine.values.json_values import JsonObject
 
 VerifyMode = Literal["off", "sample", "full"]
 MODES: tuple[VerifyMode, ...] = get_args(VerifyMode)
@@ -81,11 +82,11 @@ class VerifySettings:
     def enabled(self) -> bool:
         return self.mode != "off"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> VerifySettings:
+    def from_dict(cls, data: JsonObject) -> VerifySettings:
         known = {field.name for field in fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:

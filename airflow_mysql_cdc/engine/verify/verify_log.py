@@ -16,13 +16,13 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, write_deltalake
 from deltalake.exceptions import TableNotFoundError
 
 from airflow_mysql_cdc.engine.lake.layout import OWN_TABLE_PROPERTIES
+from airflow_mysql_cdc.engine.values.json_values import JsonObject
 from airflow_mysql_cdc.engine.verify.pending import PendingChunk
 from airflow_mysql_cdc.engine.verify.rotation import SampleCursor
 
@@ -51,7 +51,7 @@ class VerifyRecord:
     verified_at_us: int
     mode: str
     status: str
-    summary: dict[str, Any]
+    summary: JsonObject
     pending: tuple[PendingChunk, ...] = ()
     """Chunks the next verification checks again first (:mod:`.pending`)."""
 

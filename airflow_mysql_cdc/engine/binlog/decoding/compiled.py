@@ -39,8 +39,9 @@ from airflow_mysql_cdc.engine.binlog.decoding.packed_decimal import decimal_size
 from airflow_mysql_cdc.engine.errors import CdcError
 from airflow_mysql_cdc.engine.mysql.normalise import binlog_normaliser, canonical_json
 from airflow_mysql_cdc.engine.mysql.types import ColumnType
+from airflow_mysql_cdc.engine.values.json_values import RowValues
 
-ImageReader = Callable[[bytes, int], tuple[dict[str, Any], tuple[Any, ...], int]]
+ImageReader = Callable[[bytes, int], tuple[RowValues, tuple[Any, ...], int]]
 """``(buffer, offset) -> (values by column name, primary key, offset after the image)``."""
 
 _EPOCH = datetime.datetime(1970, 1, 1)

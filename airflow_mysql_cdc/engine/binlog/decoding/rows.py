@@ -47,6 +47,7 @@ from airflow_mysql_cdc.engine.binlog.internals import unread_row_images
 from airflow_mysql_cdc.engine.mysql.normalise import Normaliser, binlog_normaliser
 from airflow_mysql_cdc.engine.mysql.types import ColumnType
 from airflow_mysql_cdc.engine.runtime.gc_pause import CollectorPaused
+from airflow_mysql_cdc.engine.values.json_values import RowValues
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +86,7 @@ class _TableDecoding:
                 log.info("rows of %s are decoded by mysql-replication: %s", self.shape.qualified_name, reason)
 
 
-def _key_getter(primary_key: tuple[str, ...]) -> Callable[[dict[str, Any]], tuple[Any, ...]]:
+def _key_getter(primary_key: tuple[str, ...]) -> Callable[[RowValues], tuple[Any, ...]]:
     if not primary_key:
         return lambda values: ()
     if len(primary_key) == 1:
@@ -256,14 +257,14 @@ def _row_changes(decoding: _TableDecoding, event: RowsEvent) -> list[RowChange]:
     return changes
 
 
-def _empty_sets(values: dict[str, Any], none_sources: dict[str, str], set_columns: tuple[str, ...]) -> None:
+def _empty_sets(values: RowValues, none_sources: dict[str, str], set_columns: tuple[str, ...]) -> None:
     """The library reports an empty SET as None; only its none_sources tell it from NULL."""
     for name in set_columns:
         if values[name] is None and none_sources.get(name) == NONE_SOURCE.EMPTY_SET:
             values[name] = ""
 
 
-def _refuse_json_diffs(shape: TableShape, after: dict[str, Any], none_sources: dict[str, str]) -> None:
+def _refuse_json_diffs(shape: TableShape, after: RowValues, none_sources: dict[str, str]) -> None:
     for name, value in after.items():
         # The library returns one JsonDiff (and reads only the first diff of a column).
         is_diff = isinstance(value, JsonDiff) or (

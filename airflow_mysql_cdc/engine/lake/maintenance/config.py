@@ -8,12 +8,13 @@ operator, at DAG parse) and again when the application reads it, naming the key.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from airflow_mysql_cdc.engine.errors import ConfigurationError
 from airflow_mysql_cdc.engine.lake.application_config import LakeApplicationConfig
 from airflow_mysql_cdc.engine.lake.maintenance.policy import MaintenancePolicy
 from airflow_mysql_cdc.engine.lake.storage import check_storage_options
+from airflow_mysql_cdc.engine.values.json_values import JsonObject
 
 
 class MaintenanceConfigError(ConfigurationError, ValueError):
@@ -42,5 +43,5 @@ class MaintenanceConfig(LakeApplicationConfig):
         check_storage_options(self.storage_options, where=self.where())
 
     @classmethod
-    def _typed(cls, values: dict[str, Any]) -> MaintenanceConfig:
+    def _typed(cls, values: JsonObject) -> MaintenanceConfig:
         return cls(**(values | {"policy": MaintenancePolicy.from_dict(values.get("policy"))}))

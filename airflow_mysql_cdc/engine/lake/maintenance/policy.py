@@ -8,9 +8,9 @@ once, naming the key, never halfway through a maintenance run.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields, replace
-from typing import Any
 
 from airflow_mysql_cdc.engine.errors import ConfigurationError
+from airflow_mysql_cdc.engine.values.json_values import JsonObject
 
 MIB = 1024 * 1024
 
@@ -79,11 +79,11 @@ class MaintenancePolicy:
             mib *= 2
         return replace(self, target_file_mb=min(mib, self.target_file_mb))
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any] | None) -> MaintenancePolicy:
+    def from_dict(cls, data: JsonObject | None) -> MaintenancePolicy:
         data = dict(data or {})
         known = {item.name for item in fields(cls)}
         unknown = sorted(set(data) - known)

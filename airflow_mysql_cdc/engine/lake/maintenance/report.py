@@ -9,7 +9,8 @@ import here, so the operator reads it without loading either.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+
+from airflow_mysql_cdc.engine.values.json_values import JsonObject
 
 
 @dataclass
@@ -27,11 +28,11 @@ class TableReport:
     actions: list[str] = field(default_factory=list)
     vacuumed_files: int = 0
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> TableReport:
+    def from_dict(cls, data: JsonObject) -> TableReport:
         return cls(**data)
 
     def describe(self) -> str:
@@ -62,7 +63,7 @@ class MaintenanceReport:
     def files_after(self) -> int:
         return sum(table.files_after for table in self.tables)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {
             "pipeline_id": self.pipeline_id,
             "started_at_us": self.started_at_us,
@@ -77,7 +78,7 @@ class MaintenanceReport:
         }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> MaintenanceReport:
+    def from_dict(cls, data: JsonObject) -> MaintenanceReport:
         """The report of an application's result (its totals are recomputed from the tables)."""
         return cls(
             data["pipeline_id"],
