@@ -119,7 +119,7 @@ def merge_cost(
         base = workdir / f"base-{size}-{key}"
         snapshot = snapshot_table(endpoint, base, name, chunk_size=100_000)
         start = _executed(endpoint)
-        run_apply(_config(base, (name,), GtidSet.parse(snapshot.stream_start), start), endpoint)
+        run_apply(_config(base, (name,), snapshot.stream_start, start), endpoint)
         report = maintain_lake(LakeState(base, "life"), (name,), MAINTAINED, force=True)
         target = next(t for t in report.tables if t.role == "target")
         print(
@@ -247,9 +247,7 @@ def catch_up_waves(endpoint: MySqlEndpoint, workdir: Path, backlog: int, runs: i
         _fill(endpoint, table, 20_000)
     base = workdir / "waves"
     names = tuple(f"{SCHEMA}.{table}" for table in tables)
-    starts = [
-        GtidSet.parse(snapshot_table(endpoint, base, name, chunk_size=50_000).stream_start) for name in names
-    ]
+    starts = [snapshot_table(endpoint, base, name, chunk_size=50_000).stream_start for name in names]
     start = starts[0]
     for other in starts[1:]:
         start &= other

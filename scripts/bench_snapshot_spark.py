@@ -24,7 +24,7 @@ from types import ModuleType
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 
-from airflow_mysql_cdc.engine.entrypoints.snapshot_to_delta import SnapshotConfig  # noqa: E402
+from airflow_mysql_cdc.engine.snapshot.config import SnapshotConfig  # noqa: E402
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint  # noqa: E402
 from tests.support.spark_cluster import SparkStandaloneCluster  # noqa: E402
 

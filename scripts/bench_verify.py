@@ -24,7 +24,6 @@ from airflow_mysql_cdc.engine.apply.single_reader import run_apply  # noqa: E402
 from airflow_mysql_cdc.engine.lake.state.store import LakeState  # noqa: E402
 from airflow_mysql_cdc.engine.snapshot.runner import snapshot_table  # noqa: E402
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint  # noqa: E402
-from airflow_mysql_cdc.engine.values.gtid import GtidSet  # noqa: E402
 from airflow_mysql_cdc.engine.verify.run import verify_lake  # noqa: E402
 from airflow_mysql_cdc.engine.verify.settings import VerifySettings  # noqa: E402
 from tests.support.lake import ConcurrentWriter  # noqa: E402
@@ -56,7 +55,7 @@ def main() -> None:
     snapshot = snapshot_table(source, lake, table, chunk_size=50_000)
     run_apply(
         ApplyConfig(pipeline_id="bench", lake_root=str(lake), tables=(table,),
-                    start_gtids=GtidSet.parse(snapshot.stream_start), mode="until_caught_up"),
+                    start_gtids=snapshot.stream_start, mode="until_caught_up"),
         source,
     )  # fmt: skip
     for _ in range(args.repeat):

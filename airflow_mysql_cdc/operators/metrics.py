@@ -13,11 +13,11 @@ tests/integration/test_binlog_apply_operator.py (a StatsD listener on loopback r
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from airflow_mysql_cdc.engine.apply.config import ApplyResult
 from airflow_mysql_cdc.engine.lake.maintenance.report import MaintenanceReport
+from airflow_mysql_cdc.engine.snapshot.result import SnapshotResult
 from airflow_mysql_cdc.engine.verify.report import VerifyReport
 from airflow_mysql_cdc.hooks.metrics import emit
 
@@ -45,16 +45,15 @@ def emit_apply(result: ApplyResult, tables: Sequence[str]) -> None:
     emit("mysql_cdc.binlog.bytes_read", result.binlog_bytes_read, pipeline=pipeline)
 
 
-def emit_snapshot(result: Mapping[str, Any]) -> None:
-    """The snapshot application's figures (its result file), per table."""
-    for table in result.get("tables", ()):
-        name = str(table["table"])
-        emit("mysql_cdc.snapshot.rows", table["rows"], table=name)
-        duration = float(table.get("duration_s") or 0.0)
-        if duration > 0:
-            emit("mysql_cdc.snapshot.rows_per_second", table["rows"] / duration, table=name)
-        emit("mysql_cdc.snapshot.chunks_run", table["chunks_run"], table=name)
-        emit("mysql_cdc.snapshot.chunks_total", table["chunks_total"], table=name)
+def emit_snapshot(result: SnapshotResult) -> None:
+    """The snapshot application's figures (:class:`SnapshotResult`), per table."""
+    for table in result.tables:
+        name = table.table
+        emit("mysql_cdc.snapshot.rows", table.rows, table=name)
+        if table.rows_per_second is not None:
+            emit("mysql_cdc.snapshot.rows_per_second", table.rows_per_second, table=name)
+        emit("mysql_cdc.snapshot.chunks_run", table.chunks_run, table=name)
+        emit("mysql_cdc.snapshot.chunks_total", table.chunks_total, table=name)
 
 
 def emit_maintenance(report: MaintenanceReport) -> None:

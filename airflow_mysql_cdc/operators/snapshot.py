@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec
 
 from airflow_mysql_cdc.engine.lake.storage import check_storage_options
 from airflow_mysql_cdc.engine.runtime.progress import PROGRESS_INTERVAL_S, check_progress_interval
+from airflow_mysql_cdc.engine.snapshot.config import SnapshotConfig
+from airflow_mysql_cdc.engine.snapshot.result import SnapshotResult
 from airflow_mysql_cdc.hooks.lake_storage import LakeStorageHook
 from airflow_mysql_cdc.hooks.mysql_cdc import MySqlCdcHook
 from airflow_mysql_cdc.operators import metrics
@@ -18,6 +20,7 @@ from airflow_mysql_cdc.operators.spark_application import ApplicationSecrets, Sp
 
 APPLICATION = str(Path(__file__).resolve().parents[1] / "engine" / "entrypoints" / "snapshot_to_delta.py")
 """The snapshot application's entry point, found without importing it (it imports Spark and Delta)."""
+P = ParamSpec("P")
 
 
 class MySqlCdcSnapshotOperator(OpenLineageMixin, SparkApplicationOperator):
@@ -78,7 +81,7 @@ class MySqlCdcSnapshotOperator(OpenLineageMixin, SparkApplicationOperator):
         self.progress_interval_s = progress_interval_s
 
     def execute(self, context: Any) -> dict[str, Any]:
-        result = snapshot_tables(
+        result = run_snapshot(
             self,
             tables=tuple(str(ref) for ref in parse_table_list(self.tables)) if self.tables else (),
             lake_root=self.lake_root,
@@ -92,9 +95,8 @@ class MySqlCdcSnapshotOperator(OpenLineageMixin, SparkApplicationOperator):
         )
         planned = self.planned_lineage()
         if planned is not None:
-            rows = {str(table["table"]): int(table["rows"]) for table in result["tables"]}
-            self.lineage = planned.done(rows)
-        return result
+            self.lineage = planned.done({table.table: table.rows for table in result.tables})
+        return result.to_dict()
 
     def planned_lineage(self) -> TaskLineage | None:
         """The MySQL tables read, their target tables written (a snapshot writes no changelog)."""
@@ -111,7 +113,7 @@ def snapshot_application_name(lake_root: str) -> str:
     return f"mysql-cdc-snapshot-{hashlib.sha256(lake_root.encode()).hexdigest()[:10]}"
 
 
-def snapshot_tables(
+def run_snapshot(
     runner: SparkApplicationOperator,
     *,
     tables: tuple[str, ...],
@@ -123,13 +125,12 @@ def snapshot_tables(
     base_server_id: int | None,
     mysql_cdc_conn_id: str,
     progress_interval_s: float = PROGRESS_INTERVAL_S,
-) -> dict[str, Any]:
-    """Run the snapshot application for ``tables`` under ``runner`` (the operator whose task this is)."""
-    from airflow_mysql_cdc.engine.entrypoints.snapshot_to_delta import SnapshotConfig  # Spark, Delta: lazily
-
+) -> SnapshotResult:
+    """Run the snapshot application for ``tables`` under ``runner`` (the operator whose task this is)
+    and read its typed result (:mod:`~airflow_mysql_cdc.engine.snapshot.result`)."""
     if not tables:
         runner.log.info("No table needs a snapshot in this run")
-        return {"tables": [], "stream_start": "", "consistent_point": ""}
+        return SnapshotResult()
     mysql_hook, lake_hook = MySqlCdcHook(mysql_cdc_conn_id), LakeStorageHook(lake_conn_id)
     endpoint = mysql_hook.get_endpoint()
     base_id = base_server_id
@@ -146,24 +147,26 @@ def snapshot_tables(
         progress_interval_s=progress_interval_s,
     )
     runner.log.info("Snapshotting %s from %s into %s", ", ".join(config.tables), endpoint, config.lake_root)
-    result = runner.run_application(
-        APPLICATION,
-        name=snapshot_application_name(lake_root),
-        config_json=config.to_json(),
-        secrets=ApplicationSecrets.of(endpoint, secret_options),
+    result = SnapshotResult.from_dict(
+        runner.run_application(
+            APPLICATION,
+            name=snapshot_application_name(lake_root),
+            config_json=config.to_json(),
+            secrets=ApplicationSecrets.of(endpoint, secret_options),
+        )
     )
-    for table in result["tables"]:
+    for table in result.tables:
         runner.log.info(
             "%s: %d rows in %d chunk(s) (%d run now%s); stream from %s; exact from %s on",
-            table["table"], table["rows"], table["chunks_total"], table["chunks_run"],
-            ", resumed" if table["resumed"] else "", table["stream_start"] or "(empty)",
-            table["consistent_point"] or "(empty)",
+            table.table, table.rows, table.chunks_total, table.chunks_run,
+            ", resumed" if table.resumed else "", table.stream_start or "(empty)",
+            table.consistent_point or "(empty)",
         )  # fmt: skip
     runner.log.info(
         "The binlog application streams from %s and does not end before %s (the snapshot's "
         "consistent point), even if the run's interval ends earlier",
-        result["stream_start"] or "(empty)",
-        result["consistent_point"] or "(empty)",
+        result.stream_start or "(empty)",
+        result.consistent_point or "(empty)",
     )
     metrics.emit_snapshot(result)
     mysql_hook.report_tables_read(endpoint, config.tables)
@@ -171,3 +174,15 @@ def snapshot_tables(
         table.location for table in lake_tables(lake_root, config.tables, changelog=False)
     )
     return result
+
+
+def _in_json(run: Callable[P, SnapshotResult]) -> Callable[P, dict[str, Any]]:
+    def in_json(*args: P.args, **kwargs: P.kwargs) -> dict[str, Any]:
+        return run(*args, **kwargs).to_dict()
+
+    return in_json
+
+
+snapshot_tables = _in_json(run_snapshot)
+""":func:`run_snapshot` (same arguments) with its result in JSON form: the XCom ``snapshot`` a
+replication run pushes and its segment reads (:mod:`airflow_mysql_cdc.runs.segment`)."""

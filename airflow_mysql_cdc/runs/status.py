@@ -54,13 +54,27 @@ class DeltaTableFigures:
 
 
 @dataclass(frozen=True)
+class SnapshotStatus:
+    """A table's latest snapshot as the status shows it (its JSON keys are the command's output)."""
+
+    id: str
+    chunks_done: int
+    chunks_total: int
+    complete: bool
+
+    def describe(self) -> str:
+        state = "complete" if self.complete else "unfinished (the next snapshot resumes it)"
+        return f"{self.id}, {self.chunks_done}/{self.chunks_total} chunk(s), {state}"
+
+
+@dataclass(frozen=True)
 class TableStatus:
     table: str
     member: bool
     member_snapshot_id: str | None
     """The snapshot the table joined the stream with ("" without one); None when not a member."""
-    snapshot: dict[str, Any] | None
-    """The latest snapshot: ``id``, ``chunks_done``, ``chunks_total``, ``complete`` (None: never taken)."""
+    snapshot: SnapshotStatus | None
+    """The latest snapshot (None: never taken)."""
     paused: dict[str, Any] | None
     departed: dict[str, Any] | None
     """The departure mark while it keeps the table out of the pipeline (None: no mark holds)."""
@@ -159,12 +173,7 @@ def _table_status(
         member_snapshot_id=members.get(name),
         snapshot=None
         if progress is None
-        else {
-            "id": progress.snapshot_id,
-            "chunks_done": len(progress.done),
-            "chunks_total": len(progress.plan),
-            "complete": progress.complete,
-        },
+        else SnapshotStatus(progress.snapshot_id, len(progress.done), len(progress.plan), progress.complete),
         paused=asdict(paused) if paused is not None else None,
         departed=departed.to_json() if departed is not None and holds else None,
         snapshotted_again_after=departed.to_json() if departed is not None and not holds else None,
@@ -207,7 +216,7 @@ def format_status(status: PipelineStatus) -> str:
     lines.append("Tables:")
     for table in status.tables:
         lines.append(f"  {table.table}: {_standing(table)}")
-        lines.append(f"    snapshot: {_snapshot(table.snapshot)}")
+        lines.append(f"    snapshot: {table.snapshot.describe() if table.snapshot is not None else 'none'}")
         for kind, figures in (("target", table.target), ("changelog", table.changelog)):
             shown = (
                 "none" if figures.version is None else f"version {figures.version}, {figures.files} file(s)"
@@ -239,15 +248,8 @@ def _standing(table: TableStatus) -> str:
 def _stopped(table: TableStatus) -> bool:
     """Its lake copy was found wrong and no snapshot replaced it since (``Departure.holds_for``)."""
     departed = table.departed
-    latest = table.snapshot["id"] if table.snapshot is not None else ""
+    latest = table.snapshot.id if table.snapshot is not None else ""
     return departed is not None and departed["action"] == "stop" and departed.get("snapshot_id", "") == latest
-
-
-def _snapshot(snapshot: dict[str, Any] | None) -> str:
-    if snapshot is None:
-        return "none"
-    state = "complete" if snapshot["complete"] else "unfinished (the next snapshot resumes it)"
-    return f"{snapshot['id']}, {snapshot['chunks_done']}/{snapshot['chunks_total']} chunk(s), {state}"
 
 
 def _pairs(values: Mapping[str, Any]) -> str:

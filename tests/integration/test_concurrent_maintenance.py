@@ -65,9 +65,7 @@ def test_a_run_applying_while_another_process_compacts_the_same_tables_stays_exa
     caplog.set_level("INFO", logger="airflow_mysql_cdc.engine.lake.table_handles")
     database = mysql_database.database
     seed(mysql_database, "orders", 300)
-    start = GtidSet.parse(
-        snapshot_table(mysql_database, tmp_path, f"{database}.orders", chunk_size=30).stream_start
-    )
+    start = snapshot_table(mysql_database, tmp_path, f"{database}.orders", chunk_size=30).stream_start
     position = _apply(mysql_database, tmp_path, f"{database}.orders", start).end_gtids  # tables exist
     target, changelog = tmp_path / database / "orders", tmp_path / "_changelog" / database / "orders"
     compactor = subprocess.Popen(

@@ -60,11 +60,11 @@ def test_a_version_0_1_lake_moves_its_snapshot_records_on_the_first_run_and_surv
             snapshots = [
                 runner.snapshot_table(mysql_database, tmp_path, name, chunk_size=30) for name in tables
             ]
-    start = GtidSet.parse(snapshots[0].stream_start) & GtidSet.parse(snapshots[1].stream_start)
+    start = snapshots[0].stream_start & snapshots[1].stream_start
     lake = LakeState(tmp_path, "old")
     for ref in map(TableRef.parse, tables):  # what 0.1 left: records in the targets' history only
         assert lake.snapshot_log(ref).rows() == []
-        assert [record["id"] for record in lake.snapshot_records(ref)][-1] in {
+        assert [record.snapshot_id for record in lake.snapshot_records(ref)][-1] in {
             s.snapshot_id for s in snapshots
         }
 
@@ -74,7 +74,7 @@ def test_a_version_0_1_lake_moves_its_snapshot_records_on_the_first_run_and_surv
     for ref, snapshot in zip(map(TableRef.parse, tables), snapshots, strict=True):
         moved = lake.snapshot_log(ref).rows()
         assert moved and all(row.migrated for row in moved)
-        assert lake.snapshot_records(ref)[-1]["id"] == snapshot.snapshot_id
+        assert lake.snapshot_records(ref)[-1].snapshot_id == snapshot.snapshot_id
     members = lake.pipeline().members
 
     maintain_like_another_writer(tmp_path)

@@ -75,7 +75,7 @@ def test_snapshot_during_writes_then_streaming_equals_the_source(
         assert writer.error is None
     assert all(result.chunks_total > 5 for result in results)
     # Streaming starts from the earliest low watermark of all chunks of all tables.
-    start = GtidSet.parse(results[0].stream_start) & GtidSet.parse(results[1].stream_start)
+    start = results[0].stream_start & results[1].stream_start
     _stream(mysql_database, tmp_path, (f"{database}.orders", f"{database}.payments"), start)
     for table in ("orders", "payments"):
         assert_lake_equals_source(mysql_database, tmp_path, database, table)
@@ -223,7 +223,7 @@ def test_float_heavy_table_snapshot_then_streamed_changes_equal_the_source_bit_f
         cursor.executemany(MEASUREMENTS_INSERT, [tuple(row.values()) for row in added])
         expected |= _exact_floats(added)
         connection.commit()
-    _stream(mysql_database, tmp_path, (table,), GtidSet.parse(result.stream_start))
+    _stream(mysql_database, tmp_path, (table,), result.stream_start)
 
     assert_lake_equals_source(mysql_database, tmp_path, database, "measurements")
     assert _exact_floats(lake_table(tmp_path, database, "measurements").to_pylist()) == expected

@@ -66,10 +66,7 @@ def _pipeline(endpoint: MySqlEndpoint, lake: Path) -> tuple[str, str, GtidSet]:
     _seed(endpoint, "orders", 120)
     _seed(endpoint, "payments", 60)
     orders, payments = f"{database}.orders", f"{database}.payments"
-    starts = [
-        GtidSet.parse(snapshot_table(endpoint, lake, t, chunk_size=50).stream_start)
-        for t in (orders, payments)
-    ]
+    starts = [snapshot_table(endpoint, lake, t, chunk_size=50).stream_start for t in (orders, payments)]
     position = _apply(endpoint, lake, (orders, payments), starts[0] | starts[1], "stop").end_gtids
     return orders, payments, position
 

@@ -56,7 +56,7 @@ def test_table_snapshotted_after_the_checkpoint_joins_without_catch_up(
     _seed(mysql_database, "payments", 200)
     first = snapshot_table(mysql_database, tmp_path, orders, chunk_size=50)
     writers = writing(mysql_database, 2.5, 0, "orders", "payments")
-    checkpoint = _stream(mysql_database, tmp_path, (orders,), GtidSet.parse(first.stream_start)).end_gtids
+    checkpoint = _stream(mysql_database, tmp_path, (orders,), first.stream_start).end_gtids
     # The new table's snapshot is taken after the pipeline's position, with writers running.
     snapshot_table(mysql_database, tmp_path, payments, chunk_size=40)
     finish(writers)
@@ -80,13 +80,13 @@ def test_table_snapshotted_before_the_pipeline_position_is_caught_up_before_join
     # The snapshot of the new table is taken while the pipeline keeps streaming past it.
     added = snapshot_table(mysql_database, tmp_path, payments, chunk_size=40)
     finish(writers)
-    position = _stream(mysql_database, tmp_path, (orders,), GtidSet.parse(first.stream_start)).end_gtids
-    assert not position.issubset(GtidSet.parse(added.stream_start))
+    position = _stream(mysql_database, tmp_path, (orders,), first.stream_start).end_gtids
+    assert not position.issubset(added.stream_start)
     writers = writing(mysql_database, 1.5, 0, "orders", "payments")
     result = _stream(mysql_database, tmp_path, (orders, payments), position)
     finish(writers)
     # The catch-up stopped exactly at the pipeline's position; the main stream went on from there.
-    assert result.caught_up == {payments: position | GtidSet.parse(added.stream_start)}
+    assert result.caught_up == {payments: position | added.stream_start}
     assert result.resumed_from == position
     _stream(mysql_database, tmp_path, (orders, payments), result.end_gtids)
     assert scalar(mysql_database, "SELECT COUNT(*) FROM payments") > 0
@@ -103,7 +103,7 @@ def test_table_without_a_snapshot_cannot_join_a_running_pipeline(
     _seed(mysql_database, "orders", 20)
     _seed(mysql_database, "payments", 20)
     first = snapshot_table(mysql_database, tmp_path, orders, chunk_size=50)
-    position = _stream(mysql_database, tmp_path, (orders,), GtidSet.parse(first.stream_start)).end_gtids
+    position = _stream(mysql_database, tmp_path, (orders,), first.stream_start).end_gtids
     with pytest.raises(TableAdmissionError) as failure:
         _stream(mysql_database, tmp_path, (orders, payments), position)
     message = str(failure.value)
@@ -126,7 +126,7 @@ def test_an_interrupted_catch_up_resumes_where_it_stopped(
     first = snapshot_table(mysql_database, tmp_path, orders, chunk_size=50)
     added = snapshot_table(mysql_database, tmp_path, payments, chunk_size=50)
     finish(writing(mysql_database, 3, 0, "orders", "payments"))
-    position = _stream(mysql_database, tmp_path, (orders,), GtidSet.parse(first.stream_start)).end_gtids
+    position = _stream(mysql_database, tmp_path, (orders,), first.stream_start).end_gtids
     join_state = PipelineStateStore(
         LakeLayout(tmp_path).join_state(database, "payments", added.snapshot_id),
         join_pipeline_id("main", TableRef.parse(payments), added.snapshot_id),
@@ -155,7 +155,7 @@ def test_an_interrupted_catch_up_resumes_where_it_stopped(
     stopped_at = join_state.read()
     assert stopped_at is not None and not position.issubset(stopped_at.applied_gtids)
     result = _stream(mysql_database, tmp_path, (orders, payments), position)
-    assert result.caught_up == {payments: position | GtidSet.parse(added.stream_start)}
+    assert result.caught_up == {payments: position | added.stream_start}
     for table in ("orders", "payments"):
         assert_lake_equals_source(mysql_database, tmp_path, database, table)
         _assert_changelog_has_no_duplicates(tmp_path, database, table)

@@ -57,7 +57,7 @@ def _exact_lake(
         execute(endpoint, f"INSERT INTO orders VALUES {values}")
     table = f"{endpoint.database}.orders"
     snapshot = snapshot_table(endpoint, lake, table, chunk_size=40)
-    return table, _stream(endpoint, lake, (table,), GtidSet.parse(snapshot.stream_start))
+    return table, _stream(endpoint, lake, (table,), snapshot.stream_start)
 
 
 def _verify(endpoint: MySqlEndpoint, lake: Path, table: str, **settings) -> VerifyReport:

@@ -51,7 +51,7 @@ class LegacySnapshotWriter(lake_commits.DeltaSnapshotWriter):
         snapshot_id = uuid.uuid4().hex
         record: dict[str, Any] = {
             "id": snapshot_id, "phase": "start", "key": list(key),
-            "plan": [lake_commits._chunk_json(chunk) for chunk in plan],
+            "plan": [lake_commits.chunk_bounds(chunk).to_json() for chunk in plan],
         }  # fmt: skip
         if definition is not None:
             record["definition"] = definition.to_json()
@@ -77,7 +77,8 @@ class LegacySnapshotWriter(lake_commits.DeltaSnapshotWriter):
         data[DELETED_COLUMN] = pa.array([False] * count, pa.bool_())
         data[DELETED_AT_COLUMN] = pa.nulls(count, pa.timestamp("us", tz="UTC"))
         record = {
-            "id": progress.snapshot_id, "phase": "chunk", "chunk": lake_commits._chunk_json(window.chunk),
+            "id": progress.snapshot_id, "phase": "chunk",
+            "chunk": lake_commits.chunk_bounds(window.chunk).to_json(),
             "low": str(window.low_watermark), "high": str(window.high_watermark), "rows": count,
         }  # fmt: skip
         table = self._table()

@@ -9,7 +9,6 @@ import pytest
 
 from airflow_mysql_cdc.engine.apply.config import ApplyConfig
 from airflow_mysql_cdc.engine.entrypoints import binlog_to_delta, snapshot_to_delta
-from airflow_mysql_cdc.engine.entrypoints.snapshot_to_delta import SnapshotConfig
 from airflow_mysql_cdc.engine.errors import ExitCode
 from airflow_mysql_cdc.engine.lake.storage import (
     LAKE_STORAGE_OPTIONS_VARIABLE,
@@ -18,6 +17,7 @@ from airflow_mysql_cdc.engine.lake.storage import (
     secret_storage_options_from_environment,
     secret_storage_options_to_environment,
 )
+from airflow_mysql_cdc.engine.snapshot.config import SnapshotConfig
 from airflow_mysql_cdc.pipeline.config import PipelineConfig, PipelineConfigError
 
 SECRET = "sEcReT-value-for-the-leak-check"

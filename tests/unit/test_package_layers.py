@@ -38,9 +38,12 @@ LAKE_CONFIGURATION = {
     f"{PACKAGE}.engine.lake.maintenance.policy",
     f"{PACKAGE}.engine.lake.maintenance.config",
     f"{PACKAGE}.engine.lake.maintenance.report",
+    f"{PACKAGE}.engine.snapshot.config",
+    f"{PACKAGE}.engine.snapshot.result",
 }
-"""Storage options, the layout, and the maintenance application's contract (its policy, configuration
-and report) are configuration and results, not reads of the lake; none imports Delta or Arrow."""
+"""Storage options, the layout, and the maintenance and snapshot applications' contracts (their
+configurations and results) are configuration and results, not reads of the lake; none imports
+Delta or Arrow (test_application_contracts checks it in a fresh interpreter)."""
 
 
 def _is_type_checking_block(node: ast.AST) -> bool:

@@ -34,7 +34,7 @@ def test_the_snapshot_and_the_apply_report_every_30_seconds_by_default() -> None
 
 def test_the_applications_take_the_configured_interval_and_refuse_one_that_never_moves_on(tmp_path) -> None:
     from airflow_mysql_cdc.engine.apply.config import ApplyConfigError
-    from airflow_mysql_cdc.engine.entrypoints.snapshot_to_delta import SnapshotConfig
+    from airflow_mysql_cdc.engine.snapshot.config import SnapshotConfig
 
     snapshot = SnapshotConfig(lake_root="/lake", tables=("s.t",), progress_interval_s=5.0)
     (tmp_path / "config.json").write_text(snapshot.to_json())

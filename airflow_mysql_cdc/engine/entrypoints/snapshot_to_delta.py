@@ -17,15 +17,13 @@ error (including a missing table or one without a usable key); 1 other.
 
 from __future__ import annotations
 
-import json
 import logging
 import resource
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, replace
 from functools import partial
 from itertools import islice
-from pathlib import Path
 from typing import Any
 
 from airflow_mysql_cdc.engine.entrypoints.common import (
@@ -36,15 +34,11 @@ from airflow_mysql_cdc.engine.entrypoints.common import (
     run_to_result_file,
 )
 from airflow_mysql_cdc.engine.errors import ExitCode
-from airflow_mysql_cdc.engine.lake.storage import (
-    check_storage_options,
-    merged_storage_options,
-    refuse_credentials,
-)
 from airflow_mysql_cdc.engine.runtime.executor_probe import EXECUTOR_REQUIREMENTS
 from airflow_mysql_cdc.engine.runtime.executor_secrets import ExecutorSecrets
-from airflow_mysql_cdc.engine.runtime.progress import PROGRESS_INTERVAL_S, check_progress_interval
 from airflow_mysql_cdc.engine.runtime.spark_tasks import SparkTasks
+from airflow_mysql_cdc.engine.snapshot.config import SnapshotConfig
+from airflow_mysql_cdc.engine.snapshot.result import SnapshotResult
 from airflow_mysql_cdc.engine.snapshot.runner import snapshot_table
 from airflow_mysql_cdc.engine.snapshot.window_task import (
     WindowOutcome,
@@ -56,48 +50,8 @@ from airflow_mysql_cdc.engine.snapshot.window_task import (
     window_outcome_bytes,
 )
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
-from airflow_mysql_cdc.engine.values.gtid import GtidSet
 
 log = logging.getLogger("airflow_mysql_cdc.snapshot")
-
-
-@dataclass(frozen=True)
-class SnapshotConfig:
-    lake_root: str
-    tables: tuple[str, ...]
-    chunk_size: int = 50_000
-    restart: bool = False
-    base_server_id: int | None = None
-    storage_options: dict[str, str] = field(default_factory=dict)
-    """Public delta-rs storage options of the lake (endpoint, region); never credentials."""
-    secret_storage_options: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
-    """Credentials of the lake, from the environment at the application's start: never serialised."""
-    executor_writes: bool = True
-    """False: windows hand their rows to the driver, which writes them (benchmarks compare the two;
-    lakes on stores executors do not write to, such as gs://, always do)."""
-    progress_interval_s: float = PROGRESS_INTERVAL_S
-    """How often each table's snapshot logs a progress line (chunks done/total, rows/s, ETA)."""
-
-    def __post_init__(self) -> None:
-        check_storage_options(self.storage_options, where="the snapshot application's configuration")
-        check_progress_interval(self.progress_interval_s, ValueError)
-
-    def lake_storage_options(self) -> dict[str, str] | None:
-        """What delta-rs gets to reach the lake: public and secret options (None: its defaults)."""
-        return merged_storage_options(self.storage_options, self.secret_storage_options)
-
-    def to_json(self) -> str:
-        public = {key: value for key, value in asdict(self).items() if key != "secret_storage_options"}
-        return json.dumps(public, indent=2)
-
-    @classmethod
-    def from_file(cls, path: Path) -> SnapshotConfig:
-        data = json.loads(path.read_text())
-        refuse_credentials(data, where="the snapshot application's configuration")
-        data["tables"] = tuple(data.get("tables") or ())
-        if not data["tables"]:
-            raise ValueError("tables is empty: name at least one schema.table")
-        return cls(**data)
 
 
 def spark_runner(app_name: str) -> tuple[WindowRunner, ExecutorSecrets, Transfer]:
@@ -166,8 +120,8 @@ def run_windows_on_spark(
                 future.cancel()
 
 
-def run(config: SnapshotConfig, endpoint: MySqlEndpoint, runner: WindowRunner) -> dict[str, Any]:
-    results = [
+def run(config: SnapshotConfig, endpoint: MySqlEndpoint, runner: WindowRunner) -> SnapshotResult:
+    return SnapshotResult.of_tables(
         snapshot_table(
             endpoint,
             config.lake_root,
@@ -181,19 +135,7 @@ def run(config: SnapshotConfig, endpoint: MySqlEndpoint, runner: WindowRunner) -
             progress_interval_s=config.progress_interval_s,
         )
         for table in config.tables
-    ]
-    starts = [GtidSet.parse(result.stream_start) for result in results]
-    stream_start = starts[0]
-    for start in starts[1:]:
-        stream_start &= start
-    consistent = GtidSet()
-    for result in results:
-        consistent |= GtidSet.parse(result.consistent_point)
-    return {
-        "tables": [r.to_dict() for r in results],
-        "stream_start": str(stream_start),
-        "consistent_point": str(consistent),
-    }
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -206,7 +148,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return configuration
     config, endpoint = configuration
     if args.no_spark:
-        return run_to_result_file(lambda: run(config, endpoint, run_sequentially), args.result_file)
+        return run_to_result_file(lambda: run(config, endpoint, run_sequentially).to_dict(), args.result_file)
 
     def on_spark() -> dict[str, Any]:
         # Inside the result's error handling: an executor check that fails (a missing module, a
@@ -216,15 +158,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             result = run(config, endpoint, runner)
         finally:
             secrets.withdraw()
-        result["bytes_to_driver"] = transfer.bytes_to_driver
         # Peak resident memory of this driver process (Linux reports KiB), for capacity planning.
-        result["driver_peak_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        peak_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        result = replace(result, bytes_to_driver=transfer.bytes_to_driver, driver_peak_rss_bytes=peak_rss)
         log.info(
             "snapshot: %d window(s) sent %d bytes to the driver (%d per window); driver peak RSS %d MiB",
             transfer.windows, transfer.bytes_to_driver, transfer.bytes_to_driver // max(1, transfer.windows),
-            result["driver_peak_rss_bytes"] >> 20,
+            peak_rss >> 20,
         )  # fmt: skip
-        return result
+        return result.to_dict()
 
     return run_to_result_file(on_spark, args.result_file)
 

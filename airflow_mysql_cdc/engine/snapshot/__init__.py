@@ -14,6 +14,8 @@ Reading order:
 6. ``lake_commits``: a snapshot's rows and progress committed together into the table's own Delta
    history, so a killed snapshot resumes at its next unfinished chunk.
 7. ``change_filter``: the stream after a snapshot drops the changes a chunk already reflects.
+8. ``config`` and ``result``: the snapshot application's contract, what its operator writes and reads
+   back (they import no Delta, Arrow or Spark, so the operator loads neither).
 
 Invariant: chunk i holds the table's rows of its key range as of its high watermark H_i; streaming
 from any position then applies to a row of chunk i only the transactions not in H_i, so each table is

@@ -20,7 +20,6 @@ import json
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, write_deltalake
@@ -40,6 +39,12 @@ from airflow_mysql_cdc.engine.lake.foreign_commits import check_writable
 from airflow_mysql_cdc.engine.lake.layout import LakeRoot
 from airflow_mysql_cdc.engine.lake.state.own_commits import own_commit
 from airflow_mysql_cdc.engine.lake.state.snapshot_log import SNAPSHOT_APP_ID, snapshot_transaction
+from airflow_mysql_cdc.engine.lake.state.snapshot_records import (
+    ChunkBounds,
+    ChunkDone,
+    SnapshotRecord,
+    SnapshotStart,
+)
 from airflow_mysql_cdc.engine.lake.state.store import LakeState
 from airflow_mysql_cdc.engine.mysql.definition import TableDefinition
 from airflow_mysql_cdc.engine.mysql.schema import TableRef
@@ -129,12 +134,13 @@ def _created_with(schema: pa.Schema, key: Sequence[str]) -> dict[str, str]:
     return {name: value for name, value in table_properties(schema, key).items() if name != ROW_KEY_PROPERTY}
 
 
-def _chunk_json(chunk: Chunk) -> dict[str, Any]:
-    return {"index": chunk.index, "lower": encode_key(chunk.lower), "upper": encode_key(chunk.upper)}
+def chunk_bounds(chunk: Chunk) -> ChunkBounds:
+    """How a chunk's bounds are recorded: exact JSON of its keys (:mod:`.key_codec`)."""
+    return ChunkBounds(chunk.index, encode_key(chunk.lower), encode_key(chunk.upper))
 
 
-def _chunk_from_json(data: dict[str, Any]) -> Chunk:
-    return Chunk(data["index"], decode_key(data["lower"]), decode_key(data["upper"]))
+def _chunk(bounds: ChunkBounds) -> Chunk:
+    return Chunk(bounds.index, decode_key(bounds.lower), decode_key(bounds.upper))
 
 
 def read_snapshot_progress(lake: LakeState, ref: TableRef) -> SnapshotProgress | None:
@@ -142,25 +148,23 @@ def read_snapshot_progress(lake: LakeState, ref: TableRef) -> SnapshotProgress |
     return progress_from_records(lake.snapshot_records(ref))
 
 
-def progress_from_records(records: list[dict[str, Any]]) -> SnapshotProgress | None:
+def progress_from_records(records: Sequence[SnapshotRecord]) -> SnapshotProgress | None:
     """The latest snapshot's plan and finished chunks from its records (newest first, start last)."""
-    starts = [record for record in records if record["phase"] == "start"]
-    if not starts:
+    start = next((record for record in records if isinstance(record, SnapshotStart)), None)
+    if start is None:
         return None
-    start = starts[0]
     progress = SnapshotProgress(
-        snapshot_id=start["id"],
-        key=tuple(start["key"]),
-        plan=[_chunk_from_json(item) for item in start["plan"]],
-        definition=TableDefinition.from_json(start["definition"]) if "definition" in start else None,
+        snapshot_id=start.snapshot_id,
+        key=start.key,
+        plan=[_chunk(bounds) for bounds in start.plan],
+        definition=start.table_definition(),
     )
     for done in records:
-        if done["phase"] != "chunk" or done["id"] != progress.snapshot_id:
+        if not isinstance(done, ChunkDone) or done.snapshot_id != progress.snapshot_id:
             continue
-        chunk = _chunk_from_json(done["chunk"])
+        chunk = _chunk(done.chunk)
         progress.done.setdefault(
-            chunk.index,
-            DoneChunk(chunk, GtidSet.parse(done["low"]), GtidSet.parse(done["high"]), done["rows"]),
+            chunk.index, DoneChunk(chunk, done.low_watermark, done.high_watermark, done.rows)
         )
     return progress
 
@@ -222,14 +226,12 @@ class DeltaSnapshotWriter:
     ) -> SnapshotProgress:
         """Empty the table (create it if needed), record the plan and the definition read: one commit."""
         snapshot_id = uuid.uuid4().hex
-        record: dict[str, Any] = {
-            "id": snapshot_id,
-            "phase": "start",
-            "key": list(key),
-            "plan": [_chunk_json(c) for c in plan],
-        }
-        if definition is not None:
-            record["definition"] = definition.to_json()
+        record = SnapshotStart(
+            snapshot_id,
+            tuple(key),
+            tuple(chunk_bounds(chunk) for chunk in plan),
+            definition.to_json() if definition is not None else None,
+        )
         schema = target_schema(self.columns)
         empty = schema.empty_table()
         table = self._table()
@@ -319,25 +321,18 @@ class DeltaSnapshotWriter:
     @staticmethod
     def _chunk_record(
         progress: SnapshotProgress, chunk: Chunk, low: GtidSet, high: GtidSet, rows: int
-    ) -> dict[str, Any]:
-        return {
-            "id": progress.snapshot_id,
-            "phase": "chunk",
-            "chunk": _chunk_json(chunk),
-            "low": str(low),
-            "high": str(high),
-            "rows": rows,
-        }
+    ) -> ChunkDone:
+        return ChunkDone(progress.snapshot_id, chunk_bounds(chunk), low, high, rows)
 
     @staticmethod
     def _done(progress: SnapshotProgress, chunk: Chunk, low: GtidSet, high: GtidSet, rows: int) -> None:
         progress.done[chunk.index] = DoneChunk(chunk, low, high, rows)
 
     @staticmethod
-    def _properties(record: dict[str, Any], link: int) -> CommitProperties:
+    def _properties(record: SnapshotStart | ChunkDone, link: int) -> CommitProperties:
         return CommitProperties(
             custom_metadata={
-                SNAPSHOT_COMMIT_METADATA: json.dumps({"id": record["id"], "phase": record["phase"]})
+                SNAPSHOT_COMMIT_METADATA: json.dumps({"id": record.snapshot_id, "phase": record.phase})
             },
             app_transactions=[snapshot_transaction(link)],
             max_commit_retries=0,

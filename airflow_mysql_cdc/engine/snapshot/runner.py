@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import asdict, dataclass, replace
-from typing import Any
+from dataclasses import replace
 
 from airflow_mysql_cdc.engine.lake.data_files import executor_writes_supported
 from airflow_mysql_cdc.engine.lake.layout import LakeRoot
@@ -21,6 +20,7 @@ from airflow_mysql_cdc.engine.mysql.schema import TableMetadata, TableRef, read_
 from airflow_mysql_cdc.engine.runtime.progress import PROGRESS_INTERVAL_S, Cadence
 from airflow_mysql_cdc.engine.snapshot.chunks import plan_chunks, require_row_key
 from airflow_mysql_cdc.engine.snapshot.lake_commits import DeltaSnapshotWriter, SnapshotProgress
+from airflow_mysql_cdc.engine.snapshot.result import TableSnapshotResult
 from airflow_mysql_cdc.engine.snapshot.table_definition import (
     DefinitionChanged,
     DefinitionUnstableError,
@@ -40,26 +40,6 @@ from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
 log = logging.getLogger("airflow_mysql_cdc.snapshot")
 
 
-@dataclass
-class SnapshotResult:
-    table: str
-    snapshot_id: str
-    resumed: bool
-    chunks_total: int
-    chunks_run: int
-    rows: int
-    stream_start: str
-    """The GTID set streaming must start from for this table (the earliest low watermark)."""
-    consistent_point: str
-    """The table is exact at positions containing this set (its chunks' high watermarks), not before."""
-    duration_s: float
-    restarts: int = 0
-    """How often a DDL on the table restarted its snapshot (:mod:`.table_definition`)."""
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
 def snapshot_table(
     endpoint: MySqlEndpoint,
     lake_root: LakeRoot,
@@ -73,7 +53,7 @@ def snapshot_table(
     max_restarts: int = 3,
     executor_writes: bool = True,
     progress_interval_s: float = PROGRESS_INTERVAL_S,
-) -> SnapshotResult:
+) -> TableSnapshotResult:
     """Snapshot ``table`` into the lake, resuming an unfinished snapshot unless ``restart``.
 
     A finished snapshot is taken again only with ``restart`` (a re-snapshot), which replaces the
@@ -116,7 +96,7 @@ def _snapshot_once(
     started: float,
     executor_writes: bool,
     progress_interval_s: float = PROGRESS_INTERVAL_S,
-) -> SnapshotResult:
+) -> TableSnapshotResult:
     metadata, definition, writer, progress, resumed = _plan_or_resume(
         endpoint, lake_root, ref, chunk_size, restart, storage_options
     )
@@ -147,15 +127,15 @@ def _snapshot_once(
     except Exception:
         check_unchanged(endpoint, ref, definition)  # a window that failed because the table changed
         raise
-    return SnapshotResult(
+    return TableSnapshotResult(
         table=str(ref),
         snapshot_id=progress.snapshot_id,
         resumed=resumed,
         chunks_total=len(progress.plan),
         chunks_run=len(pending),
         rows=rows,
-        stream_start=str(progress.stream_start),
-        consistent_point=str(progress.consistent_point),
+        stream_start=progress.stream_start,
+        consistent_point=progress.consistent_point,
         duration_s=round(time.monotonic() - started, 3),
     )
 

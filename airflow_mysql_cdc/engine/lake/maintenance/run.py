@@ -167,9 +167,9 @@ def _tables(lake: LakeState, tables: Sequence[str]) -> Iterator[MaintainedTable]
 
 def _row_key(lake: LakeState, ref: TableRef) -> list[str] | None:
     """The target's row key: recorded by its snapshot, or by the sink that created it."""
-    records = lake.snapshot_records(ref)
-    if records and records[-1].get("key"):
-        return list(records[-1]["key"])
+    start = lake.latest_snapshot_start(ref)
+    if start is not None and start.key:
+        return list(start.key)
     target = lake.target(ref)
     recorded = target.metadata().configuration.get(ROW_KEY_PROPERTY) if target is not None else None
     return json.loads(recorded) if recorded else None

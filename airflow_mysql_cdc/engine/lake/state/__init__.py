@@ -9,6 +9,8 @@ Reading order:
                       a verification and a maintenance run each hold one.
 - ``table_positions`` a target's or changelog's own applied set: its app transaction and the intents.
 - ``snapshot_log``    snapshot records as rows, tied to the target by an app transaction chain.
+- ``snapshot_records`` the records typed (a start, a finished chunk, the mark of none): their JSON,
+                      the rows' ``record`` column, is what every version wrote.
 - ``own_commits``     the version of the pipeline's last commit that may change a table's rows, named
                       in that commit's own app transaction.
 - ``legacy``          facts a version 0.1 lake kept in commit history, read once to move them.

@@ -19,28 +19,32 @@ history that was already cleaned up cannot be read back: the lake then says so i
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from deltalake import DeltaTable
 
 from airflow_mysql_cdc.engine.lake.delta_layout import COMMIT_METADATA_APPLIED
+from airflow_mysql_cdc.engine.lake.state.snapshot_records import (
+    SnapshotRecord,
+    SnapshotStart,
+    record_from_json,
+)
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 
 SNAPSHOT_METADATA = "airflow_mysql_cdc.snapshot"
 _HISTORY_LIMIT = 100_000
 
 
-def snapshot_records_in_history(table: DeltaTable) -> list[dict[str, Any]]:
+def snapshot_records_in_history(table: DeltaTable) -> list[SnapshotRecord]:
     """The latest snapshot's start and chunk records from the commit metadata, newest first ([]: none)."""
-    records: list[dict[str, Any]] = []
+    records: list[SnapshotRecord] = []
     for commit in table.history(limit=_HISTORY_LIMIT):
         raw = commit.get(SNAPSHOT_METADATA)
         if raw is None:
             continue
-        record = json.loads(raw) if isinstance(raw, str) else raw
+        record = record_from_json(json.loads(raw) if isinstance(raw, str) else raw)
         records.append(record)
-        if record["phase"] == "start":
-            return [item for item in records if item["id"] == record["id"]]
+        if isinstance(record, SnapshotStart):
+            return [item for item in records if item.snapshot_id == record.snapshot_id]
     return []
 
 

@@ -15,7 +15,9 @@ metadata; the snapshot was then unreadable and every later run failed. App trans
 every checkpoint, and these rows are data. Guarded by
 ``tests/integration/test_lake_state_durability.py``.
 
-Rows of older snapshots are no longer reachable; maintenance deletes them (:func:`SnapshotLog.prune`).
+A row's ``record`` column holds the record's JSON (:mod:`.snapshot_records`, which types it); the
+rest of the row says where it sits. Rows of older snapshots are no longer reachable; maintenance
+deletes them (:func:`SnapshotLog.prune`).
 Records moved from a lake written before this log existed (:mod:`.legacy`) are marked ``migrated``
 and trusted while the target carries no snapshot app transaction yet.
 """
@@ -25,9 +27,8 @@ from __future__ import annotations
 import json
 import secrets
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
@@ -35,11 +36,15 @@ from deltalake.exceptions import TableNotFoundError
 
 from airflow_mysql_cdc.engine.errors import LakeMismatchError
 from airflow_mysql_cdc.engine.lake.layout import OWN_TABLE_PROPERTIES
+from airflow_mysql_cdc.engine.lake.state.snapshot_records import (
+    NoSnapshot,
+    SnapshotRecord,
+    SnapshotStart,
+    record_from_json,
+)
 
 SNAPSHOT_APP_ID = "airflow_mysql_cdc:snapshot"
 """The app transaction of a target table's snapshot commits; its version is the newest record's link."""
-NO_SNAPSHOT = "none"
-"""Phase of the one migrated row that says: the legacy history held no snapshot of this table."""
 
 _SCHEMA = pa.schema(
     [
@@ -68,18 +73,18 @@ def snapshot_transaction(link: int) -> Transaction:
 
 
 @dataclass(frozen=True)
-class SnapshotRecord:
-    """One row of the log: the record's JSON (``phase`` start or chunk) and where it sits."""
+class SnapshotLogRow:
+    """One row of the log: its record (a start, a chunk, or the mark of none) and where it sits."""
 
     link: int
     previous: int | None
-    record: dict[str, Any]
+    record: SnapshotRecord
     written_at_us: int
     migrated: bool = False
 
     @property
     def phase(self) -> str:
-        return str(self.record.get("phase", NO_SNAPSHOT))
+        return self.record.phase
 
 
 class SnapshotLog:
@@ -90,19 +95,23 @@ class SnapshotLog:
         self.target_uri = target_uri
         self.storage_options = dict(storage_options) if storage_options else None
 
-    def rows(self) -> list[SnapshotRecord]:
+    def rows(self) -> list[SnapshotLogRow]:
         try:
             table = DeltaTable(self.path, storage_options=self.storage_options)
         except TableNotFoundError:
             return []
         return [
-            SnapshotRecord(
-                row["link"], row["previous"], json.loads(row["record"]), row["written_at_us"], row["migrated"]
+            SnapshotLogRow(
+                row["link"],
+                row["previous"],
+                record_from_json(json.loads(row["record"])),
+                row["written_at_us"],
+                row["migrated"],
             )
             for row in table.to_pyarrow_table().to_pylist()
         ]
 
-    def committed(self, target_link: int | None) -> list[dict[str, Any]] | None:
+    def committed(self, target_link: int | None) -> list[SnapshotRecord] | None:
         """The latest snapshot's committed records, newest first; [] when the table has none.
 
         ``target_link`` is the target's :data:`SNAPSHOT_APP_ID` transaction version (None: it has
@@ -112,7 +121,7 @@ class SnapshotLog:
         chain = self._chain(self.rows(), target_link)
         return None if chain is None else [row.record for row in chain]
 
-    def _chain(self, rows: list[SnapshotRecord], target_link: int | None) -> list[SnapshotRecord] | None:
+    def _chain(self, rows: list[SnapshotLogRow], target_link: int | None) -> list[SnapshotLogRow] | None:
         if target_link is not None:
             by_link = {row.link: row for row in rows}
             head = by_link.get(target_link)
@@ -123,11 +132,11 @@ class SnapshotLog:
             if not migrated:
                 return None
             head = max(migrated, key=lambda row: row.written_at_us)
-            if head.phase == NO_SNAPSHOT:
+            if isinstance(head.record, NoSnapshot):
                 return []
             by_link = {row.link: row for row in migrated}
         chain = [head]
-        while chain[-1].phase != "start":
+        while not isinstance(chain[-1].record, SnapshotStart):
             previous = chain[-1].previous
             if previous is None or previous not in by_link:
                 raise self._missing(previous)
@@ -138,34 +147,34 @@ class SnapshotLog:
         """The link the next record continues: the target's, else the newest migrated row's."""
         if target_link is not None:
             return target_link
-        migrated = [row for row in self.rows() if row.migrated and row.phase != NO_SNAPSHOT]
+        migrated = [row for row in self.rows() if row.migrated and not isinstance(row.record, NoSnapshot)]
         return max(migrated, key=lambda row: row.written_at_us).link if migrated else None
 
-    def intend(self, record: dict[str, Any], previous: int | None) -> int:
+    def intend(self, record: SnapshotRecord, previous: int | None) -> int:
         """Append ``record`` before its target commit; returns the link that commit must carry."""
         link = new_link()
-        self._append([SnapshotRecord(link, previous, record, time.time_ns() // 1000)])
+        self._append([SnapshotLogRow(link, previous, record, time.time_ns() // 1000)])
         return link
 
-    def intend_all(self, records: list[dict[str, Any]], previous: int | None) -> int:
+    def intend_all(self, records: Sequence[SnapshotRecord], previous: int | None) -> int:
         """Append ``records`` (oldest first) in one write, each linked to the one before; returns the
         newest one's link, which the one target commit of all of them must carry."""
         now = time.time_ns() // 1000
-        rows: list[SnapshotRecord] = []
+        rows: list[SnapshotLogRow] = []
         for offset, record in enumerate(records):
-            rows.append(SnapshotRecord(new_link(), previous, record, now + offset))
+            rows.append(SnapshotLogRow(new_link(), previous, record, now + offset))
             previous = rows[-1].link
         self._append(rows)
         return rows[-1].link
 
-    def migrate(self, records_newest_first: list[dict[str, Any]]) -> None:
+    def migrate(self, records_newest_first: list[SnapshotRecord]) -> None:
         """Store records read from a legacy commit history (or the mark that it held none)."""
         now = time.time_ns() // 1000
-        oldest_first = list(reversed(records_newest_first)) or [{"phase": NO_SNAPSHOT}]
-        rows: list[SnapshotRecord] = []
+        oldest_first: list[SnapshotRecord] = list(reversed(records_newest_first)) or [NoSnapshot()]
+        rows: list[SnapshotLogRow] = []
         previous: int | None = None
         for offset, record in enumerate(oldest_first):
-            rows.append(SnapshotRecord(new_link(), previous, record, now + offset, migrated=True))
+            rows.append(SnapshotLogRow(new_link(), previous, record, now + offset, migrated=True))
             previous = rows[-1].link
         self._append(rows)
 
@@ -187,14 +196,14 @@ class SnapshotLog:
         metrics = table.delete(f"written_at_us < {start.written_at_us}")
         return int(metrics.get("num_deleted_rows", len(stale)))
 
-    def _append(self, rows: list[SnapshotRecord]) -> None:
+    def _append(self, rows: list[SnapshotLogRow]) -> None:
         data = pa.table(
             {
-                "snapshot_id": [str(row.record.get("id", "")) for row in rows],
+                "snapshot_id": [row.record.snapshot_id for row in rows],
                 "link": [row.link for row in rows],
                 "previous": [row.previous for row in rows],
                 "phase": [row.phase for row in rows],
-                "record": [json.dumps(row.record, sort_keys=True) for row in rows],
+                "record": [json.dumps(row.record.to_json(), sort_keys=True) for row in rows],
                 "written_at_us": [row.written_at_us for row in rows],
                 "migrated": [row.migrated for row in rows],
             },

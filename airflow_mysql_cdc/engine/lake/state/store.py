@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 from deltalake import DeltaTable
 from deltalake.exceptions import TableNotFoundError
@@ -47,6 +46,7 @@ from airflow_mysql_cdc.engine.lake.pauses import PauseMark, pause_of
 from airflow_mysql_cdc.engine.lake.state.legacy import history_complete, snapshot_records_in_history
 from airflow_mysql_cdc.engine.lake.state.pipeline_state import PipelineState, PipelineStateStore
 from airflow_mysql_cdc.engine.lake.state.snapshot_log import SNAPSHOT_APP_ID, SnapshotLog
+from airflow_mysql_cdc.engine.lake.state.snapshot_records import SnapshotRecord, SnapshotStart
 from airflow_mysql_cdc.engine.mysql.schema import TableRef
 
 log = logging.getLogger(__name__)
@@ -110,12 +110,17 @@ class LakeState:
             self.storage_options,
         )
 
+    def latest_snapshot_start(self, ref: TableRef) -> SnapshotStart | None:
+        """The start record of the table's latest snapshot (None when it has none)."""
+        starts = (record for record in self.snapshot_records(ref) if isinstance(record, SnapshotStart))
+        return next(starts, None)
+
     def latest_snapshot_id(self, ref: TableRef) -> str:
         """The id of the table's latest snapshot ("" when it has none)."""
-        starts = (record for record in self.snapshot_records(ref) if record["phase"] == "start")
-        return str(next(starts, {}).get("id", ""))
+        start = self.latest_snapshot_start(ref)
+        return start.snapshot_id if start is not None else ""
 
-    def snapshot_records(self, ref: TableRef, target: DeltaTable | None = None) -> list[dict[str, Any]]:
+    def snapshot_records(self, ref: TableRef, target: DeltaTable | None = None) -> list[SnapshotRecord]:
         """The latest snapshot's committed records, newest first ([]: the table has no snapshot).
 
         A target written before the snapshot log existed and not moved on yet is read from its

@@ -10,6 +10,7 @@ from airflow_mysql_cdc.engine.apply.config import ApplyResult
 from airflow_mysql_cdc.engine.lake.evolution import TableEvolution
 from airflow_mysql_cdc.engine.lake.maintenance.report import MaintenanceReport
 from airflow_mysql_cdc.engine.lake.maintenance.report import TableReport as MaintainedTableReport
+from airflow_mysql_cdc.engine.snapshot.result import SnapshotResult
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from airflow_mysql_cdc.engine.verify.report import TableReport, VerifyReport
 from airflow_mysql_cdc.operators import metrics
@@ -83,12 +84,17 @@ def test_an_idle_application_sets_no_lag(recorder: Recorder) -> None:
 
 def test_snapshot_maintenance_and_verify_figures(recorder: Recorder) -> None:
     metrics.emit_snapshot(
-        {
-            "tables": [
-                {"table": "shop.orders", "rows": 1000, "duration_s": 4.0, "chunks_run": 3, "chunks_total": 5}
-            ]
-        }
-    )
+        SnapshotResult.from_dict(
+            {
+                "tables": [
+                    {
+                        "table": "shop.orders", "snapshot_id": "s1", "resumed": False, "rows": 1000,
+                        "duration_s": 4.0, "chunks_run": 3, "chunks_total": 5,
+                    }
+                ]
+            }
+        )
+    )  # fmt: skip
     orders = MaintainedTableReport(
         "lake/shop/orders", "target", "shop.orders", files_before=9, files_after=1, bytes_after=4096,
         vacuumed_files=8,
