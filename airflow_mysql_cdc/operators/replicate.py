@@ -48,6 +48,7 @@ from airflow_mysql_cdc.engine.apply.config import (
 )
 from airflow_mysql_cdc.engine.lake.storage import check_storage_options
 from airflow_mysql_cdc.engine.runtime.progress import PROGRESS_INTERVAL_S, check_progress_interval
+from airflow_mysql_cdc.engine.snapshot.result import SnapshotResult
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from airflow_mysql_cdc.engine.values.json_values import JsonObject
 from airflow_mysql_cdc.hooks.engine_process import EngineProcess
@@ -64,7 +65,7 @@ from airflow_mysql_cdc.operators.binlog_apply import (
 from airflow_mysql_cdc.operators.lineage import OpenLineageMixin, TaskLineage, lineage_of_record
 from airflow_mysql_cdc.operators.row_reloads import ReloadTarget, reload_rows
 from airflow_mysql_cdc.operators.run_record_link import MySqlCdcRunRecordLink
-from airflow_mysql_cdc.operators.snapshot import snapshot_tables
+from airflow_mysql_cdc.operators.snapshot import run_snapshot
 from airflow_mysql_cdc.operators.spark_application import SparkApplicationOperator
 from airflow_mysql_cdc.operators.table_lists import rendered_table_names, table_names_argument
 from airflow_mysql_cdc.runs import assets, run_counts
@@ -181,7 +182,7 @@ class MySqlCdcReplicateOperator(OpenLineageMixin, SparkApplicationOperator):
         unsettled = self._reload_key_ranges(run)
         plan = run.plan(self._resumability(context), self._absent_tables())
         snapshot = self._snapshot(plan.tables, restart=plan.restart)
-        run.push("snapshot", snapshot)
+        run.push("snapshot", snapshot.to_dict())
         segment = _Segment(plan.segment_start(snapshot), self._segment_end(context, run.position.placement))
         result, earlier = self._apply(self._config_builder(run, plan, segment, unsettled))
         published = run.publish(result, segment.end, earlier)
@@ -294,9 +295,9 @@ class MySqlCdcReplicateOperator(OpenLineageMixin, SparkApplicationOperator):
         if self._engine is not None:
             self._engine.kill()
 
-    def _snapshot(self, tables: Sequence[str], *, restart: bool) -> JsonObject:
+    def _snapshot(self, tables: Sequence[str], *, restart: bool) -> SnapshotResult:
         """Snapshot ``tables`` on Spark (again, from scratch, with ``restart``); the snapshot's result."""
-        return snapshot_tables(
+        return run_snapshot(
             self, tables=tuple(tables), lake_root=self.lake_root, storage_options=self.storage_options,
             lake_conn_id=self.lake_conn_id, chunk_size=self.chunk_size, restart=restart, base_server_id=None,
             mysql_cdc_conn_id=self.mysql_cdc_conn_id, progress_interval_s=self.progress_interval_s,

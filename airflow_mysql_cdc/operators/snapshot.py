@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ParamSpec
 
@@ -155,19 +155,7 @@ def run_snapshot(
             secrets=ApplicationSecrets.of(endpoint, secret_options),
         )
     )
-    for table in result.tables:
-        runner.log.info(
-            "%s: %d rows in %d chunk(s) (%d run now%s); stream from %s; exact from %s on",
-            table.table, table.rows, table.chunks_total, table.chunks_run,
-            ", resumed" if table.resumed else "", table.stream_start or "(empty)",
-            table.consistent_point or "(empty)",
-        )  # fmt: skip
-    runner.log.info(
-        "The binlog application streams from %s and does not end before %s (the snapshot's "
-        "consistent point), even if the run's interval ends earlier",
-        result.stream_start or "(empty)",
-        result.consistent_point or "(empty)",
-    )
+    _log_result(runner.log, result)
     metrics.emit_snapshot(result)
     mysql_hook.report_tables_read(endpoint, config.tables)
     lake_hook.report_tables_written(
@@ -176,13 +164,18 @@ def run_snapshot(
     return result
 
 
-def _in_json(run: Callable[P, SnapshotResult]) -> Callable[P, dict[str, Any]]:
-    def in_json(*args: P.args, **kwargs: P.kwargs) -> dict[str, Any]:
-        return run(*args, **kwargs).to_dict()
-
-    return in_json
-
-
-snapshot_tables = _in_json(run_snapshot)
-""":func:`run_snapshot` (same arguments) with its result in JSON form: the XCom ``snapshot`` a
-replication run pushes and its segment reads (:mod:`airflow_mysql_cdc.runs.segment`)."""
+def _log_result(log: Any, result: SnapshotResult) -> None:
+    """Per table what its snapshot took, and where the stream after it starts and may end."""
+    for table in result.tables:
+        log.info(
+            "%s: %d rows in %d chunk(s) (%d run now%s); stream from %s; exact from %s on",
+            table.table, table.rows, table.chunks_total, table.chunks_run,
+            ", resumed" if table.resumed else "", table.stream_start or "(empty)",
+            table.consistent_point or "(empty)",
+        )  # fmt: skip
+    log.info(
+        "The binlog application streams from %s and does not end before %s (the snapshot's "
+        "consistent point), even if the run's interval ends earlier",
+        result.stream_start or "(empty)",
+        result.consistent_point or "(empty)",
+    )

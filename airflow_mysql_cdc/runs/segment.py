@@ -26,6 +26,7 @@ from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_mysql_cdc.engine.mysql.schema import TableRef
 from airflow_mysql_cdc.engine.mysql.table_standing import TableStanding, judge_table
+from airflow_mysql_cdc.engine.snapshot.result import SnapshotResult
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from airflow_mysql_cdc.engine.values.json_values import JsonObject
 from airflow_mysql_cdc.runs import lake
@@ -86,15 +87,15 @@ class SegmentPlan:
             GtidSet.parse(start) if start is not None else None,
         )
 
-    def segment_start(self, snapshot: Mapping[str, Any]) -> GtidSet:
+    def segment_start(self, snapshot: SnapshotResult) -> GtidSet:
         """Where the run's segment starts: the plan's start if it has one (the checkpoint, even the
         empty set), else the stream start of the snapshots this run took (``snapshot``: the snapshot
         step's result). :class:`SegmentStartUnknownError` when it has neither: no position keeps every
         table exact, so nothing is applied."""
         if self.start is not None:
             return self.start
-        if snapshot.get("tables"):
-            return GtidSet.parse(snapshot.get("stream_start") or "")
+        if snapshot.tables:
+            return snapshot.stream_start
         raise SegmentStartUnknownError(
             "this run's segment starts where its snapshots start streaming (a first run, or every table "
             f"snapshotted again after purged binlogs), but the run took no snapshot (plan: tables "

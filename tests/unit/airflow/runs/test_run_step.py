@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from airflow_mysql_cdc.engine.snapshot.result import SnapshotResult, TableSnapshotResult
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from airflow_mysql_cdc.runs.actions import RunActions
 from airflow_mysql_cdc.runs.checkpoint_chain import ChainPosition
@@ -35,7 +36,7 @@ def test_a_runs_plan_starts_at_its_checkpoint_and_is_pushed_in_its_json_form_onl
     step, ti = _step(position)
     plan = step.plan(resumability=None, absent=frozenset())
     assert plan == SegmentPlan((), start=CHECKPOINT)
-    assert plan.segment_start({"tables": [], "stream_start": ""}) == CHECKPOINT
+    assert plan.segment_start(SnapshotResult()) == CHECKPOINT
     assert ti.pushed["plan"] == step.pushed["plan"] == plan.to_xcom()
     assert SegmentPlan.from_xcom(ti.pushed["plan"]) == plan
 
@@ -44,8 +45,9 @@ def test_a_first_run_plans_every_table_from_the_snapshots_stream_start() -> None
     step, _ = _step(ChainPosition(Placement("first", None), None, "the pipeline's first run"))
     plan = step.plan(resumability=None, absent=frozenset())
     assert (plan.tables, plan.start) == (("shop.orders",), None)
-    snapshot = {"tables": [{"table": "shop.orders"}], "stream_start": f"{UUID}:1-90"}
-    assert plan.segment_start(snapshot) == GtidSet.parse(f"{UUID}:1-90")
+    start = GtidSet.parse(f"{UUID}:1-90")
+    taken = TableSnapshotResult("shop.orders", "snap-1", False, 1, 1, 5, start, start, 0.5)
+    assert plan.segment_start(SnapshotResult.of_tables([taken])) == GtidSet.parse(f"{UUID}:1-90")
 
 
 def test_purged_binlogs_plan_every_table_again_and_a_rebase() -> None:

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import pytest
 
+from airflow_mysql_cdc.engine.snapshot.result import SnapshotResult, TableSnapshotResult
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from airflow_mysql_cdc.runs.segment import RunOrigin, SegmentPlan, SegmentStartUnknownError, plan_segment
 
 UUID = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
-SNAPSHOT = {"tables": [{"table": "shop.orders"}], "stream_start": f"{UUID}:1-90", "consistent_point": ""}
-NO_SNAPSHOT = {"tables": [], "stream_start": "", "consistent_point": ""}
+_START = GtidSet.parse(f"{UUID}:1-90")
+SNAPSHOT = SnapshotResult.of_tables(
+    [TableSnapshotResult("shop.orders", "snap-1", False, 1, 1, 5, _START, _START, 0.5)]
+)
+NO_SNAPSHOT = SnapshotResult()
 
 
 def test_a_plans_start_set_wins_over_the_snapshots_stream_start() -> None:
