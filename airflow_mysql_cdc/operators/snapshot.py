@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, ParamSpec
+from typing import Any
 
 from airflow_mysql_cdc.engine.lake.storage import check_storage_options
 from airflow_mysql_cdc.engine.runtime.progress import PROGRESS_INTERVAL_S, check_progress_interval
@@ -20,7 +20,6 @@ from airflow_mysql_cdc.operators.spark_application import ApplicationSecrets, Sp
 
 APPLICATION = str(Path(__file__).resolve().parents[1] / "engine" / "entrypoints" / "snapshot_to_delta.py")
 """The snapshot application's entry point, found without importing it (it imports Spark and Delta)."""
-P = ParamSpec("P")
 
 
 class MySqlCdcSnapshotOperator(OpenLineageMixin, SparkApplicationOperator):
