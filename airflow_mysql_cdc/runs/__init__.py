@@ -8,7 +8,8 @@ Reading order:
 2. ``checkpoint_chain``: where a run stands in the chain of records kept in the lake
    (:func:`~airflow_mysql_cdc.runs.checkpoint_chain.locate_run`, ``load_checkpoint``) and the record
    it publishes (``publish_checkpoint``); a custom DAG calls these two (docs/custom-dags.md).
-   ``run_record`` makes the record (its end set checked against the lake, its per-table facts read
+   ``placing`` places the run by its interval end in the lake's log (a run without a logical date
+   refused, one before the first interval skipped). ``run_record`` makes the record (its end set checked against the lake, its per-table facts read
    from it by ``record_facts``); ``run_counts`` counts what the run applied, every try's, for the
    replicate task's XCom ``applied``, metrics and ``Summary:`` line.
 3. ``segment``: which tables a run snapshots and where its segment starts: ``plan_segment`` takes

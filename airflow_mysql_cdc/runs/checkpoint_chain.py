@@ -42,7 +42,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
+from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_mysql_cdc.engine.apply.config import ApplyResult
 from airflow_mysql_cdc.engine.values.checkpoint import (
@@ -57,13 +57,15 @@ from airflow_mysql_cdc.engine.values.json_values import JsonObject
 from airflow_mysql_cdc.hooks.mysql_cdc import MySqlCdcHook
 from airflow_mysql_cdc.runs import lake, run_record
 from airflow_mysql_cdc.runs.actions import RunActionError, RunActions, read_run_actions
-from airflow_mysql_cdc.runs.lake import Placement, RunBeforeFirstIntervalError, place_run
+from airflow_mysql_cdc.runs.lake import Placement
+from airflow_mysql_cdc.runs.placing import (
+    PUBLISH_TASK_ID,
+    placement_in_log,
+    refuse_without_logical_date,
+)
 from airflow_mysql_cdc.runs.segment import RunOrigin
 
 log = logging.getLogger(__name__)
-PUBLISH_TASK_ID = "replicate"
-"""The task whose XCom holds a run's record in the example DAG (earlier versions: publish_checkpoint)."""
-LEGACY_PUBLISH_TASK_IDS = (PUBLISH_TASK_ID, "publish_checkpoint")
 
 
 @dataclass(frozen=True)
@@ -99,28 +101,6 @@ class ChainPosition:
         }
 
 
-def _refuse_without_logical_date(context: Any) -> None:
-    if context.get("logical_date") is None:
-        raise AirflowFailException(
-            "this run has no logical date, so it has no place in the checkpoint chain (a segment is the "
-            "data interval of a dated run). Trigger it with a logical date (airflow dags trigger "
-            "--logical-date ..., or the date field of the UI's trigger form)."
-        )
-
-
-def _legacy_record(context: Any, pipeline_id: str, publish_task_id: str) -> CheckpointRecord | None:
-    """The previous successful run's record from XCom: a chain started before records lived in the lake."""
-    ti = context["ti"]
-    previous = ti.get_previous_dagrun(state="success")
-    if previous is None:
-        return None
-    for task_id in dict.fromkeys((publish_task_id, *LEGACY_PUBLISH_TASK_IDS)):
-        raw = ti.xcom_pull(task_ids=task_id, dag_id=ti.dag_id, run_id=previous.run_id)
-        if isinstance(raw, dict) and raw.get("segment_end"):
-            return CheckpointRecord.from_dict(raw, pipeline_id=pipeline_id)
-    return None
-
-
 def locate_run(
     context: Any,
     *,
@@ -149,9 +129,9 @@ def locate_run(
     being ahead by its own segment is then expected, and said so (:func:`agree_on_start`), and the
     placement, logged already at the start, is not logged twice.
     """
-    _refuse_without_logical_date(context)
+    refuse_without_logical_date(context)
     interval_end = context["data_interval_end"]
-    placement, records_seen = _placement(
+    placement, records_seen = placement_in_log(
         context, pipeline_id, lake_root, storage_options, publish_task_id, acts
     )
     if not after_apply:
@@ -211,43 +191,6 @@ def _witnessed(
         raise AirflowFailException(str(error)) from error
     log.info("checkpoint: %s", why)
     return why
-
-
-def _placement(
-    context: Any,
-    pipeline_id: str,
-    lake_root: str,
-    storage_options: dict[str, str] | None,
-    publish_task_id: str,
-    acts: bool,
-) -> tuple[Placement, int]:
-    """Where the run stands by its interval end in the lake's log, and how many records the log
-    held (a chain started before records lived in the lake has its last one moved in first)."""
-    chain = lake.checkpoint_log(lake_root, pipeline_id, storage_options)
-    try:
-        records = chain.records()
-        if not records:
-            legacy = _legacy_record(context, pipeline_id, publish_task_id)
-            if legacy is not None:
-                log.info("moving the checkpoint of run %s from XCom into the lake's log", legacy.run_id)
-                chain.append(legacy)
-                records = [legacy]
-        placement = place_run(
-            records,
-            context["data_interval_end"],
-            context.get("run_id"),
-            acts_at=datetime.datetime.now(datetime.UTC) if acts else None,
-            cleared=bool(getattr(context.get("dag_run"), "clear_number", 0)),
-        )
-    except RunBeforeFirstIntervalError as error:
-        # Nothing is wrong and nothing can be done for this date: skipped (its downstream too), so a
-        # backfill over earlier dates does not stay red in the grid; the log line says why.
-        # Logged as a line too: Airflow keeps a skip's reason in a field that plain log views omit.
-        log.info("skipped: %s", error)
-        raise AirflowSkipException(f"skipped: {error}") from error
-    except CheckpointError as error:
-        raise AirflowFailException(str(error)) from error
-    return placement, len(records)
 
 
 def load_checkpoint(
@@ -386,6 +329,24 @@ class _Chain:
     publish_task_id: str
 
 
+def _lake_holds_the_run(position: ChainPosition, chain: _Chain) -> None:
+    """Say, after the run's own writes, that the lake holds its predecessor's end and its segment
+    (the second witness read again; no source query: the run checked the source when it started)."""
+    record = position.placement.record
+    predecessor = record.end if record is not None and position.placement.kind == "forward" else None
+    state = lake.pipeline_state(chain.lake_root, chain.pipeline_id, chain.storage_options)
+    try:
+        why = agree_on_start(
+            predecessor,
+            state.applied_gtids if state is not None else None,
+            lake=chain.lake_root,
+            after_apply=True,
+        )
+    except WitnessDisagreementError as error:
+        raise AirflowFailException(str(error)) from error
+    log.info("checkpoint: %s", why)
+
+
 def _placed_again(
     context: Any, chain: _Chain, position: ChainPosition | None, actions: RunActions | None
 ) -> ChainPosition:
@@ -395,6 +356,8 @@ def _placed_again(
     if position is not None:
         records = lake.checkpoint_log(chain.lake_root, chain.pipeline_id, chain.storage_options).records()
         if len(records) == position.records_seen:
+            if actions is None or actions.rebase_checkpoint is None:
+                _lake_holds_the_run(position, chain)
             return position
         log.info("the chain moved while this run applied: placing the run again before publishing")
     return locate_run(

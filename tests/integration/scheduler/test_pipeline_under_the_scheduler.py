@@ -179,7 +179,7 @@ def _assert_the_retry_counts_what_the_orphan_applied(
     """The retry adopted the orphan's result: its XCom ``applied``, its ``mysql_cdc.apply.rows``
     counters (the legacy names StatsD receives) and its Summary line count the run's row changes, the
     record's, and say that an earlier try applied them (issue 34, item 5: they said 513 of 6,891)."""
-    from airflow_mysql_cdc.operators.metrics import legacy_segment
+    from airflow_mysql_cdc.hooks.metrics import legacy_segment
 
     rows = {table: facts["rows_applied"] for table, facts in record["tables"].items()}
     row_changes = sum(rows.values())
