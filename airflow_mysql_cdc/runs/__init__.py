@@ -9,9 +9,10 @@ Reading order:
    (:func:`~airflow_mysql_cdc.runs.checkpoint_chain.locate_run`, ``load_checkpoint``) and the record
    it publishes (``publish_checkpoint``); a custom DAG calls these two (docs/custom-dags.md).
    ``placing`` places the run by its interval end in the lake's log (a run without a logical date
-   refused, one before the first interval skipped). ``run_record`` makes the record (its end set checked against the lake, its per-table facts read
-   from it by ``record_facts``); ``run_counts`` counts what the run applied, every try's, for the
-   replicate task's XCom ``applied``, metrics and ``Summary:`` line.
+   refused, one before the first interval skipped). ``run_record`` makes the record (its end set
+   checked against the lake, its per-table facts read from it by ``record_facts``); ``run_counts``
+   counts what the run applied, every try's, for the replicate task's XCom ``applied``, metrics and
+   ``Summary:`` line.
 3. ``segment``: which tables a run snapshots and where its segment starts: ``plan_segment`` takes
    the run's ``RunOrigin`` (its checkpoint, or a first run) and gives a ``SegmentPlan`` (its start:
    the checkpoint, or the stream start of the snapshots the run takes).
