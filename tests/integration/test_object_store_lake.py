@@ -211,7 +211,10 @@ def test_the_daily_dag_on_a_spark_cluster_and_an_s3_lake_stays_exact_recovers_an
         finish(writers)
 
         # Run 2: the application is kill -9'ed after a committed batch; the retry finishes the segment.
-        second_end = now() + datetime.timedelta(seconds=15)
+        # Far enough ahead that the application streams batches before it: executors on a loaded
+        # cluster took 30 s and more to start, and a segment already past when reading starts is
+        # caught up in one wave, one commit at its end, which left the kill nothing to interrupt.
+        second_end = now() + datetime.timedelta(seconds=45)
         writers = writing(mysql_database, 5, 2, "orders", "payments", pause_s=0.003)
         killer = kill_application_after_a_batch(pipeline, pipeline.lake_position())
         failed = pipeline.run(second_end)
