@@ -297,7 +297,7 @@ def publish_checkpoint(
     end set does not hold for it) with why (``stopped``).
     """
     result = applied if isinstance(applied, ApplyResult) else ApplyResult.from_dict(dict(applied))
-    chain = _Chain(pipeline_id, lake_root, mysql_cdc_conn_id, storage_options, publish_task_id)
+    chain = RunChain(pipeline_id, lake_root, mysql_cdc_conn_id, storage_options, publish_task_id)
     position = _placed_again(context, chain, position, actions)
     if not position.placement.applies:
         assert position.placement.record is not None
@@ -321,15 +321,18 @@ def publish_checkpoint(
 
 
 @dataclass(frozen=True)
-class _Chain:
+class RunChain:
+    """Where a run's chain is kept, and which source and task it belongs to."""
+
     pipeline_id: str
     lake_root: str
     mysql_cdc_conn_id: str
     storage_options: dict[str, str] | None
+    """Every option delta-rs needs, credentials included: they stay in this process."""
     publish_task_id: str
 
 
-def _lake_holds_the_run(position: ChainPosition, chain: _Chain) -> None:
+def _lake_holds_the_run(position: ChainPosition, chain: RunChain) -> None:
     """Say, after the run's own writes, that the lake holds its predecessor's end and its segment
     (the second witness read again; no source query: the run checked the source when it started)."""
     record = position.placement.record
@@ -348,7 +351,7 @@ def _lake_holds_the_run(position: ChainPosition, chain: _Chain) -> None:
 
 
 def _placed_again(
-    context: Any, chain: _Chain, position: ChainPosition | None, actions: RunActions | None
+    context: Any, chain: RunChain, position: ChainPosition | None, actions: RunActions | None
 ) -> ChainPosition:
     """The run's place when it publishes: ``position`` (where it placed itself in this task) if the
     chain holds as many records as then, else placed again from the log and the witnesses (a record

@@ -26,20 +26,8 @@ from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from airflow_mysql_cdc.engine.values.json_values import JsonObject
 from airflow_mysql_cdc.runs import checkpoint_chain
 from airflow_mysql_cdc.runs.actions import RunActions
-from airflow_mysql_cdc.runs.checkpoint_chain import ChainPosition
+from airflow_mysql_cdc.runs.checkpoint_chain import ChainPosition, RunChain
 from airflow_mysql_cdc.runs.segment import SegmentPlan, plan_segment
-
-
-@dataclass(frozen=True)
-class RunChain:
-    """Where a run's chain is kept, and which source and task it belongs to."""
-
-    pipeline_id: str
-    lake_root: str
-    mysql_cdc_conn_id: str
-    storage_options: dict[str, str] | None
-    """Every option delta-rs needs, credentials included: they stay in this process."""
-    publish_task_id: str
 
 
 @dataclass
