@@ -46,13 +46,18 @@ ROOT_FOLDER = "airflow-mysql-cdc"
 STOP_GRACE_S = 30.0
 """How long a stopped application has to commit its pending batch after SIGTERM, before SIGKILL."""
 WAIT_POLL_S = 1.0
-ON_KILL_GRACE_S = 3.0
+ON_KILL_GRACE_S = 2.5
 """How long ``on_kill`` gives an application after SIGTERM, before SIGKILL. Airflow runs ``on_kill``
 from the task process's SIGTERM handler and SIGKILLs that process 5 s after the SIGTERM ("mark
 failed/success" from the UI, a worker shutdown: the Task SDK supervisor's ``kill(SIGTERM, force=True)``,
 ``escalation_delay`` 5 s, not configurable). The stop and the removal of the work dir must both fit
-in those 5 s, or the dir waits for the next attempt on this host. An application killed at 3 s is
-one killed with -9, which the lake survives (the next run applies what it had not committed)."""
+in those 5 s, or the dir waits for the next attempt on this host (which removes it). An application
+killed at 2.5 s is one killed with -9, which the lake survives (the next run applies what it had not
+committed)."""
+ON_KILL_REAP_S = 0.5
+"""How long ``on_kill`` waits for the group to vanish after SIGKILL before it removes the work dir
+anyway: SIGKILL cannot be refused, and a member already dead may linger as a zombie until its new
+parent reaps it. Waiting ``ON_KILL_GRACE_S`` again here once took on_kill past Airflow's 5 s."""
 
 
 class AdoptedApplicationStopped(AirflowException):
@@ -141,15 +146,16 @@ def group_started_in(work_dir: Path) -> ProcessRef | None:
     return None
 
 
-def stop_group(leader: ProcessRef, *, grace_s: float = STOP_GRACE_S) -> None:
+def stop_group(leader: ProcessRef, *, grace_s: float = STOP_GRACE_S, reap_s: float | None = None) -> None:
     """SIGTERM the group (the binlog application commits its pending batch and exits), SIGKILL what
-    is left after ``grace_s``; returns once the group is gone."""
-    for sig in (signal.SIGTERM, signal.SIGKILL):
+    is left after ``grace_s``; returns once the group is gone, or ``reap_s`` (default ``grace_s``)
+    after the SIGKILL."""
+    for sig, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, grace_s if reap_s is None else reap_s)):
         if not group_alive(leader):
             return
         with contextlib.suppress(ProcessLookupError):
             os.killpg(leader.pid, sig)
-        deadline = time.monotonic() + grace_s
+        deadline = time.monotonic() + wait_s
         while time.monotonic() < deadline and group_alive(leader):
             time.sleep(0.1)
 
@@ -288,10 +294,11 @@ class ApplicationAttempts:
             self.log.warning("Adopted its result: it applied this run's work, whichever attempt ran it")
         return result
 
-    def stop_adopted(self, *, grace_s: float | None = None) -> None:
+    def stop_adopted(self, *, grace_s: float | None = None, reap_s: float | None = None) -> None:
         """Stop the application this attempt is waiting for (``on_kill``: mark failed, a timeout):
         adopted, it is this attempt's and ends with it. ``grace_s``: after SIGTERM, before SIGKILL
-        (default ``stop_grace_s``; ``on_kill`` passes :data:`ON_KILL_GRACE_S`)."""
+        (default ``stop_grace_s``; ``on_kill`` passes :data:`ON_KILL_GRACE_S` and
+        :data:`ON_KILL_REAP_S`)."""
         if self._adopted is None:
             return
         work_dir, marker = self._adopted
@@ -302,7 +309,8 @@ class ApplicationAttempts:
         )
         with contextlib.suppress(OSError):
             _write_marker(work_dir, replace(marker, stopping=True))
-        stop_group(marker.application, grace_s=self.stop_grace_s if grace_s is None else grace_s)
+        stop_group(marker.application, grace_s=self.stop_grace_s if grace_s is None else grace_s,
+                   reap_s=reap_s)  # fmt: skip
         shutil.rmtree(work_dir, ignore_errors=True)
 
     def _observe(self, work_dir: Path, marker: AttemptMarker) -> Observed:

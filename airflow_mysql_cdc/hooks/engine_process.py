@@ -26,7 +26,12 @@ from airflow.sdk.exceptions import AirflowException, AirflowFailException
 from airflow_mysql_cdc.engine.errors import ExitCode
 from airflow_mysql_cdc.engine.values.json_values import JsonObject
 from airflow_mysql_cdc.hooks.attempt_marker import RESULT_FILE
-from airflow_mysql_cdc.hooks.attempt_recovery import ON_KILL_GRACE_S, ApplicationAttempts, OwnAttempt
+from airflow_mysql_cdc.hooks.attempt_recovery import (
+    ON_KILL_GRACE_S,
+    ON_KILL_REAP_S,
+    ApplicationAttempts,
+    OwnAttempt,
+)
 from airflow_mysql_cdc.hooks.spark_output import OutputLevels
 
 _INHERITED_PREFIXES_REFUSED = ("AIRFLOW_CONN_", "AIRFLOW_VAR_")
@@ -105,7 +110,7 @@ class EngineProcess:
         within Airflow's window for ``on_kill`` (:data:`.ON_KILL_GRACE_S`); the work dir goes when
         ``run`` unwinds, at once after this returns."""
         if self._attempts is not None:
-            self._attempts.stop_adopted(grace_s=ON_KILL_GRACE_S)
+            self._attempts.stop_adopted(grace_s=ON_KILL_GRACE_S, reap_s=ON_KILL_REAP_S)
         process = self._process
         if process is not None and process.poll() is None:
             if self._attempt is not None:

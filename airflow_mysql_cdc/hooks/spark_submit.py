@@ -106,7 +106,9 @@ class SparkSubmitFailed(AirflowException):
         self.output_tail = output_tail
 
 
-def kill_process_group(process: subprocess.Popen, *, grace_s: float = 10.0) -> None:
+def kill_process_group(
+    process: subprocess.Popen, *, grace_s: float = 10.0, reap_s: float | None = None
+) -> None:
     """SIGTERM the whole group started for spark-submit (JVM and Python driver), SIGKILL stragglers.
 
     The Spark provider's ``on_kill`` kills only the spark-submit JVM; in client mode the Python
@@ -386,14 +388,14 @@ class MySqlCdcSparkSubmitHook(SparkSubmitHook):
                 text = text.replace(secret, MASK)
         return text
 
-    def kill_process_group(self, *, grace_s: float = 10.0) -> None:
+    def kill_process_group(self, *, grace_s: float = 10.0, reap_s: float | None = None) -> None:
         """Stop spark-submit and everything it started (the local driver); a no-op once they are gone."""
         process = self._submit_sp
         if process is None:
             return
         if process.poll() is None:
             self.log.warning("Stopping spark-submit (pid %d) and its children", process.pid)
-        kill_process_group(process, grace_s=grace_s)
+        kill_process_group(process, grace_s=grace_s, reap_s=reap_s)
 
     def on_kill(self) -> None:
         self.kill_process_group()

@@ -15,7 +15,12 @@ from airflow_mysql_cdc.engine.errors import ExitCode
 from airflow_mysql_cdc.engine.lake.storage import secret_storage_options_to_environment
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.hooks.attempt_marker import RESULT_FILE
-from airflow_mysql_cdc.hooks.attempt_recovery import ON_KILL_GRACE_S, ApplicationAttempts, OwnAttempt
+from airflow_mysql_cdc.hooks.attempt_recovery import (
+    ON_KILL_GRACE_S,
+    ON_KILL_REAP_S,
+    ApplicationAttempts,
+    OwnAttempt,
+)
 from airflow_mysql_cdc.hooks.spark_defaults import driver_conf, driver_environment
 from airflow_mysql_cdc.hooks.spark_submit import MySqlCdcSparkSubmitHook, SparkSubmitFailed
 from airflow_mysql_cdc.operators.links import (
@@ -194,10 +199,10 @@ class SparkApplicationOperator(BaseOperator):
         tests/unit/airflow/operators/test_spark_application_on_kill.py and
         tests/integration/test_binlog_apply_operator.py (a real spark-submit)."""
         if self._attempts is not None:
-            self._attempts.stop_adopted(grace_s=ON_KILL_GRACE_S)
+            self._attempts.stop_adopted(grace_s=ON_KILL_GRACE_S, reap_s=ON_KILL_REAP_S)
         if self._attempt is not None:
             self._attempt.stopping()
         if self._hook is not None:
-            self._hook.kill_process_group(grace_s=ON_KILL_GRACE_S)
+            self._hook.kill_process_group(grace_s=ON_KILL_GRACE_S, reap_s=ON_KILL_REAP_S)
         if self._attempt is not None:
             self._attempt.remove()
