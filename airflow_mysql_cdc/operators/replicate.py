@@ -359,7 +359,7 @@ class MySqlCdcReplicateOperator(OpenLineageMixin, SparkApplicationOperator):
         first of them takes the whole backlog instead, in one catch-up batch.
 
         A run carrying its conf's actions past a record that covers its interval (``overtaken``:
-        :mod:`~airflow_mysql_cdc.engine.lake.run_placement`) ends when it starts too: its interval end
+        :mod:`~airflow_mysql_cdc.runs.run_placement`) ends when it starts too: its interval end
         lies before the head's, where no segment can end.
         """
         interval_end = context["data_interval_end"]

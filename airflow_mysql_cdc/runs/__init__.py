@@ -8,9 +8,10 @@ Reading order:
 2. ``checkpoint_chain``: where a run stands in the chain of records kept in the lake
    (:func:`~airflow_mysql_cdc.runs.checkpoint_chain.locate_run`, ``load_checkpoint``) and the record
    it publishes (``publish_checkpoint``); a custom DAG calls these two (docs/custom-dags.md).
-   ``placing`` places the run by its interval end in the lake's log (a run without a logical date
-   refused, one before the first interval skipped). ``run_record`` makes the record (its end set
-   checked against the lake, its per-table facts read from it by ``record_facts``); ``run_counts``
+   ``run_placement`` holds the pure rules of where a run stands (first, forward, rerun, covered,
+   before the first) from the records alone; ``placing`` places the run by its interval end in the
+   lake's log with them (a run without a logical date refused, one before the first interval
+   skipped). ``run_record`` makes the record (its end set checked against the lake, its per-table facts read from it by ``record_facts``); ``run_counts``
    counts what the run applied, every try's, for the replicate task's XCom ``applied``, metrics and
    ``Summary:`` line.
 3. ``segment``: which tables a run snapshots and where its segment starts: ``plan_segment`` takes
@@ -29,6 +30,6 @@ Reading order:
 Layers: these modules import hooks and the engine, never sensors, operators or the pipeline; the
 replicate operator and the pipeline's DAG import them (tests/unit/test_package_layers.py).
 
-Guarded by tests/unit/airflow/runs/ (the segment's start and plan), tests/unit/test_run_placement.py,
+Guarded by tests/unit/airflow/runs/ (the segment's start and plan, run placement),
 and end to end by the DAG tests (tests/integration/test_pipeline_dag*.py, test_custom_dag_example.py).
 """

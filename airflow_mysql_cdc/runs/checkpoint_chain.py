@@ -2,7 +2,7 @@
 
 The chain lives in the lake (:class:`~airflow_mysql_cdc.engine.lake.checkpoint_log.CheckpointLog`):
 every published record, append-only, one per interval end. A run places itself by its interval end
-alone (:mod:`airflow_mysql_cdc.engine.lake.run_placement`): the first run snapshots; a run after the
+alone (:mod:`airflow_mysql_cdc.runs.run_placement`): the first run snapshots; a run after the
 chain's head continues it (covering the intervals of runs that failed in between); a run of an
 interval that has a record republishes it unchanged; a run inside the chain is covered and applies
 nothing; a run before the first interval is refused: it ends *skipped* (AirflowSkipException, its
@@ -118,7 +118,7 @@ def locate_run(
 
     ``acts``: the run's conf asks for actions (:mod:`.actions`). A run that would then apply nothing
     continues the chain's head instead when it runs for the first time or nothing was published since
-    the record covering it (:mod:`airflow_mysql_cdc.engine.lake.run_placement`: a run queued while a
+    the record covering it (:mod:`airflow_mysql_cdc.runs.run_placement`: a run queued while a
     catch-up covered its interval still carries its actions out).
 
     ``rebase_to`` is an operator's ``rebase_checkpoint`` (:mod:`.actions`): a run that applies then

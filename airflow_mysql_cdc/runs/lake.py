@@ -24,8 +24,8 @@ import datetime
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from airflow_mysql_cdc.engine.lake.run_placement import Placement, RunBeforeFirstIntervalError, place_run
 from airflow_mysql_cdc.engine.mysql.schema import TableRef
+from airflow_mysql_cdc.runs.run_placement import Placement, RunBeforeFirstIntervalError, place_run
 
 if TYPE_CHECKING:
     import pyarrow as pa

@@ -89,9 +89,7 @@ class RunStep:
         self.push("plan", plan.to_xcom())
         return plan
 
-    def publish(
-        self, result: ApplyResult, segment_end: datetime.datetime, earlier: GtidSet
-    ) -> JsonObject:
+    def publish(self, result: ApplyResult, segment_end: datetime.datetime, earlier: GtidSet) -> JsonObject:
         """The run's record, published (``earlier``: what earlier tries applied of the run)."""
         self.push("applied", result.to_dict())  # this try's own, until the record counts the run
         return checkpoint_chain.publish_checkpoint(

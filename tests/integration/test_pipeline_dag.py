@@ -18,10 +18,10 @@ import pyarrow.compute as pc
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from airflow_mysql_cdc.engine.lake.checkpoint_log import interval_key
 from airflow_mysql_cdc.engine.lake.layout import LakeLayout
 from airflow_mysql_cdc.engine.lake.state.own_commits import own_commit
 from airflow_mysql_cdc.engine.lake.state.store import LakeState
+from airflow_mysql_cdc.engine.values.checkpoint import interval_key
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from airflow_mysql_cdc.runs.status import main as status_command

@@ -36,7 +36,8 @@ Reading order (each module states its invariant in full):
 - ``storage``        object-store options, public and secret; secrets never in files or argv; the one
                      refusal of a credential in any configuration.
 - ``application_config`` what every application's configuration shares: the lake, its options, its file.
-- ``checkpoint_log``, ``run_placement``: the published chain of run records and where a run stands.
+- ``checkpoint_log`` the published chain of run records (where a run stands in it is decided on the
+                     Airflow side: ``runs/run_placement``).
 - ``compare``        a source table against its lake copy (tests, verification).
 
 Invariant of the folder: after every committed batch, each table and the state name the GTID set
@@ -46,7 +47,7 @@ Guarding tests: tests/integration/test_delta_sink.py, test_single_writer.py, tes
 test_lake_state_durability.py, test_lake_maintenance.py, test_concurrent_maintenance.py,
 test_foreign_commits.py, test_catch_up_waves.py, test_checkpoint_log.py, test_schema_change_replay.py,
 test_batch_self_check.py, test_outside_changes.py; tests/unit/test_batch_check.py,
-test_change_tables.py, test_change_waves.py, test_lake_layout.py, test_run_placement.py,
+test_change_tables.py, test_change_waves.py, test_lake_layout.py,
 test_lake_storage_options.py, test_table_shape_compatibility.py, apply/test_apply_result.py.
 Imports: values, runtime, mysql, binlog (never snapshot, apply, entrypoints or Airflow).
 """

@@ -1,9 +1,9 @@
 """The pipeline's published checkpoint records, kept in the lake: the chain that DAG runs continue.
 
 Invariant: a record, once appended, is never rewritten or removed, and there is at most one per
-interval end. A run asks the log where it stands (:mod:`.run_placement`); a re-run of an interval
-that already has a record republishes that record unchanged, so clearing a run never rewrites the
-chain (issue: ``1-1301 → 1-1301`` became ``1-8862 → 1-8862``) and never loses the rows it applied.
+interval end. A run asks the log where it stands (the Airflow side decides it:
+:mod:`airflow_mysql_cdc.runs.run_placement`); a re-run of an interval that already has a record
+republishes that record unchanged, so clearing a run never rewrites the chain (issue: ``1-1301 → 1-1301`` became ``1-8862 → 1-8862``) and never loses the rows it applied.
 
 Why the lake and not XCom: XCom values belong to task instances and disappear with them (a cleared
 task's XCom is deleted before it runs again; Airflow's clean-up deletes old runs with theirs); a
@@ -20,7 +20,6 @@ the lost commit race, ``test_two_writers_racing_a_commit_on_s3_exactly_one_wins`
 
 from __future__ import annotations
 
-import datetime
 import json
 import time
 from collections.abc import Mapping
@@ -28,22 +27,13 @@ from dataclasses import dataclass
 
 from airflow_mysql_cdc.engine.errors import CdcError
 from airflow_mysql_cdc.engine.lake.layout import OWN_TABLE_PROPERTIES, LakeLayout, LakeRoot
-from airflow_mysql_cdc.engine.values.checkpoint import CheckpointError, CheckpointRecord
+from airflow_mysql_cdc.engine.values.checkpoint import CheckpointError, CheckpointRecord, interval_key
 
 _COLUMNS = ("pipeline_id", "segment_end", "run_id", "record", "published_at_us")
 
 
 class CheckpointLogError(CdcError, RuntimeError):
     """The log cannot take a record: another record for the same interval end is already there."""
-
-
-def interval_key(moment: datetime.datetime | str) -> str:
-    """An interval end as the log's key: ISO 8601 in UTC, so equal instants give equal keys."""
-    if isinstance(moment, str):
-        moment = datetime.datetime.fromisoformat(moment)
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=datetime.UTC)
-    return moment.astimezone(datetime.UTC).isoformat()
 
 
 @dataclass(frozen=True)

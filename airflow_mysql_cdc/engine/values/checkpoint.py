@@ -18,6 +18,7 @@ version and its pipeline; a record of an unknown version or another pipeline is 
 
 from __future__ import annotations
 
+import datetime
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -31,6 +32,15 @@ READABLE_VERSIONS = (1, 2, 3, 4)
 """Version 2 added ``previous_run_id``, version 3 ``actions``, version 4 ``published_at``, ``pushed``
 and, per table, the lake-derived ``rows_by_op``, ``lake_versions``, ``commit_dates`` and
 ``snapshotted`` (:mod:`airflow_mysql_cdc.runs.record_facts`); an older record reads as one without."""
+
+
+def interval_key(moment: datetime.datetime | str) -> str:
+    """An interval end as the log's key: ISO 8601 in UTC, so equal instants give equal keys."""
+    if isinstance(moment, str):
+        moment = datetime.datetime.fromisoformat(moment)
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=datetime.UTC)
+    return moment.astimezone(datetime.UTC).isoformat()
 
 
 class CheckpointError(CdcError, ValueError):

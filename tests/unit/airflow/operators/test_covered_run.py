@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 from airflow.sdk.exceptions import DownstreamTasksSkipped
 
-from airflow_mysql_cdc.engine.lake.run_placement import Placement
 from airflow_mysql_cdc.engine.values.checkpoint import CheckpointRecord, SourceIdentity
 from airflow_mysql_cdc.operators.replicate import MySqlCdcReplicateOperator
 from airflow_mysql_cdc.pipeline.config import PipelineConfig
 from airflow_mysql_cdc.pipeline.dag import build_pipeline_dag
+from airflow_mysql_cdc.runs.run_placement import Placement
 
 UUID = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
 RECORD = CheckpointRecord(

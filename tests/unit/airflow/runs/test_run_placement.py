@@ -6,8 +6,8 @@ import datetime
 
 import pytest
 
-from airflow_mysql_cdc.engine.lake.run_placement import RunBeforeFirstIntervalError, place_run
 from airflow_mysql_cdc.engine.values.checkpoint import CheckpointRecord, SourceIdentity
+from airflow_mysql_cdc.runs.run_placement import RunBeforeFirstIntervalError, place_run
 
 U = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
 

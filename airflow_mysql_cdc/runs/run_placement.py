@@ -36,7 +36,7 @@ and the head's segment ended before the run acts (``acts_at``). A cleared run wh
 runs published past stays covered, and its conf is refused: its actions would happen far from where
 they were asked. A record of the run itself always makes it a re-run: a retry after publishing.
 
-Pure rules over records and dates, unit-tested in ``tests/unit/test_run_placement.py``.
+Pure rules over records and dates, unit-tested in ``tests/unit/airflow/runs/test_run_placement.py``.
 """
 
 from __future__ import annotations
@@ -47,8 +47,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from airflow_mysql_cdc.engine.errors import CdcError
-from airflow_mysql_cdc.engine.lake.checkpoint_log import interval_key
-from airflow_mysql_cdc.engine.values.checkpoint import CheckpointRecord
+from airflow_mysql_cdc.engine.values.checkpoint import CheckpointRecord, interval_key
 
 PlacementKind = Literal["first", "forward", "rerun", "covered", "before_first"]
 
