@@ -11,9 +11,9 @@ Reading order:
    ``run_placement`` holds the pure rules of where a run stands (first, forward, rerun, covered,
    before the first) from the records alone; ``placing`` places the run by its interval end in the
    lake's log with them (a run without a logical date refused, one before the first interval
-   skipped). ``run_record`` makes the record (its end set checked against the lake, its per-table facts read from it by ``record_facts``); ``run_counts``
-   counts what the run applied, every try's, for the replicate task's XCom ``applied``, metrics and
-   ``Summary:`` line.
+   skipped). ``run_record`` makes the record (its end set checked against the lake, its per-table
+   facts read from it by ``record_facts``); ``run_counts`` counts what the run applied, every try's,
+   for the replicate task's XCom ``applied``, metrics and ``Summary:`` line.
 3. ``segment``: which tables a run snapshots and where its segment starts: ``plan_segment`` takes
    the run's ``RunOrigin`` (its checkpoint, or a first run) and gives a ``SegmentPlan`` (its start:
    the checkpoint, or the stream start of the snapshots the run takes).

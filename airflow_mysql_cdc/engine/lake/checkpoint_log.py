@@ -3,7 +3,8 @@
 Invariant: a record, once appended, is never rewritten or removed, and there is at most one per
 interval end. A run asks the log where it stands (the Airflow side decides it:
 :mod:`airflow_mysql_cdc.runs.run_placement`); a re-run of an interval that already has a record
-republishes that record unchanged, so clearing a run never rewrites the chain (issue: ``1-1301 → 1-1301`` became ``1-8862 → 1-8862``) and never loses the rows it applied.
+republishes that record unchanged, so clearing a run never rewrites the chain (issue: ``1-1301 →
+1-1301`` became ``1-8862 → 1-8862``) and never loses the rows it applied.
 
 Why the lake and not XCom: XCom values belong to task instances and disappear with them (a cleared
 task's XCom is deleted before it runs again; Airflow's clean-up deletes old runs with theirs); a
