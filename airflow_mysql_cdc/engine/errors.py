@@ -14,12 +14,22 @@ however often the task runs; retrying them only hides the message a data enginee
 Errors that derive from :class:`CdcError` alone keep :attr:`ExitCode.FAILED`, the code Python exits
 with on an unexpected exception, so they are retried like any crash. Each error class also keeps
 the built-in base it had (``ValueError``, ``RuntimeError``, ...), so callers that catch those still do.
+
+Words at the edge: the engine's messages name tables, positions and the action by what it does
+("re-snapshot shop.orders", "run the segment again"), never a DAG, a task, an operator or a run conf:
+what the engine asks of a user is the same under any scheduler. An error whose remedy is one of these
+actions carries it as a typed :class:`NextStep` (:meth:`CdcError.then`); an entry point prints it on
+its own line after the error line (:meth:`NextStep.line`), and the Airflow side finds it in the
+application's output (:meth:`NextStep.in_line`) and adds how to do it in Airflow
+(:mod:`airflow_mysql_cdc.hooks.next_steps`). Guarded by tests/unit/test_next_steps.py.
 """
 
 from __future__ import annotations
 
-from enum import IntEnum
-from typing import ClassVar
+import json
+from dataclasses import dataclass
+from enum import Enum, IntEnum
+from typing import ClassVar, Self
 
 ERROR_PREFIX = "airflow-mysql-cdc ERROR"
 """Starts the one line an entry point prints for the error that ended it (``<prefix> <label>: <Class>:
@@ -74,10 +84,62 @@ _LABELS = {
 }
 
 
+NEXT_STEP_PREFIX = "airflow-mysql-cdc NEXT STEP"
+"""Starts the line an entry point prints after its error line when the error names a next step."""
+
+
+class Step(Enum):
+    """An action a user takes, by its meaning."""
+
+    RESNAPSHOT = "resnapshot"
+    """Snapshot the tables again, replacing their lake copies (no tables named: every table)."""
+    RUN_AGAIN = "run_again"
+    """Run the same segment again once the cause is fixed: what was applied is in the lake."""
+
+
+@dataclass(frozen=True)
+class NextStep:
+    """``step`` for ``tables`` (schema.table names; empty: not table-specific, or every table)."""
+
+    step: Step
+    tables: tuple[str, ...] = ()
+
+    @classmethod
+    def resnapshot(cls, *tables: object) -> NextStep:
+        return cls(Step.RESNAPSHOT, tuple(str(table) for table in tables))
+
+    @classmethod
+    def run_again(cls) -> NextStep:
+        return cls(Step.RUN_AGAIN)
+
+    def line(self) -> str:
+        """The line an entry point prints (one line: JSON after the prefix)."""
+        return f"{NEXT_STEP_PREFIX} {json.dumps({'step': self.step.value, 'tables': list(self.tables)})}"
+
+    @classmethod
+    def in_line(cls, line: str) -> NextStep | None:
+        """The next step a line of an application's output names (None: none, or a garbled line)."""
+        start = line.find(NEXT_STEP_PREFIX)
+        if start < 0:
+            return None
+        try:
+            data = json.loads(line[start + len(NEXT_STEP_PREFIX) :])
+            return cls(Step(data["step"]), tuple(str(table) for table in data.get("tables", ())))
+        except (ValueError, KeyError, TypeError, AttributeError):
+            return None
+
+
 class CdcError(Exception):
     """Root of every error the engine raises on purpose; the class sets the exit code."""
 
     exit_code: ClassVar[ExitCode] = ExitCode.FAILED
+    next_step: NextStep | None = None
+    """What the user does about it, by meaning (None: the message alone says; see the module doc)."""
+
+    def then(self, step: NextStep) -> Self:
+        """This error, naming ``step`` as what to do next."""
+        self.next_step = step
+        return self
 
     @property
     def retryable(self) -> bool:

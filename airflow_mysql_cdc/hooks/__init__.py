@@ -24,6 +24,8 @@
 - ``engine_archive``: the engine zipped once per installed version, shipped to a cluster's executors.
 - ``connection_errors``: a source connection that cannot be opened, as the error a user reads
   (naming the connection id and the fix) and whether a retry can help.
+- ``next_steps``: how to take in Airflow the next step an engine error names by its meaning
+  (re-snapshot these tables: a run conf or the snapshot operator; run again: clear the task).
 
 Guarded by ``tests/unit/airflow/hooks/`` and the spark-submit recorder test
 (``tests/unit/airflow/hooks/test_spark_submit.py``).

@@ -23,7 +23,7 @@ from typing import Any
 
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
-from airflow_mysql_cdc.engine.errors import ExitCode
+from airflow_mysql_cdc.engine.errors import ExitCode, NextStep
 from airflow_mysql_cdc.engine.values.json_values import JsonObject
 from airflow_mysql_cdc.hooks.attempt_marker import RESULT_FILE
 from airflow_mysql_cdc.hooks.attempt_recovery import (
@@ -32,6 +32,7 @@ from airflow_mysql_cdc.hooks.attempt_recovery import (
     ApplicationAttempts,
     OwnAttempt,
 )
+from airflow_mysql_cdc.hooks.next_steps import with_next_step
 from airflow_mysql_cdc.hooks.spark_output import OutputLevels
 
 _INHERITED_PREFIXES_REFUSED = ("AIRFLOW_CONN_", "AIRFLOW_VAR_")
@@ -89,19 +90,26 @@ class EngineProcess:
                 own.started(self._process.pid)
                 assert self._process.stdout is not None
                 levels = OutputLevels()  # the engine's WARNING lines are warnings in the task log
+                next_step = None
                 for line in self._process.stdout:
                     self.log.log(levels.level_of(line.rstrip()), "%s", line.rstrip())
+                    next_step = NextStep.in_line(line) or next_step
                 code = self._process.wait()
             finally:
                 self.kill()
             if code != 0:
-                raise self.failure(code)
+                raise self.failure(code, next_step)
             return json.loads(result_file.read_text())
 
-    def failure(self, code: int) -> Exception:
+    def failure(self, code: int, next_step: NextStep | None = None) -> Exception:
+        """The exception exit code ``code`` means, with how to take the error's next step in Airflow."""
         known = code in ExitCode.__members__.values()
         if known and not ExitCode(code).retryable:
-            return AirflowFailException(f"{self.task_id} failed: {ExitCode(code).meaning} (exit code {code})")
+            return AirflowFailException(
+                with_next_step(
+                    f"{self.task_id} failed: {ExitCode(code).meaning} (exit code {code}).", next_step
+                )
+            )
         meaning = ExitCode(code).meaning if known else "killed or crashed"
         return AirflowException(f"{self.task_id} failed: {meaning} (exit code {code}); a retry may help")
 

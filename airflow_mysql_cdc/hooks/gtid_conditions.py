@@ -35,6 +35,7 @@ from airflow_mysql_cdc.engine.values.headroom import (
 from airflow_mysql_cdc.engine.values.json_values import JsonObject
 from airflow_mysql_cdc.engine.values.resumability import Verdict
 from airflow_mysql_cdc.hooks.mysql_cdc import MySqlCdcHook
+from airflow_mysql_cdc.hooks.next_steps import with_next_step
 
 ConditionKind = Literal["resumable", "reached"]
 OnPurged = Literal["fail", "resnapshot"]
@@ -64,7 +65,9 @@ def evaluate_condition(
         if assessment.verdict is Verdict.BINLOG_PURGED:
             if on_purged == "resnapshot":
                 return ConditionOutcome("met", "re-snapshot needed: " + assessment.message, payload)
-            return ConditionOutcome("failed", assessment.message, payload)
+            return ConditionOutcome(
+                "failed", with_next_step(assessment.message, assessment.next_step), payload
+            )
         return ConditionOutcome("waiting", assessment.message, payload)
     executed = hook.get_gtid_executed()
     missing = target - executed

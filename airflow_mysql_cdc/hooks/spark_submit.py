@@ -55,7 +55,7 @@ from airflow.providers.apache.spark.hooks.spark_submit import _EXCEPTION_START_R
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
 from airflow.sdk.log import mask_secret
 
-from airflow_mysql_cdc.engine.errors import ERROR_PREFIX
+from airflow_mysql_cdc.engine.errors import ERROR_PREFIX, NextStep
 from airflow_mysql_cdc.hooks.engine_archive import engine_archive, ships_engine
 from airflow_mysql_cdc.hooks.spark_distribution import pyspark_version, spark_conf_file_mentions
 from airflow_mysql_cdc.hooks.spark_output import OutputLevels, log4j_environment
@@ -98,10 +98,18 @@ class SparkSubmitFailed(AirflowException):
     starts, DEBUG again when it fails); a binlog error's reason ended with all of it (issue 34).
     """
 
-    def __init__(self, returncode: int, application_error: str | None = None, output_tail: str = "") -> None:
+    def __init__(
+        self,
+        returncode: int,
+        application_error: str | None = None,
+        output_tail: str = "",
+        next_step: NextStep | None = None,
+    ) -> None:
         exited = f"spark-submit exited with code {returncode}"
         super().__init__(f"{application_error}\n{exited}" if application_error else f"{exited}.{output_tail}")
         self.returncode = returncode
+        self.next_step = next_step
+        """What the application's error names as the user's next step (engine/errors.py)."""
         self.application_error = application_error
         self.output_tail = output_tail
 
@@ -196,6 +204,7 @@ class MySqlCdcSparkSubmitHook(SparkSubmitHook):
             mask_secret(secret)
         self._returncode: int | None = None
         self.application_error: str | None = None
+        self.next_step: NextStep | None = None
         """The application's error line in spark-submit's output, secrets masked (see SparkSubmitFailed)."""
         # The base __init__ resolves the connection (refusing cluster mode, see _resolve_connection).
         super().__init__(**kwargs)
@@ -335,6 +344,7 @@ class MySqlCdcSparkSubmitHook(SparkSubmitHook):
         command = self.build_command(application)
         self._returncode = None
         self.application_error = None
+        self.next_step = None
         environment = self._process_environment()
         try:
             self._submit_sp = subprocess.Popen(
@@ -362,7 +372,9 @@ class MySqlCdcSparkSubmitHook(SparkSubmitHook):
             self._run_post_submit_commands()
         if self._returncode:
             self.log.debug("spark-submit exited with code %d: %s", self._returncode, self._mask_cmd(command))
-            raise SparkSubmitFailed(self._returncode, self.application_error, self._submit_log_tail)
+            raise SparkSubmitFailed(
+                self._returncode, self.application_error, self._submit_log_tail, self.next_step
+            )
 
     def _process_spark_submit_log(self, itr: Iterator[Any]) -> None:
         """spark-submit's output in the task log at each line's level (:mod:`.spark_output`), noting the
@@ -375,6 +387,7 @@ class MySqlCdcSparkSubmitHook(SparkSubmitHook):
             start = line.find(ERROR_PREFIX)
             if start >= 0:
                 self.application_error = self._masked(line[start:])
+            self.next_step = NextStep.in_line(line) or self.next_step
             if not self._exception_anchor_seen and _EXCEPTION_START_RE.search(line):
                 self._exception_anchor_seen = True
                 self._last_submit_log_lines = deque(maxlen=500)  # the whole trace from here on

@@ -20,11 +20,13 @@ from airflow_mysql_cdc.engine.apply.config import (
     check_schema_change_mode,
     check_statement_change_mode,
 )
+from airflow_mysql_cdc.engine.errors import NextStep
 from airflow_mysql_cdc.engine.lake.storage import check_storage_options
 from airflow_mysql_cdc.engine.runtime.progress import PROGRESS_INTERVAL_S, check_progress_interval
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from airflow_mysql_cdc.hooks.lake_storage import LakeStorageHook
 from airflow_mysql_cdc.hooks.mysql_cdc import MySqlCdcHook
+from airflow_mysql_cdc.hooks.next_steps import in_airflow
 from airflow_mysql_cdc.operators import metrics
 from airflow_mysql_cdc.operators.lineage import OpenLineageMixin, TaskLineage, lake_tables
 from airflow_mysql_cdc.operators.prerequisites import parse_table_list
@@ -220,7 +222,9 @@ def fail_if_tables_stopped(result: ApplyResult) -> None:
         return
     raise TablesStoppedError(
         f"{len(result.stopped)} table(s) stopped in this run; the other tables were applied and their "
-        "progress is published. " + " ".join(evolution.describe() for evolution in result.stopped)
+        "progress is published. "
+        + " ".join(evolution.describe() for evolution in result.stopped)
+        + in_airflow(NextStep.resnapshot(*(evolution.table for evolution in result.stopped)))
     )
 
 

@@ -21,6 +21,7 @@ from airflow_mysql_cdc.hooks.attempt_recovery import (
     ApplicationAttempts,
     OwnAttempt,
 )
+from airflow_mysql_cdc.hooks.next_steps import with_next_step
 from airflow_mysql_cdc.hooks.spark_defaults import driver_conf, driver_environment
 from airflow_mysql_cdc.hooks.spark_submit import MySqlCdcSparkSubmitHook, SparkSubmitFailed
 from airflow_mysql_cdc.operators.links import (
@@ -181,14 +182,16 @@ class SparkApplicationOperator(BaseOperator):
         exception's message starts with the application's own error line when it printed one
         (``airflow-mysql-cdc ERROR binlog: StatementBasedChangeError: ...``), so the reason, not the
         exit code's generic meaning, is what the UI shows. It never holds the spark-submit command line
-        (the task log does: :class:`SparkSubmitFailed`).
+        (the task log does: :class:`SparkSubmitFailed`). A next step the error names (re-snapshot these
+        tables) is followed by how to take it in Airflow (:mod:`airflow_mysql_cdc.hooks.next_steps`).
         """
         code = error.returncode
         known = code in ExitCode.__members__.values()
         if known and not ExitCode(code).retryable:
             generic = f"{self.task_id} failed: {ExitCode(code).meaning} (exit code {code})"
             if error.application_error:  # the application's own line first: what the UI shows
-                return AirflowFailException(f"{error.application_error}\n{generic}")
+                reason = with_next_step(error.application_error, error.next_step)
+                return AirflowFailException(f"{reason}\n{generic}")
             return AirflowFailException(f"{generic}.{error.output_tail}")
         return error
 

@@ -24,11 +24,13 @@ from typing import Any
 
 from airflow.sdk.exceptions import AirflowFailException
 
+from airflow_mysql_cdc.engine.errors import NextStep
 from airflow_mysql_cdc.engine.mysql.schema import TableRef
 from airflow_mysql_cdc.engine.mysql.table_standing import TableStanding, judge_table
 from airflow_mysql_cdc.engine.snapshot.result import SnapshotResult
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from airflow_mysql_cdc.engine.values.json_values import JsonObject
+from airflow_mysql_cdc.hooks.next_steps import with_next_step
 from airflow_mysql_cdc.runs import lake
 from airflow_mysql_cdc.runs.actions import RunActionError, RunActions
 
@@ -255,7 +257,10 @@ def _stays_stopped(name: str, where: _Lake) -> bool:
     progress = where.progress(name)
     if not departure.holds_for(progress.snapshot_id if progress is not None else ""):
         return False
-    log.warning("not snapshotted unless the run's conf asks for it: %s", departure.describe())
+    log.warning(
+        "not snapshotted unless the run's conf asks for it: %s",
+        with_next_step(departure.describe(), NextStep.resnapshot(name)),
+    )
     return True
 
 

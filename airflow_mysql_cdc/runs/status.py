@@ -29,9 +29,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from airflow_mysql_cdc.engine.errors import CdcError
+from airflow_mysql_cdc.engine.errors import CdcError, NextStep
 from airflow_mysql_cdc.engine.lake.layout import LakeLayout
 from airflow_mysql_cdc.engine.mysql.schema import TableRef
+from airflow_mysql_cdc.hooks.next_steps import with_next_step
 from airflow_mysql_cdc.runs import lake
 
 StorageOptions = dict[str, str] | None
@@ -228,7 +229,8 @@ def format_status(status: PipelineStatus) -> str:
 def _standing(table: TableStatus) -> str:
     if _stopped(table):
         assert table.departed is not None
-        return f"STOPPED, not streamed: {lake.stopped_words(table.table, table.departed['reason'])}"
+        words = lake.stopped_words(table.table, table.departed["reason"])
+        return f"STOPPED, not streamed: {with_next_step(words, NextStep.resnapshot(table.table))}"
     if table.departed is not None and table.departed["action"] != "stop":
         departed = table.departed
         return f"left the pipeline at {departed['gtid']} ({departed['action']}: {departed['reason']})"

@@ -43,6 +43,7 @@ from airflow_mysql_cdc.hooks.gtid_conditions import (
 )
 from airflow_mysql_cdc.hooks.metrics import emit
 from airflow_mysql_cdc.hooks.mysql_cdc import MySqlCdcHook
+from airflow_mysql_cdc.hooks.next_steps import with_next_step
 from airflow_mysql_cdc.triggers.gtid_state import GtidStateTrigger
 
 
@@ -240,7 +241,7 @@ class MySqlCdcResumabilitySensor(_GtidConditionSensor):
         emit("mysql_cdc.binlog.headroom_low", int(low), pipeline=pipeline)
         emit("mysql_cdc.checkpoint.stale", int(staleness.stale), pipeline=pipeline)
         if headroom.level is HeadroomLevel.UNSAFE:
-            raise AirflowFailException(headroom.message)
+            raise AirflowFailException(with_next_step(headroom.message, headroom.next_step))
         if headroom.level in (HeadroomLevel.LOW, HeadroomLevel.UNKNOWN):
             self.log.warning("%s", headroom.message)
         else:

@@ -87,9 +87,8 @@ def test_a_row_deleted_behind_the_pipelines_back_stops_only_its_table(
         "into the target 0 updated, 1 inserted, 0 deleted: the target did not hold the source's rows "
         "before this batch (a row written or deleted behind the pipeline's back, or a MERGE that missed "
         "rows), so its lake copy is wrong now. The pipeline stopped streaming it (the other tables go "
-        f'on) until it is snapshotted again: trigger the pipeline DAG with the conf {{"resnapshot": '
-        f'["{orders}"]}} (docs/operations.md, "A table stopped"). Only this pipeline may write its '
-        "Delta tables: find out who else did first."
+        'on) until it is snapshotted again: re-snapshot the table (docs/operations.md, "A table '
+        'stopped"). Only this pipeline may write its Delta tables: find out who else did first.'
     )
     assert [stop.describe() for stop in second.stopped] == [message]
     assert second.stopped_tables == {orders: message}

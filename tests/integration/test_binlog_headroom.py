@@ -120,7 +120,10 @@ def test_the_sensor_logs_the_headroom_warns_below_the_missed_runs_and_fails_earl
         "binlog retention 15 min (binlog_expire_logs_seconds) is shorter than the schedule's interval "
         "(16 min 40 s)" in log
     )
-    assert "SET PERSIST binlog_expire_logs_seconds = 7200; and clear this task before then." in log
+    assert (
+        "SET PERSIST binlog_expire_logs_seconds = 7200; and run again before then. In Airflow: clear "
+        "this task" in log
+    )
     assert "stale position: the checkpoint covers data up to" in log
     # A plain StatsD server: the name without variables, and the pipeline appended (legacy names).
     headroom = "airflow.mysql_cdc.binlog.headroom_seconds"
@@ -162,7 +165,7 @@ def test_rds_retention_null_read_through_its_procedure_fails_early_with_the_rds_
         "binlog retention 0 s (binlog retention hours is NULL: RDS does not retain binlogs (0 h)) is shorter "
         "than the schedule's interval (1 min)" in log
     )
-    assert "CALL mysql.rds_set_configuration('binlog retention hours', 1); and clear this task" in log
+    assert "CALL mysql.rds_set_configuration('binlog retention hours', 1); and run again before then" in log
 
     execute(server.endpoint, "UPDATE mysql.rds_configuration SET value = '48'")
     dag_run = run_dag(DAG_FILE, DAG_ID, {"checkpoint": str(checkpoint)})

@@ -13,6 +13,7 @@ import pytest
 from airflow_mysql_cdc.engine.apply.admission import TableAdmissionError, join_pipeline_id
 from airflow_mysql_cdc.engine.apply.config import ApplyConfig, ApplyResult
 from airflow_mysql_cdc.engine.apply.single_reader import run_apply
+from airflow_mysql_cdc.engine.errors import NextStep
 from airflow_mysql_cdc.engine.lake.layout import LakeLayout
 from airflow_mysql_cdc.engine.lake.state.pipeline_state import PipelineStateStore
 from airflow_mysql_cdc.engine.mysql.schema import TableRef
@@ -109,7 +110,7 @@ def test_table_without_a_snapshot_cannot_join_a_running_pipeline(
     message = str(failure.value)
     assert f"{payments} is not yet streamed by pipeline 'main'" in message
     assert "has no snapshot in the lake" in message
-    assert f"MySqlCdcSnapshotOperator with tables=['{payments}']" in message
+    assert failure.value.next_step == NextStep.resnapshot(payments)  # the Airflow side says how
     # The refused run wrote nothing and let go of the pipeline: the next run starts at once.
     snapshot_table(mysql_database, tmp_path, payments, chunk_size=50)
     _stream(mysql_database, tmp_path, (orders, payments), position)

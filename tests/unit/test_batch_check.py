@@ -171,9 +171,8 @@ def test_the_message_names_the_table_the_gtids_the_counts_and_the_way_out() -> N
         "into the target 0 updated, 1 inserted, 0 deleted: the target did not hold the source's rows "
         "before this batch (a row written or deleted behind the pipeline's back, or a MERGE that missed "
         "rows), so its lake copy is wrong now. The pipeline stopped streaming it (the other tables go on) "
-        'until it is snapshotted again: trigger the pipeline DAG with the conf {"resnapshot": ["db.t"]} '
-        '(docs/operations.md, "A table stopped"). Only this pipeline may write its Delta tables: find out '
-        "who else did first."
+        'until it is snapshotted again: re-snapshot the table (docs/operations.md, "A table stopped"). '
+        "Only this pipeline may write its Delta tables: find out who else did first."
     )
 
 

@@ -7,6 +7,7 @@ import datetime
 
 import pytest
 
+from airflow_mysql_cdc.engine.errors import NextStep
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from airflow_mysql_cdc.engine.values.headroom import (
     BinlogRetention,
@@ -123,7 +124,8 @@ def test_a_retention_shorter_than_one_interval_is_unsafe_and_names_the_platforms
         in (assessment.message)
     )
     assert "stays readable for 11 h more" in assessment.message
-    assert "SET PERSIST binlog_expire_logs_seconds = 345600; and clear this task" in assessment.message
+    assert "SET PERSIST binlog_expire_logs_seconds = 345600; and run again before then" in assessment.message
+    assert assessment.next_step == NextStep.run_again()  # the sensor adds how: clear this task
     rds = judge_headroom(_reading(0, closed_ago_s=HOUR, platform="rds"), HeadroomPolicy(HOUR, 3))
     assert rds.level is HeadroomLevel.UNSAFE
     assert rds.to_change == "CALL mysql.rds_set_configuration('binlog retention hours', 4);"

@@ -9,7 +9,7 @@ import pymysql
 import pytest
 
 from airflow_mysql_cdc.engine.entrypoints.common import run_to_result_file
-from airflow_mysql_cdc.engine.errors import ERROR_PREFIX, ExitCode
+from airflow_mysql_cdc.engine.errors import ERROR_PREFIX, ExitCode, NextStep
 
 
 def _failing(error: Exception):
@@ -31,7 +31,10 @@ def test_a_login_refused_while_the_application_runs_says_what_changed_and_is_not
     printed = capsys.readouterr().err
     assert printed.startswith(f"{ERROR_PREFIX} {ExitCode.CONFIGURATION.label}: MySqlLoginError:")
     assert "refused a login of this application while it ran (Access denied for user 'cdc'" in printed
-    assert "Update the Airflow connection (or restore the account), then clear the task" in printed
+    assert (
+        "Update the credentials the run uses (or restore the account), then run the segment again" in printed
+    )
+    assert NextStep.run_again().line() in printed  # the operator adds how: clear this task
     assert "Traceback" not in printed and not result_file.exists()
 
 

@@ -36,7 +36,7 @@ import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from airflow_mysql_cdc.engine.errors import LakeMismatchError
+from airflow_mysql_cdc.engine.errors import LakeMismatchError, NextStep
 from airflow_mysql_cdc.engine.lake.pauses import PauseMark
 from airflow_mysql_cdc.engine.lake.state.pipeline_state import PipelineStateStore
 from airflow_mysql_cdc.engine.lake.state.store import LakeState
@@ -206,17 +206,15 @@ def _refuse_without_snapshot(
             f"{joined_with}), but the lake no longer holds that snapshot's records: version 0.1 "
             "kept them in the table's Delta commit history, and a log clean-up deleted them before "
             "this version could move them. The rows are intact; only the record tying them to their "
-            f"watermarks is gone. Snapshot it again (MySqlCdcSnapshotOperator with tables=['{ref}'] "
-            "and restart=True); the next run catches it up and streams it."
-        )
+            "watermarks is gone. Re-snapshot the table; the next run catches it up and streams it."
+        ).then(NextStep.resnapshot(ref))
     if not first_run:
         raise TableAdmissionError(
             f"{ref} is not yet streamed by pipeline {pipeline_id!r} (which is at "
             f"{position or '(empty)'}) and has no snapshot in the lake: streaming it from here "
-            "would leave out every row written before. Snapshot it first "
-            f"(MySqlCdcSnapshotOperator with tables=['{ref}']); the next run then catches it up "
-            "and streams it."
-        )
+            "would leave out every row written before. Snapshot it first; the next run then catches "
+            "it up and streams it."
+        ).then(NextStep.resnapshot(ref))
 
 
 def _resume(
@@ -304,8 +302,8 @@ def _join(
         raise TableAdmissionError(
             f"{ref} cannot join pipeline {lake.pipeline_id!r} at {position or '(empty)'}: its lake copy "
             f"already reflects {gap.doubled}, which the pipeline has not applied, so streaming would "
-            f"apply them twice. Re-snapshot the table (restart=True) to join at the pipeline's position."
-        )
+            f"apply them twice. Re-snapshot the table to join at the pipeline's position."
+        ).then(NextStep.resnapshot(ref))
     if not gap.missing.is_empty():
         raise TableAdmissionError(
             f"{ref} cannot join pipeline {lake.pipeline_id!r} at {position or '(empty)'}: its catch-up "

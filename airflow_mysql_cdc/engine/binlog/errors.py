@@ -11,7 +11,7 @@ human changing something (only a lost connection can).
 
 from __future__ import annotations
 
-from airflow_mysql_cdc.engine.errors import BinlogError
+from airflow_mysql_cdc.engine.errors import BinlogError, NextStep
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 
 
@@ -137,6 +137,7 @@ class StatementBasedChangeError(BinlogReaderError):
             "users who need not change it.",
             position=position,
         )
+        self.next_step = NextStep.resnapshot(*tables)
 
 
 class CompressedTransactionError(BinlogReaderError):

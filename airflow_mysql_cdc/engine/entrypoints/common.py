@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import pymysql
 
-from airflow_mysql_cdc.engine.errors import ERROR_PREFIX, CdcError, ExitCode
+from airflow_mysql_cdc.engine.errors import ERROR_PREFIX, CdcError, ExitCode, NextStep
 from airflow_mysql_cdc.engine.lake.storage import secret_storage_options_from_environment
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.engine.values.tls import MySqlLoginError
@@ -58,6 +58,8 @@ def exit_code_of(error: CdcError) -> ExitCode:
     if error.exit_code is ExitCode.FAILED:
         logging.getLogger("airflow_mysql_cdc").error("unexpected failure", exc_info=error)
     print(f"{ERROR_PREFIX} {error.exit_code.label}: {type(error).__name__}: {error}", file=sys.stderr)
+    if error.next_step is not None:  # the Airflow side adds how to take it (engine/errors.py)
+        print(error.next_step.line(), file=sys.stderr)
     return error.exit_code
 
 
@@ -72,10 +74,11 @@ def login_refused_while_running(error: pymysql.err.OperationalError) -> MySqlLog
         return None
     return MySqlLoginError(
         f"the MySQL server refused a login of this application while it ran ({error.args[-1]}): the "
-        "password or the account changed after the task checked the connection (a password rotation, "
-        "a dropped or altered account). Update the Airflow connection (or restore the account), then "
-        "clear the task: what was applied is in the lake, and the next attempt continues from there."
-    )
+        "password or the account changed after the run checked the connection (a password rotation, "
+        "a dropped or altered account). Update the credentials the run uses (or restore the account), "
+        "then run the segment again: what was applied is in the lake, and the next attempt continues "
+        "from there."
+    ).then(NextStep.run_again())
 
 
 def exit_code_of_running_failure(error: Exception) -> ExitCode:

@@ -165,9 +165,8 @@ def stopped_words(table: str, reason: str) -> str:
     (``reason``), what it means, what to do."""
     return (
         f"{table}: {reason}. The pipeline stopped streaming it (the other tables go on) until it is "
-        f'snapshotted again: trigger the pipeline DAG with the conf {{"resnapshot": ["{table}"]}} '
-        '(docs/operations.md, "A table stopped"). Only this pipeline may write its Delta tables: find '
-        "out who else did first."
+        'snapshotted again: re-snapshot the table (docs/operations.md, "A table stopped"). Only this '
+        "pipeline may write its Delta tables: find out who else did first."
     )
 
 

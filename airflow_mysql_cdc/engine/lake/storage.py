@@ -83,7 +83,7 @@ def check_storage_options(options: object, *, where: str) -> dict[str, str]:
         raise StorageOptionsError(
             f"storage_options in {where} holds credentials ({', '.join(secret)}): {where} is printed, "
             "logged and passed to spark-submit as a file, so a credential there leaks. Remove them and "
-            "put them in an Airflow connection named by lake_conn_id (an 'aws' connection: login = "
+            "put them in the connection named by lake_conn_id (an 'aws' connection: login = "
             "access key id, password = secret access key), or give the Spark driver its own "
             "credentials (environment variables or an instance role)."
         )

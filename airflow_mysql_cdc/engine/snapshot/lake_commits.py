@@ -26,7 +26,7 @@ from deltalake import CommitProperties, DeltaTable, write_deltalake
 from deltalake.exceptions import CommitFailedError, TableNotFoundError
 from deltalake.transaction import AddAction
 
-from airflow_mysql_cdc.engine.errors import LakeMismatchError
+from airflow_mysql_cdc.engine.errors import LakeMismatchError, NextStep
 from airflow_mysql_cdc.engine.lake.data_files import require_written
 from airflow_mysql_cdc.engine.lake.delta_layout import (
     ROW_KEY_PROPERTY,
@@ -299,10 +299,9 @@ class DeltaSnapshotWriter:
         return SnapshotInterleavedError(
             f"another writer committed to the target of {self.ref} while its snapshot was writing it, so "
             "the snapshot's rows and that writer's changes cannot both be right. Nothing may write a table "
-            "during its snapshot: stop that writer (or the job that compacts the table), then run the "
-            "snapshot again as a re-snapshot (restart=True on MySqlCdcSnapshotOperator), which replaces "
-            "the table's contents: resuming would keep whatever that writer added."
-        )
+            "during its snapshot: stop that writer (or the job that compacts the table), then re-snapshot "
+            "the table, which replaces its contents: resuming would keep whatever that writer added."
+        ).then(NextStep.resnapshot(self.ref))
 
     def _write_rows(self, progress: SnapshotProgress, window: ChunkSnapshot) -> None:
         """A window's rows written and committed by this driver (lakes executors do not write to)."""

@@ -12,6 +12,7 @@ import logging
 import time
 from dataclasses import replace
 
+from airflow_mysql_cdc.engine.errors import NextStep
 from airflow_mysql_cdc.engine.lake.data_files import executor_writes_supported
 from airflow_mysql_cdc.engine.lake.layout import LakeRoot
 from airflow_mysql_cdc.engine.lake.table_shape import Compatibility, Shape, compatibility
@@ -80,8 +81,8 @@ def snapshot_table(
     raise DefinitionUnstableError(
         f"the definition of {ref} changed during each of {max_restarts + 1} attempts to snapshot it (a "
         "migration still running?). Nothing of it was streamed; run the snapshot again once the migration "
-        "is over (a cleared task does)."
-    )
+        "is over."
+    ).then(NextStep.run_again())
 
 
 def _snapshot_once(

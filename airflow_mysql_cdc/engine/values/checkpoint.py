@@ -86,11 +86,11 @@ class CheckpointRecord:
     """When the record was made (ISO 8601, UTC; None before version 4): the next run's bound for the
     lake files that can hold its changes (:mod:`airflow_mysql_cdc.engine.lake.run_changes`)."""
     pushed: JsonObject = field(default_factory=dict)
-    """What the run pushed to XCom besides this record, by key (the replicate task's ``plan``,
-    ``snapshot``, ``applied``, ``reloads``). Clearing a task deletes its XComs, and a re-run of the
-    interval applies nothing: it pushes these again from here, so the run's story (which tables it
-    snapshotted, what it applied) stays visible after a clear. Kept apart from the other fields,
-    which say what the lake holds; empty in records of earlier versions."""
+    """The run's other outputs, by name, as the orchestrator reported them; opaque to the engine,
+    which only keeps them with the record. A re-run of the interval applies nothing and reports
+    these again from here (the Airflow side: :mod:`airflow_mysql_cdc.runs.republish`, since a
+    clear deletes a task's XComs). Kept apart from the other fields, which say what the lake holds;
+    empty in records of earlier versions. The name is the record format's (version 4), kept."""
 
     @property
     def end(self) -> GtidSet:
@@ -114,8 +114,8 @@ class CheckpointRecord:
         if data.get("pipeline_id") != pipeline_id:
             raise CheckpointError(
                 f"the previous run's checkpoint belongs to pipeline {data.get('pipeline_id')!r}, not "
-                f"{pipeline_id!r}: the DAG's configuration changed pipelines. Use a new DAG id for a new "
-                "pipeline."
+                f"{pipeline_id!r}: the configuration changed pipelines. A new pipeline needs a "
+                "pipeline_id of its own."
             )
         values = {key: value for key, value in data.items() if key not in ("format", "version")}
         try:
@@ -194,7 +194,7 @@ def agree_on_start(
         raise WitnessDisagreementError(
             f"the previous run's checkpoint says {checkpoint or '(empty)'} was applied, but the lake at "
             f"{lake} has no pipeline state: the lake was removed or lake_root changed. Point lake_root at "
-            "the lake, or start the pipeline over in a new lake with a new DAG id."
+            "the lake, or start the pipeline over in a new lake with a new pipeline id."
         )
     if lake_applied == checkpoint:
         if after_apply:

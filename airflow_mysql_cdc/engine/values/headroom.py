@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Literal
 
+from airflow_mysql_cdc.engine.errors import NextStep
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from airflow_mysql_cdc.engine.values.json_values import JsonObject
 
@@ -163,6 +164,11 @@ class HeadroomAssessment:
     message: str
     to_change: str = ""
 
+    @property
+    def next_step(self) -> NextStep | None:
+        """Run again once the retention is raised, when it is unsafe (engine/errors.py)."""
+        return NextStep.run_again() if self.level is HeadroomLevel.UNSAFE else None
+
     def to_dict(self) -> JsonObject:
         reading = self.reading
         return {
@@ -253,8 +259,8 @@ def _unsafe(reading: HeadroomReading, policy: HeadroomPolicy, headroom: float) -
         f"({format_duration(policy.interval_s)}): a checkpoint cannot be counted on to survive until the "
         "next run, which would then have to re-snapshot every table. This run's checkpoint stays "
         f"readable for {format_duration(headroom)} more; raise the retention to at least "
-        f"{format_duration(recommended)} ({policy.runs} missed runs + 1) with: {statement} and clear this "
-        "task before then.",
+        f"{format_duration(recommended)} ({policy.runs} missed runs + 1) with: {statement} and run again "
+        "before then.",
         statement,
     )
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from airflow_mysql_cdc.engine.errors import NextStep
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 
 
@@ -43,12 +44,17 @@ class ResumabilityAssessment:
         return self.checkpoint - self.gtid_executed
 
     @property
+    def next_step(self) -> NextStep | None:
+        """Re-snapshot every table when the binlog the checkpoint needs is purged (engine/errors.py)."""
+        return NextStep.resnapshot() if self.verdict is Verdict.BINLOG_PURGED else None
+
+    @property
     def message(self) -> str:
         if self.verdict is Verdict.BINLOG_PURGED:
             return (
                 f"cannot resume from the checkpoint: the server purged binlogs holding transactions "
                 f"that were never applied: {self.purged_but_not_applied}. They cannot be read any more. "
-                "Re-snapshot the tables (the re-snapshot branch of the DAG, or set on_purged='resnapshot'), "
+                "Re-snapshot the tables (or set on_purged='resnapshot' so a run does it when it meets this), "
                 "and raise binlog retention so the next run's checkpoint stays readable."
             )
         if self.verdict is Verdict.SERVER_BEHIND:

@@ -73,7 +73,7 @@ def judge_staleness(
         waiting,
         f"stale position: {summary}, more than stale_after_hours "
         f"({format_duration(stale_after.total_seconds())}). "
-        "No run has advanced the checkpoint for that long: look at the failed or missing runs of this DAG "
-        "(a paused DAG, a failing task), and mind the binlog headroom: once the checkpoint's binlog is "
-        "purged, every table must be re-snapshotted.",
+        "No run has advanced the checkpoint for that long: look at why runs fail or do not start, and "
+        "mind the binlog headroom: once the checkpoint's binlog is purged, every table must be "
+        "re-snapshotted.",
     )

@@ -334,7 +334,7 @@ class PipelineStateStore:
         return PipelineFencedError(
             f"pipeline {self.pipeline_id!r} is being written by another instance ({holder}); this writer "
             f"(epoch {state.epoch}, owner {state.owner}) stops: {reason}. Only one application may run "
-            "per pipeline; check for a second DAG run or a leftover spark-submit."
+            "per pipeline; check for a second run of this pipeline or a leftover application (spark-submit)."
         )
 
 

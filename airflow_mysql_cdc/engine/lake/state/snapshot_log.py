@@ -34,7 +34,7 @@ import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 from deltalake.exceptions import TableNotFoundError
 
-from airflow_mysql_cdc.engine.errors import LakeMismatchError
+from airflow_mysql_cdc.engine.errors import LakeMismatchError, NextStep
 from airflow_mysql_cdc.engine.lake.layout import OWN_TABLE_PROPERTIES
 from airflow_mysql_cdc.engine.lake.state.snapshot_records import (
     NoSnapshot,
@@ -222,6 +222,5 @@ class SnapshotLog:
         return SnapshotLogError(
             f"{self.target_uri} names snapshot record {link} that {self.path} does not hold (the snapshot "
             "log was deleted or restored from another time). The table's rows cannot be tied to their "
-            "watermarks any more: re-snapshot it (MySqlCdcSnapshotOperator with restart=True, or clear "
-            "the run with the table listed in a fresh lake location)."
-        )
+            "watermarks any more: re-snapshot the table (its rows are replaced and tied to new records)."
+        ).then(NextStep.resnapshot(".".join(self.path.rstrip("/").split("/")[-2:])))  # <schema>/<table>

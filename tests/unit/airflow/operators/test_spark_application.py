@@ -11,10 +11,11 @@ from pathlib import Path
 import pytest
 from airflow.sdk.exceptions import AirflowFailException
 
-from airflow_mysql_cdc.engine.errors import ExitCode
+from airflow_mysql_cdc.engine.errors import ExitCode, NextStep
 from airflow_mysql_cdc.engine.values.endpoint import MySqlEndpoint
 from airflow_mysql_cdc.hooks.attempt_marker import AttemptMarker
 from airflow_mysql_cdc.hooks.attempt_recovery import OwnAttempt, work_root
+from airflow_mysql_cdc.hooks.next_steps import in_airflow
 from airflow_mysql_cdc.hooks.spark_submit import MySqlCdcSparkSubmitHook, SparkSubmitFailed
 from airflow_mysql_cdc.operators.spark_application import ApplicationSecrets, SparkApplicationOperator
 from tests.support.spark_submit import SparkSubmitRecorder
@@ -83,6 +84,20 @@ def test_the_failure_reason_is_the_applications_own_error_line_and_the_codes_mea
     assert str(failure.value) == f"{error_line}\napp failed: {ExitCode.BINLOG.meaning} (exit code 5)"
     (debug,) = [record for record in caplog.records if "exited with code 5: " in record.getMessage()]
     assert debug.levelno == logging.DEBUG and "--result-file" in debug.getMessage()  # the command, at DEBUG
+
+
+def test_a_next_step_the_application_names_is_followed_by_how_to_take_it_in_airflow(
+    recorder: SparkSubmitRecorder,
+) -> None:
+    step = NextStep.resnapshot("shop.orders")
+    recorder.behave(result={}, exit_code=ExitCode.BINLOG, stderr_lines=(STATEMENT_ERROR, step.line()))
+    operator = SparkApplicationOperator(task_id="app", spark_conn_id="spark_local")
+    with pytest.raises(AirflowFailException) as failure:
+        _run(operator)
+    assert str(failure.value) == (
+        f"{STATEMENT_ERROR}{in_airflow(step)}\napp failed: {ExitCode.BINLOG.meaning} (exit code 5)"
+    )
+    assert 'trigger the pipeline DAG with the conf {"resnapshot": ["shop.orders"]}' in str(failure.value)
 
 
 def test_a_retryable_failure_starts_with_the_error_line_too_and_masks_secrets(

@@ -17,11 +17,13 @@ from airflow.sdk.exceptions import AirflowFailException
 from deltalake import CommitProperties, DeltaTable
 
 from airflow_mysql_cdc.engine.apply.config import ApplyResult
+from airflow_mysql_cdc.engine.errors import NextStep
 from airflow_mysql_cdc.engine.lake.departures import Departure, mark_departed
 from airflow_mysql_cdc.engine.lake.evolution import TableEvolution, stopped_words
 from airflow_mysql_cdc.engine.lake.layout import LakeLayout
 from airflow_mysql_cdc.engine.lake.state.pipeline_state import PipelineStateStore
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
+from airflow_mysql_cdc.hooks.next_steps import in_airflow
 from airflow_mysql_cdc.operators import binlog_apply
 from airflow_mysql_cdc.operators.binlog_apply import MySqlCdcBinlogApplyOperator, TablesStoppedError
 from airflow_mysql_cdc.runs.record_facts import stopped_tables
@@ -67,7 +69,9 @@ def test_the_run_that_stops_a_table_pushes_its_result_then_fails_naming_it(
     assert str(failure.value) == (
         "1 table(s) stopped in this run; the other tables were applied and their progress is published. "
         + stopped_words("shop.orders", REASON)
+        + in_airflow(NextStep.resnapshot("shop.orders"))
     )
+    assert 'the conf {"resnapshot": ["shop.orders"]}' in str(failure.value)
     assert isinstance(failure.value, AirflowFailException)  # Airflow does not retry it
 
 

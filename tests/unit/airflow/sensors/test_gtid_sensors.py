@@ -12,7 +12,9 @@ import pytest
 from airflow.sdk import DAG
 from airflow.sdk.exceptions import AirflowFailException, AirflowSensorTimeout
 
+from airflow_mysql_cdc.engine.errors import NextStep
 from airflow_mysql_cdc.engine.values.headroom import HeadroomAssessment, HeadroomLevel, HeadroomPolicy
+from airflow_mysql_cdc.hooks.next_steps import with_next_step
 from airflow_mysql_cdc.sensors import gtid_sensors
 from airflow_mysql_cdc.sensors.gtid_sensors import MySqlCdcResumabilitySensor, MySqlGtidReachedSensor
 from tests.support.airflow_context import runtime_task_instance
@@ -141,7 +143,7 @@ def test_an_unsafe_headroom_fails_the_run_with_the_judged_message(monkeypatch: p
     sensor = _in_a_dag(MySqlCdcResumabilitySensor, checkpoint=f"{UUID}:1-50")
     with pytest.raises(AirflowFailException) as failure:
         _run(sensor)
-    assert str(failure.value) == message
+    assert str(failure.value) == with_next_step(message, NextStep.run_again())  # "clear this task"
 
 
 def test_check_headroom_off_reads_nothing_beyond_the_verdict(monkeypatch: pytest.MonkeyPatch) -> None:
