@@ -34,9 +34,9 @@ from tests.support.pipeline import seed
 pytestmark = pytest.mark.mysql
 
 WAY_OUT = (
-    "The pipeline stopped streaming it (the other tables go on) until it is snapshotted again: trigger "
-    'the pipeline DAG with the conf {{"resnapshot": ["{table}"]}} (docs/operations.md, "A table '
-    'stopped"). Only this pipeline may write its Delta tables: find out who else did first.'
+    "The pipeline stopped streaming it (the other tables go on) until it is snapshotted again: "
+    're-snapshot the table (docs/operations.md, "A table stopped"). Only this pipeline may write its '
+    "Delta tables: find out who else did first."
 )
 
 

@@ -104,6 +104,8 @@ def test_stop_names_the_statement_a_re_snapshot_gets_past_it_and_the_resnapshot_
             f"replicate failed: {ExitCode.BINLOG.meaning} (exit code 5)"
         )
         assert "statement_changes: resnapshot" in text and "enforce binlog_format=ROW" in text
+        # The engine names the way out (re-snapshot the table); the operator says how in Airflow.
+        assert f'In Airflow: trigger the pipeline DAG with the conf {{"resnapshot": ["{orders}"]}}' in text
         position = pipeline.lake_position()
         assert before.issubset(position) and not GtidSet.parse(gtid).issubset(position)
 

@@ -14,6 +14,7 @@ from deltalake import DeltaTable, write_deltalake
 
 from airflow_mysql_cdc.engine.apply.config import ApplyConfig
 from airflow_mysql_cdc.engine.apply.single_reader import run_apply
+from airflow_mysql_cdc.engine.errors import NextStep
 from airflow_mysql_cdc.engine.lake.compare import lake_table
 from airflow_mysql_cdc.engine.lake.layout import LakeLayout
 from airflow_mysql_cdc.engine.lake.maintenance.policy import MaintenancePolicy
@@ -133,8 +134,11 @@ def test_another_writer_committing_to_a_table_during_its_snapshot_stops_it_with_
             if number == 1:  # another job appends a row to the table while the snapshot runs
                 write_deltalake(target, DeltaTable(target).to_pyarrow_table().slice(0, 1), mode="append")
 
-    with pytest.raises(SnapshotInterleavedError, match="another writer committed.*run the snapshot again"):
+    with pytest.raises(
+        SnapshotInterleavedError, match="another writer committed.*then re-snapshot"
+    ) as failure:
         snapshot_table(mysql_database, tmp_path, table, chunk_size=50, run_windows=written_to_after_two_waves)
+    assert failure.value.next_step == NextStep.resnapshot(table)  # the operator says how in Airflow
     # Its row is in the table now: the snapshot cannot resume over it, it starts again (restart=True)
     restarted = snapshot_table(mysql_database, tmp_path, table, chunk_size=50, restart=True)
     assert restarted.resumed is False
