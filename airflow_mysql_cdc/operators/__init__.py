@@ -17,6 +17,9 @@
   provider's OpenLineage injection with its secrets kept off argv (docs/metrics.md).
 - ``links``: the tasks' extra links (lake location, Spark UI); ``table_lists``: a ``tables``
   argument checked when the DAG is parsed, or rendered and checked at run time when templated.
+- ``lake_target``: the lake arguments every operator takes (``lake_root``, public
+  ``storage_options`` with a credential refused at parse, ``lake_conn_id``), kept and opened in one
+  place.
 
 Guarded by ``tests/unit/airflow/operators/`` (template rendering, exit codes) and the DAG tests.
 """

@@ -21,13 +21,13 @@ from airflow_mysql_cdc.engine.apply.config import (
     check_statement_change_mode,
 )
 from airflow_mysql_cdc.engine.errors import NextStep
-from airflow_mysql_cdc.engine.lake.storage import check_storage_options
 from airflow_mysql_cdc.engine.runtime.progress import PROGRESS_INTERVAL_S, check_progress_interval
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from airflow_mysql_cdc.hooks.lake_storage import LakeStorageHook
 from airflow_mysql_cdc.hooks.mysql_cdc import MySqlCdcHook
 from airflow_mysql_cdc.hooks.next_steps import in_airflow
 from airflow_mysql_cdc.operators import metrics
+from airflow_mysql_cdc.operators.lake_target import LakeTarget
 from airflow_mysql_cdc.operators.lineage import OpenLineageMixin, TaskLineage, lake_tables
 from airflow_mysql_cdc.operators.prerequisites import parse_table_list
 from airflow_mysql_cdc.operators.spark_application import ApplicationSecrets, SparkApplicationOperator
@@ -37,7 +37,7 @@ APPLICATION = str(Path(__file__).resolve().parents[1] / "engine" / "entrypoints"
 """The binlog application's entry point, found without importing it (it imports Spark and Delta)."""
 
 
-class MySqlCdcBinlogApplyOperator(OpenLineageMixin, SparkApplicationOperator):
+class MySqlCdcBinlogApplyOperator(LakeTarget, OpenLineageMixin, SparkApplicationOperator):
     """Applies the binlog to the Delta lake for one segment (or another stop rule) via spark-submit.
 
     The application reads the binlog by GTID from ``start_gtids`` (or from the lake, when the lake
@@ -124,10 +124,7 @@ class MySqlCdcBinlogApplyOperator(OpenLineageMixin, SparkApplicationOperator):
         super().__init__(**kwargs)
         self.progress_interval_s = progress_interval_s
         self.tables = tables
-        self.lake_root = lake_root
-        # Refused when the DAG is parsed, before a credential reaches a config file or a log.
-        self.storage_options = check_storage_options(storage_options, where="the operator's storage_options")
-        self.lake_conn_id = lake_conn_id
+        self.take_lake_arguments(lake_root, storage_options, lake_conn_id)
         self.pipeline_id = pipeline_id
         self.start_gtids = start_gtids
         if mode not in MODES:

@@ -37,7 +37,6 @@ from urllib.parse import urlsplit
 
 from airflow_mysql_cdc.engine.lake.layout import LakeLayout
 from airflow_mysql_cdc.engine.mysql.schema import TableRef
-from airflow_mysql_cdc.hooks.lake_storage import LakeStorageHook
 from airflow_mysql_cdc.hooks.mysql_cdc import MySqlCdcHook
 
 if TYPE_CHECKING:
@@ -242,9 +241,7 @@ class OpenLineageMixin:
             mysql_tables=tables,
             lake_outputs=tables,
             changelog=changelog,
-            storage_options=LakeStorageHook(operator.lake_conn_id).get_delta_storage_options(
-                operator.storage_options
-            ),
+            storage_options=operator.delta_storage_options(),  # operators/lake_target.py
         )
 
     def get_openlineage_facets_on_start(self) -> OperatorLineage | None:

@@ -19,11 +19,11 @@ from typing import Any
 from airflow_mysql_cdc.engine.lake.maintenance.config import MaintenanceConfig
 from airflow_mysql_cdc.engine.lake.maintenance.policy import MaintenancePolicy
 from airflow_mysql_cdc.engine.lake.maintenance.report import MaintenanceReport
-from airflow_mysql_cdc.engine.lake.storage import check_storage_options, secret_storage_options_to_environment
+from airflow_mysql_cdc.engine.lake.storage import secret_storage_options_to_environment
 from airflow_mysql_cdc.engine.values.json_values import JsonObject
-from airflow_mysql_cdc.hooks.lake_storage import LakeStorageHook
 from airflow_mysql_cdc.operators import metrics
 from airflow_mysql_cdc.operators.engine_process import EngineProcessOperator
+from airflow_mysql_cdc.operators.lake_target import LakeTarget
 from airflow_mysql_cdc.operators.lineage import OpenLineageMixin, TaskLineage, lake_tables
 from airflow_mysql_cdc.operators.links import MySqlCdcLakeLocationLink
 from airflow_mysql_cdc.operators.table_lists import rendered_table_names, table_names_argument
@@ -32,7 +32,7 @@ from airflow_mysql_cdc.runs import lake
 APPLICATION_MODULE = "airflow_mysql_cdc.engine.entrypoints.maintain_lake"
 
 
-class MySqlCdcLakeMaintenanceOperator(OpenLineageMixin, EngineProcessOperator):
+class MySqlCdcLakeMaintenanceOperator(LakeTarget, OpenLineageMixin, EngineProcessOperator):
     """Maintains the lake of pipeline ``pipeline_id`` when due; returns what it did (the XCom).
 
     :param pipeline_id: the pipeline whose lease the maintenance takes (templated).
@@ -66,16 +66,14 @@ class MySqlCdcLakeMaintenanceOperator(OpenLineageMixin, EngineProcessOperator):
         super().__init__(**kwargs)
         self.pipeline_id = pipeline_id
         self.tables = table_names_argument(tables)
-        self.lake_root = lake_root
-        self.storage_options = check_storage_options(storage_options, where="the operator's storage_options")
-        self.lake_conn_id = lake_conn_id
+        self.take_lake_arguments(lake_root, storage_options, lake_conn_id)
         self.policy = MaintenancePolicy.from_dict(dict(maintenance or {}))
         self.force = force
         self.lease_s = lease_s
 
     def execute(self, context: Any) -> JsonObject:
         self.tables = rendered_table_names(self.tables)
-        lake_hook = LakeStorageHook(self.lake_conn_id)
+        lake_hook = self.lake_hook()
         public, secret = lake_hook.get_storage_options(self.storage_options)
         options = {**public, **secret} or None
         why_not = None
@@ -109,9 +107,7 @@ class MySqlCdcLakeMaintenanceOperator(OpenLineageMixin, EngineProcessOperator):
             lake_root=self.lake_root,
             lake_inputs=self.tables,
             lake_outputs=self.tables,
-            storage_options=LakeStorageHook(self.lake_conn_id).get_delta_storage_options(
-                self.storage_options
-            ),
+            storage_options=self.delta_storage_options(),
         )
 
     def _run(self, config: MaintenanceConfig, secret_environment: dict[str, str]) -> JsonObject:

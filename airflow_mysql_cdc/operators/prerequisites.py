@@ -13,8 +13,8 @@ from airflow_mysql_cdc.engine.mysql.prerequisites.checks import PrerequisiteConf
 from airflow_mysql_cdc.engine.mysql.prerequisites.facts import MIN_RETENTION_FLOOR_S
 from airflow_mysql_cdc.engine.mysql.schema import TableRef
 from airflow_mysql_cdc.hooks.connection_errors import SOURCE_CONNECTION_ERRORS
-from airflow_mysql_cdc.hooks.lake_storage import LakeStorageHook
 from airflow_mysql_cdc.hooks.mysql_cdc import MySqlCdcHook
+from airflow_mysql_cdc.operators.lake_target import LakeTarget
 from airflow_mysql_cdc.operators.links import MySqlCdcLakeLocationLink
 from airflow_mysql_cdc.runs import lake
 
@@ -34,7 +34,7 @@ def default_min_retention_s(context: Any) -> int:
     return int(max(2 * interval_s, MIN_RETENTION_FLOOR_S))
 
 
-class MySqlCdcPrerequisitesOperator(BaseOperator):
+class MySqlCdcPrerequisitesOperator(LakeTarget, BaseOperator):
     """Runs every CDC prerequisite check against the source server and fails (without retries) on errors.
 
     The task log shows one table of results, failures first with the SQL or configuration that
@@ -71,9 +71,7 @@ class MySqlCdcPrerequisitesOperator(BaseOperator):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.lake_root = lake_root
-        self.storage_options = storage_options or {}
-        self.lake_conn_id = lake_conn_id
+        self.take_lake_arguments(lake_root or "", storage_options, lake_conn_id)  # "": no lake to check
         self.tables = tables
         self.mysql_cdc_conn_id = mysql_cdc_conn_id
         self.min_binlog_retention = min_binlog_retention
@@ -83,7 +81,7 @@ class MySqlCdcPrerequisitesOperator(BaseOperator):
         """Configured tables that have a target table in the lake (none when no lake is given)."""
         if not self.lake_root:
             return frozenset()
-        options = LakeStorageHook(self.lake_conn_id).get_delta_storage_options(self.storage_options)
+        options = self.delta_storage_options()
         return frozenset(ref for ref in tables if lake.target_table_exists(self.lake_root, ref, options))
 
     def execute(self, context: Any) -> dict[str, Any]:

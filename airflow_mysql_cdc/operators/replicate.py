@@ -46,13 +46,11 @@ from airflow_mysql_cdc.engine.apply.config import (
     check_schema_change_mode,
     check_statement_change_mode,
 )
-from airflow_mysql_cdc.engine.lake.storage import check_storage_options
 from airflow_mysql_cdc.engine.runtime.progress import PROGRESS_INTERVAL_S, check_progress_interval
 from airflow_mysql_cdc.engine.snapshot.result import SnapshotResult
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
 from airflow_mysql_cdc.engine.values.json_values import JsonObject
 from airflow_mysql_cdc.hooks.engine_process import EngineProcess
-from airflow_mysql_cdc.hooks.lake_storage import LakeStorageHook
 from airflow_mysql_cdc.hooks.mysql_cdc import MySqlCdcHook
 from airflow_mysql_cdc.operators import metrics
 from airflow_mysql_cdc.operators.binlog_apply import (
@@ -62,6 +60,7 @@ from airflow_mysql_cdc.operators.binlog_apply import (
     human_duration,
     summary_line,
 )
+from airflow_mysql_cdc.operators.lake_target import LakeTarget
 from airflow_mysql_cdc.operators.lineage import OpenLineageMixin, TaskLineage, lineage_of_record
 from airflow_mysql_cdc.operators.row_reloads import ReloadTarget, reload_rows
 from airflow_mysql_cdc.operators.run_record_link import MySqlCdcRunRecordLink
@@ -80,7 +79,7 @@ class ResnapshotLoopError(AirflowException):
     """A table re-snapshotted after a schema change changed again during every re-snapshot."""
 
 
-class MySqlCdcReplicateOperator(OpenLineageMixin, SparkApplicationOperator):
+class MySqlCdcReplicateOperator(LakeTarget, OpenLineageMixin, SparkApplicationOperator):
     """Replicates the run's segment into the lake and returns its checkpoint record (the XCom).
 
     Also pushes, when the run applies, its plan (XCom key ``plan``: tables to snapshot, restart,
@@ -153,9 +152,7 @@ class MySqlCdcReplicateOperator(OpenLineageMixin, SparkApplicationOperator):
         super().__init__(**kwargs)
         self.pipeline_id = pipeline_id
         self.tables = table_names_argument(tables)
-        self.lake_root = lake_root
-        self.storage_options = check_storage_options(storage_options, where="the operator's storage_options")
-        self.lake_conn_id = lake_conn_id
+        self.take_lake_arguments(lake_root, storage_options, lake_conn_id)
         self.mysql_cdc_conn_id = mysql_cdc_conn_id
         self.chunk_size = chunk_size
         self.batch_max_seconds = batch_max_seconds
@@ -199,7 +196,7 @@ class MySqlCdcReplicateOperator(OpenLineageMixin, SparkApplicationOperator):
         return published
 
     def _chain(self) -> RunChain:
-        options = LakeStorageHook(self.lake_conn_id).get_delta_storage_options(self.storage_options)
+        options = self.delta_storage_options()
         return RunChain(self.pipeline_id, self.lake_root, self.mysql_cdc_conn_id, options, self.task_id)
 
     def _resumability(self, context: Any) -> JsonObject | None:

@@ -7,13 +7,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from airflow_mysql_cdc.engine.lake.storage import check_storage_options
 from airflow_mysql_cdc.engine.runtime.progress import PROGRESS_INTERVAL_S, check_progress_interval
 from airflow_mysql_cdc.engine.snapshot.config import SnapshotConfig
 from airflow_mysql_cdc.engine.snapshot.result import SnapshotResult
 from airflow_mysql_cdc.hooks.lake_storage import LakeStorageHook
 from airflow_mysql_cdc.hooks.mysql_cdc import MySqlCdcHook
 from airflow_mysql_cdc.operators import metrics
+from airflow_mysql_cdc.operators.lake_target import LakeTarget
 from airflow_mysql_cdc.operators.lineage import OpenLineageMixin, TaskLineage, lake_tables
 from airflow_mysql_cdc.operators.prerequisites import parse_table_list
 from airflow_mysql_cdc.operators.spark_application import ApplicationSecrets, SparkApplicationOperator
@@ -22,7 +22,7 @@ APPLICATION = str(Path(__file__).resolve().parents[1] / "engine" / "entrypoints"
 """The snapshot application's entry point, found without importing it (it imports Spark and Delta)."""
 
 
-class MySqlCdcSnapshotOperator(OpenLineageMixin, SparkApplicationOperator):
+class MySqlCdcSnapshotOperator(LakeTarget, OpenLineageMixin, SparkApplicationOperator):
     """Snapshots ``tables`` into the lake; resumes an unfinished snapshot at its next chunk.
 
     The application plans key-range chunks, reads each in a window bracketed by GTID watermarks
@@ -69,10 +69,7 @@ class MySqlCdcSnapshotOperator(OpenLineageMixin, SparkApplicationOperator):
         check_progress_interval(progress_interval_s, ValueError)
         super().__init__(**kwargs)
         self.tables = tables
-        self.lake_root = lake_root
-        # Refused when the DAG is parsed, before a credential reaches a config file or a log.
-        self.storage_options = check_storage_options(storage_options, where="the operator's storage_options")
-        self.lake_conn_id = lake_conn_id
+        self.take_lake_arguments(lake_root, storage_options, lake_conn_id)
         self.chunk_size = chunk_size
         self.restart = restart
         self.base_server_id = base_server_id

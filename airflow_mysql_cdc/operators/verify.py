@@ -23,7 +23,6 @@ from typing import Any
 
 from airflow.sdk.exceptions import AirflowFailException
 
-from airflow_mysql_cdc.engine.lake.storage import check_storage_options
 from airflow_mysql_cdc.engine.values.json_values import JsonObject
 from airflow_mysql_cdc.engine.verify.config import VerifyConfig
 from airflow_mysql_cdc.engine.verify.report import (
@@ -35,10 +34,10 @@ from airflow_mysql_cdc.engine.verify.report import (
     unchecked_note,
 )
 from airflow_mysql_cdc.engine.verify.settings import VerifySettings, verify_mode
-from airflow_mysql_cdc.hooks.lake_storage import LakeStorageHook
 from airflow_mysql_cdc.hooks.mysql_cdc import MySqlCdcHook
 from airflow_mysql_cdc.operators import metrics
 from airflow_mysql_cdc.operators.engine_process import EngineProcessOperator
+from airflow_mysql_cdc.operators.lake_target import LakeTarget
 from airflow_mysql_cdc.operators.lineage import OpenLineageMixin, TaskLineage, lake_tables
 from airflow_mysql_cdc.operators.links import MySqlCdcLakeLocationLink
 from airflow_mysql_cdc.operators.spark_application import ApplicationSecrets
@@ -47,7 +46,7 @@ from airflow_mysql_cdc.operators.table_lists import rendered_table_names, table_
 APPLICATION_MODULE = "airflow_mysql_cdc.engine.entrypoints.verify_lake"
 
 
-class MySqlCdcVerifyOperator(OpenLineageMixin, EngineProcessOperator):
+class MySqlCdcVerifyOperator(LakeTarget, OpenLineageMixin, EngineProcessOperator):
     """Verifies the lake of pipeline ``pipeline_id``; returns what it found (the XCom).
 
     :param pipeline_id: the pipeline whose lease and position the verification takes (templated).
@@ -98,7 +97,7 @@ class MySqlCdcVerifyOperator(OpenLineageMixin, EngineProcessOperator):
         super().__init__(**kwargs)
         self.pipeline_id = pipeline_id
         self.tables = table_names_argument(tables)
-        self.lake_root = lake_root
+        self.take_lake_arguments(lake_root, storage_options, lake_conn_id)
         # Refused when the DAG is parsed, naming the key, before anything runs.
         self.settings = VerifySettings(
             mode=verify_mode(mode),
@@ -109,8 +108,6 @@ class MySqlCdcVerifyOperator(OpenLineageMixin, EngineProcessOperator):
             repair=repair,
         )
         self.soft_deletes = soft_deletes
-        self.storage_options = check_storage_options(storage_options, where="the operator's storage_options")
-        self.lake_conn_id = lake_conn_id
         self.mysql_cdc_conn_id = mysql_cdc_conn_id
         self.lease_s = lease_s
 
@@ -119,7 +116,7 @@ class MySqlCdcVerifyOperator(OpenLineageMixin, EngineProcessOperator):
         if not self.settings.enabled:
             self.log.info("Summary: verify skipped: verify is off")
             return VerifyReport(self.pipeline_id, self.settings.mode, skipped="verify is off").to_dict()
-        mysql_hook, lake_hook = MySqlCdcHook(self.mysql_cdc_conn_id), LakeStorageHook(self.lake_conn_id)
+        mysql_hook, lake_hook = MySqlCdcHook(self.mysql_cdc_conn_id), self.lake_hook()
         endpoint = mysql_hook.get_endpoint()
         public, secret = lake_hook.get_storage_options(self.storage_options)
         config = VerifyConfig(
@@ -160,9 +157,7 @@ class MySqlCdcVerifyOperator(OpenLineageMixin, EngineProcessOperator):
             lake_inputs=self.tables,
             lake_outputs=self.tables if self.settings.repair else (),
             changelog=False,
-            storage_options=LakeStorageHook(self.lake_conn_id).get_delta_storage_options(
-                self.storage_options
-            ),
+            storage_options=self.delta_storage_options(),
         )
 
     def _log_result(self, report: VerifyReport) -> None:
