@@ -10,7 +10,11 @@ from airflow.sdk.log import _secrets_masker
 
 from airflow_mysql_cdc.hooks.lake_storage import LakeStorageHook
 from airflow_mysql_cdc.operators.binlog_apply import MySqlCdcBinlogApplyOperator
+from airflow_mysql_cdc.operators.maintenance import MySqlCdcLakeMaintenanceOperator
+from airflow_mysql_cdc.operators.prerequisites import MySqlCdcPrerequisitesOperator
+from airflow_mysql_cdc.operators.replicate import MySqlCdcReplicateOperator
 from airflow_mysql_cdc.operators.snapshot import MySqlCdcSnapshotOperator
+from airflow_mysql_cdc.operators.verify import MySqlCdcVerifyOperator
 
 SECRET = "hook-test-secret-7f3a9c"
 
@@ -69,15 +73,29 @@ def test_a_credential_among_the_operators_storage_options_is_refused() -> None:
         LakeStorageHook(None).get_storage_options({"AWS_SECRET_ACCESS_KEY": SECRET})
 
 
-@pytest.mark.parametrize("operator_class", [MySqlCdcSnapshotOperator, MySqlCdcBinlogApplyOperator])
+OPERATORS_TAKING_A_LAKE = [
+    MySqlCdcSnapshotOperator,
+    MySqlCdcBinlogApplyOperator,
+    MySqlCdcReplicateOperator,
+    MySqlCdcVerifyOperator,
+    MySqlCdcLakeMaintenanceOperator,
+    MySqlCdcPrerequisitesOperator,
+]
+
+
+@pytest.mark.parametrize("operator_class", OPERATORS_TAKING_A_LAKE)
 def test_an_operator_given_a_credential_in_storage_options_is_refused_when_the_dag_is_parsed(
     operator_class,
 ) -> None:
+    """Every operator takes its lake arguments through operators/lake_target.py: one refusal."""
+    pipeline = {"pipeline_id": "p"} if operator_class is not MySqlCdcSnapshotOperator else {}
+    if operator_class is MySqlCdcPrerequisitesOperator:
+        pipeline = {}
     with pytest.raises(ValueError, match="holds credentials \\(AWS_SECRET_ACCESS_KEY\\)"):
         operator_class(
             task_id="lake_task",
             tables=["shop.orders"],
             lake_root="s3://lake/shop",
             storage_options={"AWS_SECRET_ACCESS_KEY": SECRET},
-            **({"pipeline_id": "p"} if operator_class is MySqlCdcBinlogApplyOperator else {}),
+            **pipeline,
         )
