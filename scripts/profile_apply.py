@@ -7,12 +7,21 @@ fresh lake in this process (``run_apply``, one reader, the default batch setting
 and prints:
 
 - the time of the whole call and rows/s (cProfile's overhead included: compare stages, not totals);
-- self time per stage, every function's own time assigned to the stage its module belongs to
-  (reading the binlog, decoding rows, the change table, Arrow, Delta writes, the pipeline state...);
-- the 25 functions of the package with the most cumulative time.
+- for each of the two threads (the binlog reader feeding a bounded queue, and the applier), self
+  time per stage, every function's own time assigned to the stage its module belongs to (reading
+  the binlog, decoding rows, the change table, Arrow, Delta writes, the pipeline state...); a thread
+  waiting for the other shows as lock waits;
+- the 25 functions of the package with the most cumulative time in each thread.
 
     .venv/bin/python scripts/profile_apply.py --rows 200000
     .venv/bin/python scripts/profile_apply.py --rows 200000 --out /tmp/apply.prof   # for snakeviz
+
+cProfile's cost per call inflates call-heavy code (the binary JSON walk) against C calls (Arrow,
+Delta). For honest shares, sample instead (py-spy, ``pip install py-spy``), then read the samples:
+
+    py-spy record --format raw --threads --rate 250 -o /tmp/apply.txt -- \
+        .venv/bin/python scripts/profile_apply.py --rows 200000 --plain
+    .venv/bin/python scripts/profile_apply.py --samples /tmp/apply.txt
 """
 
 from __future__ import annotations
@@ -73,7 +82,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows", type=int, default=200_000)
     parser.add_argument("--batch", type=int, default=1_000, help="rows per transaction of the workload")
     parser.add_argument("--out", help="also write the raw profile here")
+    parser.add_argument("--plain", action="store_true", help="no cProfile (run under a sampler)")
+    parser.add_argument("--samples", help="print the stages of a py-spy raw file instead of running")
     args = parser.parse_args(argv)
+    if args.samples:
+        _print_sampled_stages(Path(args.samples))
+        return 0
     benchmarks = _load("benchmarks")
     sandbox = None
     if args.dsn:
@@ -89,6 +103,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"load average before: {os.getloadavg()[0]:.2f}, {os.cpu_count()} CPUs")
         start, end = benchmarks.write_workload(endpoint, args.rows, args.batch)
         config = benchmarks._bench_config(start, end, workdir / "lake")
+        if args.plain:
+            began = time.perf_counter()
+            result = run_apply(config, endpoint)
+            rows, elapsed = sum(result.rows_by_table.values()), time.perf_counter() - began
+            print(f"applied {rows:,} rows in {elapsed:.1f} s: {rows / elapsed:,.0f} rows/s")
+            return 0
+        reader_profile = _profile_the_reader_thread()
         profiler = cProfile.Profile()
         began = time.perf_counter()
         profiler.enable()
@@ -98,17 +119,37 @@ def main(argv: list[str] | None = None) -> int:
         rows = sum(result.rows_by_table.values())
         print(f"applied {rows:,} rows in {elapsed:.1f} s under cProfile: {rows / elapsed:,.0f} rows/s")
         print(f"load average after: {os.getloadavg()[0]:.2f}")
-        stats = pstats.Stats(profiler)
-        if args.out:
-            stats.dump_stats(args.out)
-        _print_stages(stats)
-        print("\nthe package's functions by cumulative time:")
-        stats.sort_stats("cumulative").print_stats("airflow_mysql_cdc", 25)
+        for name, profile in (("reader thread", reader_profile), ("applier thread", profiler)):
+            stats = pstats.Stats(profile)
+            if args.out:
+                stats.dump_stats(f"{args.out}.{name.split()[0]}")
+            print(f"\n== {name}")
+            _print_stages(stats)
+            print(f"\n{name}: the package's functions by cumulative time:")
+            stats.sort_stats("cumulative").print_stats("airflow_mysql_cdc", 25)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
         if sandbox is not None:
             sandbox.stop(datadir=datadir, log=lambda _: None)
     return 0
+
+
+def _profile_the_reader_thread() -> cProfile.Profile:
+    """A profiler that the binlog reader thread of the next ``run_apply`` runs under."""
+    from airflow_mysql_cdc.engine.apply import reading
+
+    profile = cProfile.Profile()
+    unprofiled = reading._ReaderThread.run
+
+    def run(thread: reading._ReaderThread) -> None:
+        profile.enable()
+        try:
+            unprofiled(thread)
+        finally:
+            profile.disable()
+
+    reading._ReaderThread.run = run  # type: ignore[method-assign]
+    return profile
 
 
 def _print_stages(stats: pstats.Stats) -> None:
@@ -120,6 +161,34 @@ def _print_stages(stats: pstats.Stats) -> None:
     print("\nself time per stage:")
     for stage, seconds in sorted(totals.items(), key=lambda item: -item[1]):
         print(f"  {seconds:7.2f} s  {100 * seconds / whole:5.1f}%  {stage}")
+
+
+def _print_sampled_stages(raw: Path) -> None:
+    """Samples of the two threads of ``run_apply`` by stage of their innermost frame of ours or a
+    library's (py-spy's raw format: ``thread;frame;...;frame count``, frames ``name (file:line)``)."""
+    threads: dict[str, dict[str, int]] = {"reader thread": {}, "applier thread": {}}
+    for line in raw.read_text().splitlines():
+        stack, _, count_text = line.rpartition(" ")
+        frames = stack.split(";")
+        if "binlog-reader" in frames[0]:
+            thread = "reader thread"
+        elif any(frame.startswith("read_into_sink (") for frame in frames):
+            thread = "applier thread"
+        else:
+            continue  # the workload, the sandbox, start-up
+        leaf = frames[-1]
+        function, _, where = leaf.partition(" (")
+        filename = where.rsplit(":", 1)[0]
+        if "threading.py" in filename or "queue.py" in filename:
+            stage = "waiting for the other thread (queue)"
+        else:
+            stage = stage_of(filename or "~", function)
+        threads[thread][stage] = threads[thread].get(stage, 0) + int(count_text)
+    for thread, stages in threads.items():
+        whole = sum(stages.values()) or 1
+        print(f"\n== {thread}: {whole} samples")
+        for stage, count in sorted(stages.items(), key=lambda item: -item[1]):
+            print(f"  {count:7d}  {100 * count / whole:5.1f}%  {stage}")
 
 
 def _load(name: str):
