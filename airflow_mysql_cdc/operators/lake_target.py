@@ -40,11 +40,6 @@ class LakeTarget:
     def lake_hook(self) -> LakeStorageHook:
         return LakeStorageHook(self.lake_conn_id)
 
-    def lake_options(self) -> tuple[dict[str, str], dict[str, str]]:
-        """(public, secret) storage options: public for configuration files, secret for an
-        application's environment only."""
-        return self.lake_hook().get_storage_options(self.storage_options)
-
     def delta_storage_options(self) -> dict[str, str] | None:
         """Every option delta-rs needs to open the lake in this (the worker's) process."""
         return self.lake_hook().get_delta_storage_options(self.storage_options)

@@ -331,6 +331,22 @@ class RunChain:
     """Every option delta-rs needs, credentials included: they stay in this process."""
     publish_task_id: str
 
+    def locate(
+        self, context: Any, *, rebase_to: GtidSet | None, acts: bool, after_apply: bool = False
+    ) -> ChainPosition:
+        """:func:`locate_run` in this chain."""
+        return locate_run(
+            context,
+            pipeline_id=self.pipeline_id,
+            lake_root=self.lake_root,
+            mysql_cdc_conn_id=self.mysql_cdc_conn_id,
+            storage_options=self.storage_options,
+            publish_task_id=self.publish_task_id,
+            rebase_to=rebase_to,
+            after_apply=after_apply,
+            acts=acts,
+        )
+
 
 def _lake_holds_the_run(position: ChainPosition, chain: RunChain) -> None:
     """Say, after the run's own writes, that the lake holds its predecessor's end and its segment
@@ -363,14 +379,9 @@ def _placed_again(
                 _lake_holds_the_run(position, chain)
             return position
         log.info("the chain moved while this run applied: placing the run again before publishing")
-    return locate_run(
+    return chain.locate(
         context,
-        pipeline_id=chain.pipeline_id,
-        lake_root=chain.lake_root,
-        mysql_cdc_conn_id=chain.mysql_cdc_conn_id,
-        storage_options=chain.storage_options,
-        publish_task_id=chain.publish_task_id,
         rebase_to=actions.rebase_checkpoint if actions else None,
-        after_apply=True,
         acts=actions is not None and actions.any,
+        after_apply=True,
     )

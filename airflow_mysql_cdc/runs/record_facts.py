@@ -67,23 +67,6 @@ class RunFacts:
     changes: dict[str, RunChanges]
 
 
-def table_facts(
-    lake_root: str,
-    tables: Sequence[str],
-    *,
-    start: GtidSet,
-    end: GtidSet,
-    predecessor: CheckpointRecord | None,
-    snapshot_ids: Mapping[str, str],
-    storage_options: dict[str, str] | None,
-) -> dict[str, JsonObject]:
-    """Per table, the facts of the module doc for a run whose transactions are ``end - start``."""
-    return run_facts(
-        lake_root, tables, start=start, end=end, predecessor=predecessor, snapshot_ids=snapshot_ids,
-        storage_options=storage_options,
-    ).tables  # fmt: skip
-
-
 def run_facts(
     lake_root: str,
     tables: Sequence[str],
@@ -94,7 +77,8 @@ def run_facts(
     snapshot_ids: Mapping[str, str],
     storage_options: dict[str, str] | None,
 ) -> RunFacts:
-    """:func:`table_facts`, with the changes each table's facts count."""
+    """Per table, the facts of the module doc for a run whose transactions are ``end - start``, with
+    the changes each table's facts count."""
     since = written_since_ms(predecessor)
     previous = predecessor.tables if predecessor is not None else {}
     facts: dict[str, JsonObject] = {}

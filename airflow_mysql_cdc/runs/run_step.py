@@ -46,16 +46,7 @@ class RunStep:
     def place(cls, context: Any, chain: RunChain, tables: Sequence[str]) -> RunStep:
         """The run, placed in its chain (its conf's actions checked and logged first)."""
         actions = checkpoint_chain.run_actions(context, tables)
-        position = checkpoint_chain.locate_run(
-            context,
-            pipeline_id=chain.pipeline_id,
-            lake_root=chain.lake_root,
-            mysql_cdc_conn_id=chain.mysql_cdc_conn_id,
-            storage_options=chain.storage_options,
-            publish_task_id=chain.publish_task_id,
-            rebase_to=actions.rebase_checkpoint,
-            acts=actions.any,
-        )
+        position = chain.locate(context, rebase_to=actions.rebase_checkpoint, acts=actions.any)
         step = cls(context, chain, tuple(tables), actions, position)
         if position.placement.applies and actions.any:
             for entry in actions.to_record():

@@ -10,7 +10,7 @@ from deltalake import write_deltalake
 
 from airflow_mysql_cdc.engine.values.checkpoint import CheckpointRecord, SourceIdentity
 from airflow_mysql_cdc.engine.values.gtid import GtidSet
-from airflow_mysql_cdc.runs.record_facts import table_facts, version_range, written_since_ms
+from airflow_mysql_cdc.runs.record_facts import run_facts, version_range, written_since_ms
 
 UUID = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
 TODAY = datetime.date(2026, 11, 26)
@@ -57,10 +57,10 @@ def test_facts_count_the_runs_transactions_in_the_lake_and_continue_the_predeces
     _write(tmp_path, "changelog", [(3, "insert", 3), (1, "update", 3), (2, "delete", 4)])  # version 1
     _write(tmp_path, "changelog", [(3, "update", 5)])  # version 2
     _write(tmp_path, "target", [(3, "insert", 5)])  # version 1
-    facts = table_facts(
+    facts = run_facts(
         str(tmp_path), ["shop.orders"], start=GtidSet.parse(f"{UUID}:1-2"), end=GtidSet.parse(f"{UUID}:1-5"),
         predecessor=predecessor, snapshot_ids={"shop.orders": "s1"}, storage_options=None,
-    )["shop.orders"]  # fmt: skip
+    ).tables["shop.orders"]  # fmt: skip
     assert facts["rows_by_op"] == {"insert": 1, "update": 2, "delete": 1}
     assert facts["rows_applied"] == 4
     assert facts["commit_dates"] == {"first": TODAY.isoformat(), "last": TODAY.isoformat()}
@@ -71,11 +71,11 @@ def test_facts_count_the_runs_transactions_in_the_lake_and_continue_the_predeces
 def test_a_first_record_reads_every_partition_and_ranges_from_version_0(tmp_path: Path) -> None:
     _write(tmp_path, "target", [(1, "insert", 1)])
     _write(tmp_path, "changelog", [(1, "insert", 2)])
-    facts = table_facts(
+    facts = run_facts(
         str(tmp_path), ["shop.orders", "shop.absent"], start=GtidSet.parse(f"{UUID}:1"),
         end=GtidSet.parse(f"{UUID}:1-2"), predecessor=None, snapshot_ids={"shop.orders": "s1"},
         storage_options=None,
-    )  # fmt: skip
+    ).tables  # fmt: skip
     assert facts["shop.orders"]["rows_applied"] == 1
     assert facts["shop.orders"]["lake_versions"]["target"] == {"first": 0, "last": 0}
     assert facts["shop.orders"]["snapshotted"] is True
@@ -86,10 +86,10 @@ def test_a_first_record_reads_every_partition_and_ranges_from_version_0(tmp_path
 def test_a_resumed_table_counts_its_changes_since_the_pause(tmp_path: Path) -> None:
     _write(tmp_path, "changelog", [(1, "insert", 2), (2, "insert", 4)])  # 2 while paused, 4 in this run
     paused = _predecessor({"shop.orders": {"snapshot_id": "s1", "paused_at": f"{UUID}:1"}}, None)
-    facts = table_facts(
+    facts = run_facts(
         str(tmp_path), ["shop.orders"], start=GtidSet.parse(f"{UUID}:1-3"), end=GtidSet.parse(f"{UUID}:1-4"),
         predecessor=paused, snapshot_ids={"shop.orders": "s1"}, storage_options=None,
-    )  # fmt: skip
+    ).tables  # fmt: skip
     assert facts["shop.orders"]["rows_applied"] == 2
     assert facts["shop.orders"]["changes_since"] == f"{UUID}:1"
 
