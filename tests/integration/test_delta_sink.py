@@ -139,6 +139,64 @@ def test_crash_between_table_commits_replays_nothing_twice(
     assert len(changelog) == len(set(changelog)) == 5
 
 
+@pytest.mark.parametrize(
+    "start",
+    [through(0), GtidSet.parse("4e11fa47-71ca-11e1-9e33-c80aa9429562:1-7")],
+    ids=["empty start", "start from another server's history"],
+)
+def test_a_first_batch_cut_short_by_a_crash_resumes_with_its_tables_loaded_at_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, start: GtidSet
+) -> None:
+    """The very first batch's tables committed, the state never did (a kill -9): the state holds batch
+    0 and the batch's intent. The next open, which loads its tables at once, must keep that intent
+    (CI caught an open that reset a batch-0 state and with it the intent: every later open refused
+    the lake)."""
+    tables = ["shop.orders", "shop.items"]
+    sink = DeltaSink.at(tmp_path, "p1", tables=tables)
+    sink.open(start)
+    crash_before_the_state_commit(monkeypatch, sink)
+    with pytest.raises(KeyboardInterrupt):
+        sink.apply(_first_batch(), start | through(3))
+    monkeypatch.undo()
+    # A start past what the lake holds is a gap here too, not a fresh pipeline to reset.
+    with pytest.raises(SinkBehindError, match="never reached the lake"):
+        DeltaSink.at(tmp_path, "p1", lease_s=0, tables=tables).open(start | through(5))
+
+    for attempt in range(2):  # the retry itself may die before its first batch: open twice
+        recovered = DeltaSink.at(tmp_path, "p1", lease_s=0, tables=tables)
+        assert recovered.open(start) == start
+        assert recovered._state.intents == {1: start | through(3)}, attempt
+    recovered.apply(_first_batch(), start | through(3))
+    assert _rows(recovered.layout.target("shop", "orders"), "id", "status") == [(1, "paid")]
+    changelog = _rows(recovered.layout.changelog("shop", "orders"), "_cdc_gtid", "_cdc_seq")
+    assert len(changelog) == len(set(changelog)) == 4
+
+
+def test_a_rebase_over_a_batch_cut_short_keeps_its_number_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rebase drops the pending intents with the old position; the tables that carry the cut-short
+    batch's number must still open afterwards, and no later batch may reuse that number."""
+    tables = ["shop.orders", "shop.items"]
+    sink = DeltaSink.at(tmp_path, "p1", tables=tables)
+    sink.open(through(0))
+    sink.apply(_first_batch()[:1], through(1))
+    crash_before_the_state_commit(monkeypatch, sink)
+    with pytest.raises(KeyboardInterrupt):
+        sink.apply(_first_batch()[1:], through(3))
+    monkeypatch.undo()
+
+    rebased = DeltaSink.at(tmp_path, "p1", lease_s=0, tables=tables)
+    assert rebased.open(through(5), rebase=True, keep_members=True) == through(5)
+    assert (rebased._state.batch_seq, rebased._state.intents) == (2, {})
+    rebased.apply([transaction(6, insert(ORDERS, {"id": 9, "status": "x", "qty": 0}))], through(6))
+    rebased.release()
+    again = DeltaSink.at(tmp_path, "p1", tables=tables)
+    assert again.open(through(6)) == through(6)
+    target = DeltaTable(str(again.layout.target("shop", "orders")))
+    assert target.transaction_version("airflow_mysql_cdc:p1") == 3
+
+
 def test_second_instance_refuses_to_start_while_the_first_holds_the_lease(tmp_path: Path) -> None:
     first = DeltaSink.at(tmp_path, "p1", owner="host-a:1:first")
     first.open(through(0))

@@ -130,13 +130,15 @@ class DeltaSink:
         unless ``keep_members``: an operator's confirmed ``rebase_checkpoint`` vouches that every member
         table equals its source at ``requested_start``. A start the lake already contains is no
         rebase (a retried rebase run finds its own progress so): the lake never moves backwards.
+        Only a state that holds no batch (none committed, none intended) takes any start it is
+        given: after a crash in the first batch, some table may hold that batch already.
         """
         previous = self._state_store.read()
         rebasing = decide_rebase(previous, requested_start, rebase)
         self._lease = lease = Lease.claim(
             self._state_store, self.owner, requested_start, lease_s=self.lease_s
         )
-        if previous is None or previous.batch_seq == 0:
+        if previous is None or previous.holds_no_batch:
             lease.commit(requested_start, intents={})
         elif rebasing:
             log.warning(
@@ -148,8 +150,13 @@ class DeltaSink:
                 if keep_members
                 else "after a re-snapshot; every table must join again from its new snapshot",
             )
+            # The intents go with the old position; their numbers stay used (a table may carry one,
+            # and holds at most the rebase's position, as it was re-snapshotted or vouched for).
             lease.commit(
-                requested_start, members=dict(lease.state.members or {}) if keep_members else {}, intents={}
+                requested_start,
+                lease.state.last_batch_seq,
+                members=dict(lease.state.members or {}) if keep_members else {},
+                intents={},
             )
         try:
             self._settle_tables()

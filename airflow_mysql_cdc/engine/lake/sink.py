@@ -50,7 +50,7 @@ class SinkDivergedError(LakeMismatchError, RuntimeError):
 def decide_rebase(previous: PipelineState | None, requested_start: GtidSet, rebase: bool) -> bool:
     """Whether a sink's open moves the pipeline from its ``previous`` state to ``requested_start``
     (``rebase``); raises when the lake is behind or off it and no rebase was asked for."""
-    if previous is None or previous.batch_seq == 0:
+    if previous is None or previous.holds_no_batch:
         return False
     sink_applied = previous.applied_gtids
     if requested_start.issubset(sink_applied):

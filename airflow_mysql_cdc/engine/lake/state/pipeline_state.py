@@ -127,6 +127,19 @@ class PipelineState:
     commit to that lake table since the pipeline's own last one data-neutral (None: never checked)."""
 
     @property
+    def holds_no_batch(self) -> bool:
+        """No table can hold a batch of this pipeline: none was committed to the state, none intended.
+
+        Only then may a run move the pipeline to any start it asks for (its first run). A pending
+        intent means a crash may have left some table holding that batch."""
+        return self.batch_seq == 0 and not self.intents
+
+    @property
+    def last_batch_seq(self) -> int:
+        """The highest batch number committed or intended (a table may hold any number up to it)."""
+        return self.next_batch_seq - 1
+
+    @property
     def next_batch_seq(self) -> int:
         """A batch number no table commit has used: above every committed and intended one."""
         return max([self.batch_seq, *(self.intents or {})]) + 1
