@@ -136,6 +136,10 @@ class Transaction:
     row events (a ``MIXED`` transaction can have both).
     ``changes`` may be backed partly by a spill file (see :mod:`.backpressure`); iterate it, it can be
     iterated more than once, and ``len`` is known.
+    ``unsettled_changes`` are the positions in ``changes`` of changes a table's snapshot chunk may
+    already hold (the snapshot filter marks them, see
+    :mod:`~airflow_mysql_cdc.engine.snapshot.change_filter`): the per-batch check of the lake counts
+    the past of their keys as unknown.
     """
 
     gtid: Gtid
@@ -143,3 +147,4 @@ class Transaction:
     changes: Collection[RowChange]
     schema_change: SchemaChange | None = None
     statement_changes: tuple[StatementChange, ...] = ()
+    unsettled_changes: frozenset[int] = frozenset()

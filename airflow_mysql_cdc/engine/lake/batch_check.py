@@ -43,7 +43,10 @@ step that removes changes, each of which keeps it true:
 
 - *the snapshot filter* (:mod:`~airflow_mysql_cdc.engine.apply.snapshot_filter`) drops the changes a
   table's snapshot chunk already holds; the target then reflects the source as of the chunk's high
-  watermark for those keys, and the first change left is the first the target has not seen;
+  watermark for those keys, and the first change left is the first the target has not seen, except
+  a change the chunk's ``SELECT`` may have seen before its watermark named it (committed no later
+  than the watermark's read, :mod:`~airflow_mysql_cdc.engine.snapshot.change_filter`): the filter
+  marks it, and a key whose first change is marked has an *unknown* past;
 - *a re-snapshot's join* (:mod:`~airflow_mysql_cdc.engine.apply.admission`) starts a table's stream
   where its snapshot (and catch-up) left it, the same case;
 - *a catch-up wave* (:class:`~.change_waves.WaveTable`) folds many batches: the first event per key

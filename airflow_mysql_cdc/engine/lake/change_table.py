@@ -24,7 +24,8 @@ Layout of :attr:`ChangeTable.rows`, in binlog order: the source columns (Delta-t
 ``_cdc_op``, ``_cdc_gtid``, ``_cdc_commit_ts``, ``_cdc_seq`` and ``_cdc_action`` (``upsert`` or
 ``delete``). A key-changing update contributes two rows: the delete of its old key (its before
 image, ``_cdc_op`` = ``update``, not part of the changelog) and then its after image. Their
-positions are kept in :attr:`ChangeTable.extra_rows`.
+positions are kept in :attr:`ChangeTable.extra_rows`; the positions of changes a snapshot chunk may
+already hold (``Transaction.unsettled_changes``) in :attr:`ChangeTable.unsettled_rows`.
 """
 
 from __future__ import annotations
@@ -105,6 +106,9 @@ class ChangeTable:
     rows: pa.Table
     extra_rows: tuple[int, ...] = ()
     """Positions of the old-key deletes of key-changing updates (not changelog rows)."""
+    unsettled_rows: tuple[int, ...] = ()
+    """Positions of changes a snapshot chunk may already hold: a key whose first change is one of
+    them has an unknown past (:func:`existed_before_each`)."""
 
     @property
     def change_count(self) -> int:
@@ -135,7 +139,9 @@ class ChangeTable:
 class _Columns:
     """Per-table lists the rows are gathered into before one Arrow conversion per column."""
 
-    __slots__ = ("shape", "images", "ops", "gtids", "commit_us", "sequences", "actions", "extra", "key_of")
+    __slots__ = (
+        "shape", "images", "ops", "gtids", "commit_us", "sequences", "actions", "extra", "unsettled", "key_of"
+    )  # fmt: skip
 
     def __init__(self, shape: TableShape) -> None:
         self.shape = shape
@@ -146,6 +152,7 @@ class _Columns:
         self.sequences: list[int] = []
         self.actions: list[str] = []
         self.extra: list[int] = []
+        self.unsettled: list[int] = []
         key = shape.primary_key
         self.key_of = itemgetter(*key) if key else (lambda image: ())
 
@@ -165,7 +172,7 @@ class _Columns:
         data[COMMIT_TS_COLUMN] = pa.array(self.commit_us, pa.int64()).cast(pa.timestamp("us", tz="UTC"))
         data[SEQUENCE_COLUMN] = pa.array(self.sequences, pa.int32())
         data[ACTION_COLUMN] = pa.array(self.actions, pa.string())
-        return ChangeTable(self.shape, pa.table(data), tuple(self.extra))
+        return ChangeTable(self.shape, pa.table(data), tuple(self.extra), tuple(self.unsettled))
 
 
 def build_change_tables(transactions: Iterable[Transaction]) -> dict[str, ChangeTable]:
@@ -176,6 +183,7 @@ def build_change_tables(transactions: Iterable[Transaction]) -> dict[str, Change
         commit_us = transaction.commit_timestamp_us
         current_shape = None
         columns: _Columns | None = None
+        unsettled = transaction.unsettled_changes
         for sequence, change in enumerate(transaction.changes):
             if change.shape is not current_shape:
                 current_shape = change.shape
@@ -194,8 +202,12 @@ def build_change_tables(transactions: Iterable[Transaction]) -> dict[str, Change
                 if op is Op.UPDATE and before is not None:
                     key_of = columns.key_of
                     if key_of(before) != key_of(image):  # the old key's row goes away first
+                        if unsettled and sequence in unsettled:
+                            columns.unsettled.append(len(columns.images))
                         columns.extra.append(len(columns.images))
                         _append(columns, before, "update", gtid, commit_us, sequence, "delete")
+            if unsettled and sequence in unsettled:
+                columns.unsettled.append(len(columns.images))
             _append(columns, image, _OPS[op], gtid, commit_us, sequence, action)
     return {name: columns.table() for name, columns in gathered.items()}
 
@@ -225,6 +237,7 @@ def concat_change_tables(parts: Sequence[Mapping[str, ChangeTable]]) -> dict[str
                 table.shape,
                 pa.concat_tables([earlier.rows, table.rows]),
                 earlier.extra_rows + tuple(offset + position for position in table.extra_rows),
+                earlier.unsettled_rows + tuple(offset + position for position in table.unsettled_rows),
             )
     return combined
 
@@ -243,7 +256,8 @@ def without_gtids(table: ChangeTable, skipped: GtidSet) -> ChangeTable:
     positions = pa.array(range(table.rows.num_rows), pa.int64()).filter(keep).to_pylist()
     renumbered = {old: new for new, old in enumerate(positions)}
     extra = tuple(renumbered[position] for position in table.extra_rows if position in renumbered)
-    return ChangeTable(table.shape, table.rows.filter(keep), extra)
+    unsettled = tuple(renumbered[position] for position in table.unsettled_rows if position in renumbered)
+    return ChangeTable(table.shape, table.rows.filter(keep), extra, unsettled)
 
 
 @dataclass(frozen=True)
@@ -281,14 +295,21 @@ def existed_before_each(table: ChangeTable) -> pa.Array:
     """Per row: were it its key's first change in the batch, whether the key existed just before it.
 
     An insert says no, an update or delete yes, except the after image of a key-changing update,
-    whose new key did not exist (it follows its old key's delete, :attr:`ChangeTable.extra_rows`).
+    whose new key did not exist (it follows its old key's delete, :attr:`ChangeTable.extra_rows`),
+    and a change a snapshot chunk may already hold, which says nothing (null: unknown,
+    :attr:`ChangeTable.unsettled_rows`).
     """
     existed = pc.not_equal(table.rows[OP_COLUMN], _NOT_THERE_BEFORE)
-    if not table.extra_rows:
+    if not table.extra_rows and not table.unsettled_rows:
         return existed
-    moved_to = pa.array([position + 1 for position in table.extra_rows], pa.int64())
     positions = pa.array(range(table.rows.num_rows), pa.int64())
-    return pc.and_(existed, pc.invert(pc.is_in(positions, value_set=moved_to)))
+    if table.extra_rows:
+        moved_to = pa.array([position + 1 for position in table.extra_rows], pa.int64())
+        existed = pc.and_(existed, pc.invert(pc.is_in(positions, value_set=moved_to)))
+    if table.unsettled_rows:
+        unsettled = pc.is_in(positions, value_set=pa.array(table.unsettled_rows, pa.int64()))
+        existed = pc.if_else(unsettled, pa.scalar(None, pa.bool_()), existed)
+    return existed
 
 
 def merge_expectation(last: pa.Table) -> MergeExpectation:
@@ -342,7 +363,11 @@ def change_tables_to_ipc(tables: Mapping[str, ChangeTable]) -> list[tuple[JsonOb
         options = pa.ipc.IpcWriteOptions(compression="lz4")
         with pa.ipc.new_stream(sink, table.rows.schema, options=options) as writer:
             writer.write_table(table.rows)
-        header = {"shape": table.shape.to_json(), "extra_rows": list(table.extra_rows)}
+        header = {
+            "shape": table.shape.to_json(),
+            "extra_rows": list(table.extra_rows),
+            "unsettled_rows": list(table.unsettled_rows),
+        }
         shipped.append((header, sink.getvalue().to_pybytes()))
     return shipped
 
@@ -352,5 +377,6 @@ def change_tables_from_ipc(shipped: Sequence[tuple[JsonObject, bytes]]) -> dict[
     for header, payload in shipped:
         shape = TableShape.from_json(header["shape"])
         rows = pa.ipc.open_stream(pa.BufferReader(payload)).read_all()
-        tables[shape.qualified_name] = ChangeTable(shape, rows, tuple(header["extra_rows"]))
+        unsettled = tuple(header.get("unsettled_rows", ()))
+        tables[shape.qualified_name] = ChangeTable(shape, rows, tuple(header["extra_rows"]), unsettled)
     return tables

@@ -75,6 +75,7 @@ class DoneChunk:
     low_watermark: GtidSet
     high_watermark: GtidSet
     rows: int
+    high_read_us: int | None = None
 
 
 @dataclass
@@ -125,7 +126,8 @@ class SnapshotProgress:
         return point
 
     def snapshotted_chunks(self) -> list[SnapshottedChunk]:
-        return [SnapshottedChunk(done.chunk, done.high_watermark) for done in self.done.values()]
+        done = self.done.values()
+        return [SnapshottedChunk(chunk.chunk, chunk.high_watermark, chunk.high_read_us) for chunk in done]
 
 
 def _created_with(schema: pa.Schema, key: Sequence[str]) -> dict[str, str]:
@@ -164,7 +166,8 @@ def progress_from_records(records: Sequence[SnapshotRecord]) -> SnapshotProgress
             continue
         chunk = _chunk(done.chunk)
         progress.done.setdefault(
-            chunk.index, DoneChunk(chunk, done.low_watermark, done.high_watermark, done.rows)
+            chunk.index,
+            DoneChunk(chunk, done.low_watermark, done.high_watermark, done.rows, done.high_read_us),
         )
     return progress
 
@@ -269,9 +272,7 @@ class DeltaSnapshotWriter:
         require_written(self.path, files, self.storage_options)
         table = self._table()
         assert table is not None, "start() the snapshot first"
-        records = [
-            self._chunk_record(progress, w.chunk, w.low_watermark, w.high_watermark, w.rows) for w in written
-        ]
+        records = [self._chunk_record(progress, window, window.rows) for window in written]
         link = self._log.intend_all(records, previous=self._head)
         version = table.version()
         try:
@@ -293,7 +294,7 @@ class DeltaSnapshotWriter:
             raise self._interleaved()
         self._head = link
         for window in written:
-            self._done(progress, window.chunk, window.low_watermark, window.high_watermark, window.rows)
+            self._done(progress, window, window.rows)
 
     def _interleaved(self) -> SnapshotInterleavedError:
         return SnapshotInterleavedError(
@@ -306,26 +307,27 @@ class DeltaSnapshotWriter:
     def _write_rows(self, progress: SnapshotProgress, window: ChunkSnapshot) -> None:
         """A window's rows written and committed by this driver (lakes executors do not write to)."""
         data = snapshot_rows(self.columns, window.rows)
-        record = self._chunk_record(
-            progress, window.chunk, window.low_watermark, window.high_watermark, data.num_rows
-        )
+        record = self._chunk_record(progress, window, data.num_rows)
         table = self._table()
         assert table is not None, "start() the snapshot first"
         link = self._log.intend(record, previous=self._head)
         properties = own_commit(self._properties(record, link), table)
         write_deltalake(table, data, mode="append", commit_properties=properties)
         self._head = link
-        self._done(progress, window.chunk, window.low_watermark, window.high_watermark, data.num_rows)
+        self._done(progress, window, data.num_rows)
 
     @staticmethod
-    def _chunk_record(
-        progress: SnapshotProgress, chunk: Chunk, low: GtidSet, high: GtidSet, rows: int
-    ) -> ChunkDone:
-        return ChunkDone(progress.snapshot_id, chunk_bounds(chunk), low, high, rows)
+    def _chunk_record(progress: SnapshotProgress, window: WindowOutcome, rows: int) -> ChunkDone:
+        return ChunkDone(
+            progress.snapshot_id, chunk_bounds(window.chunk), window.low_watermark, window.high_watermark,
+            rows, window.high_read_us,
+        )  # fmt: skip
 
     @staticmethod
-    def _done(progress: SnapshotProgress, chunk: Chunk, low: GtidSet, high: GtidSet, rows: int) -> None:
-        progress.done[chunk.index] = DoneChunk(chunk, low, high, rows)
+    def _done(progress: SnapshotProgress, window: WindowOutcome, rows: int) -> None:
+        progress.done[window.chunk.index] = DoneChunk(
+            window.chunk, window.low_watermark, window.high_watermark, rows, window.high_read_us
+        )
 
     @staticmethod
     def _properties(record: SnapshotStart | ChunkDone, link: int) -> CommitProperties:

@@ -15,8 +15,15 @@ the state after every transaction in ``H`` and none other. It holds because
    in ``H - L`` decides its value at ``H``. A key no transaction in ``H - L`` touched had the same
    value at ``L``, at the read view and at ``H``.
 3. A transaction the read view saw but whose GTID reached ``gtid_executed`` only after the ``H``
-   read is not in ``H``: the streaming side applies it again later, which, by the same argument,
-   rewrites values the chunk already has before the later changes land.
+   read is not in ``H``: MySQL's commit stage commits a whole group in the storage engine and only
+   then adds the group's GTIDs to ``gtid_executed`` (``process_commit_stage_queue``), so a read
+   view can see a transaction ``H`` lacks. The streaming side applies it again later, which, by the
+   same argument, rewrites values the chunk already has before the later changes land. Such a
+   transaction was written to the binlog, with its immediate commit timestamp, before its engine
+   commit, so its timestamp is at most the server's clock at the ``H`` read (``high_read_us``): a
+   change outside ``H`` that is not later than that may already be in the chunk, and the per-batch
+   check of the lake counts its key's past as unknown (:mod:`.change_filter`), instead of stopping
+   the table over a DELETE that finds its row already gone.
 4. ``H - L`` with more than one server UUID has no single binlog order we can replay before the
    stream does (multi-source writes); the window is redone, up to ``max_attempts`` times.
 
@@ -77,6 +84,9 @@ class ChunkSnapshot:
     high_watermark: GtidSet
     rows: pa.Table
     """The chunk's rows as of the high watermark: one canonical Arrow column per table column."""
+    high_read_us: int | None = None
+    """The server's clock (µs since the epoch) when ``H`` was read: no transaction the chunk's
+    ``SELECT`` saw has a later immediate commit timestamp (module doc, point 3)."""
     attempts: int = 1
     reconciled_changes: int = 0
     duration_s: float = 0.0
@@ -102,6 +112,18 @@ class ChunkRange:
 def _gtid_executed(cursor) -> GtidSet:
     cursor.execute("SELECT @@GLOBAL.gtid_executed")
     return GtidSet.parse(cursor.fetchone()[0])
+
+
+def _high_watermark(cursor) -> tuple[GtidSet, int]:
+    """``@@gtid_executed`` and the server's clock in µs, read by one statement (module doc, point 3)."""
+    cursor.execute("SELECT @@GLOBAL.gtid_executed, CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS UNSIGNED)")
+    executed, now_us = cursor.fetchone()
+    return GtidSet.parse(_text(executed)), int(_text(now_us))
+
+
+def _text(value: Any) -> str:
+    """A value of a connection without result decoders (bytes) or with them (str or int)."""
+    return value.decode() if isinstance(value, bytes | bytearray) else str(value)
 
 
 def open_window_connection(endpoint: MySqlEndpoint) -> pymysql.connections.Connection:
@@ -156,7 +178,7 @@ def read_window(
             low = _gtid_executed(cursor)
             cursor.execute(select, params)
             fetched = cursor.fetchall()
-            high = _gtid_executed(cursor)
+            high, read_us = _high_watermark(cursor)
             if len((high - low).uuids) <= 1:
                 break
             log.info("window %s#%d: writes of several servers between watermarks; redo", table, chunk.index)
@@ -165,17 +187,12 @@ def read_window(
                     f"{max_attempts} windows of {table} chunk {chunk.index} each saw transactions of several "
                     "server UUIDs between their watermarks; snapshot from a server with a single writer"
                 )
-        snapshot = ChunkSnapshot(table, chunk, low, high, text_rows_to_arrow(columns, fetched), attempts)
+        rows = text_rows_to_arrow(columns, fetched)
+        snapshot = ChunkSnapshot(table, chunk, low, high, rows, read_us, attempts)
         del fetched
     if high - low:
-        _reconcile(
-            snapshot,
-            endpoint,
-            columns,
-            key,
-            ChunkRange(chunk, KeyOrder(connection, key_columns)),
-            reader_server_id,
-        )
+        chunk_range = ChunkRange(chunk, KeyOrder(connection, key_columns))
+        _reconcile(snapshot, endpoint, columns, key, chunk_range, reader_server_id)
     snapshot.duration_s = time.monotonic() - started
     return snapshot
 

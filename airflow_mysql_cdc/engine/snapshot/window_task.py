@@ -54,6 +54,8 @@ class WrittenWindow:
     high_watermark: GtidSet
     rows: int
     files: tuple[DataFile, ...]
+    high_read_us: int | None = None
+    """The server's clock when the high watermark was read (:attr:`.window.ChunkSnapshot.high_read_us`)."""
 
 
 WindowOutcome = ChunkSnapshot | WrittenWindow
@@ -89,7 +91,10 @@ class WindowTask:
             return window
         data = snapshot_rows(self.columns, window.rows)
         files = (write_data_file(self.target.table_uri, data, self.target.storage_options),)
-        return WrittenWindow(window.chunk, window.low_watermark, window.high_watermark, data.num_rows, files)
+        return WrittenWindow(
+            window.chunk, window.low_watermark, window.high_watermark, data.num_rows, files,
+            window.high_read_us,
+        )  # fmt: skip
 
     def with_secrets(self) -> WindowTask:
         """This task with the credentials :func:`for_executors` took out of it put back."""
@@ -179,7 +184,7 @@ def encode_outcome(outcome: WindowOutcome) -> bytes:
         "chunk": {"index": outcome.chunk.index, "lower": encode_key(outcome.chunk.lower),
                   "upper": encode_key(outcome.chunk.upper)},
         "low": str(outcome.low_watermark), "high": str(outcome.high_watermark), "rows": outcome.rows,
-        "files": [file.to_json() for file in outcome.files],
+        "high_read_us": outcome.high_read_us, "files": [file.to_json() for file in outcome.files],
     }  # fmt: skip
     return _WRITTEN + json.dumps(description, separators=(",", ":")).encode()
 
@@ -196,6 +201,7 @@ def decode_outcome(payload: bytes) -> WindowOutcome:
         high_watermark=GtidSet.parse(description["high"]),
         rows=description["rows"],
         files=tuple(DataFile.from_json(file) for file in description["files"]),
+        high_read_us=description.get("high_read_us"),
     )
 
 

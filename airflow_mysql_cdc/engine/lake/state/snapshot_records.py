@@ -86,9 +86,12 @@ class ChunkDone:
     low_watermark: GtidSet
     high_watermark: GtidSet
     rows: int
+    high_read_us: int | None = None
+    """The source's clock when the high watermark was read (None: a record written before 1.3); see
+    :attr:`~airflow_mysql_cdc.engine.snapshot.window.ChunkSnapshot.high_read_us`."""
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        record = {
             "id": self.snapshot_id,
             "phase": self.phase,
             "chunk": self.chunk.to_json(),
@@ -96,6 +99,9 @@ class ChunkDone:
             "high": str(self.high_watermark),
             "rows": self.rows,
         }
+        if self.high_read_us is not None:
+            record["high_read_us"] = self.high_read_us
+        return record
 
 
 @dataclass(frozen=True)
@@ -130,6 +136,7 @@ def record_from_json(data: Mapping[str, Any]) -> SnapshotRecord:
             GtidSet.parse(data["low"]),
             GtidSet.parse(data["high"]),
             int(data["rows"]),
+            int(data["high_read_us"]) if data.get("high_read_us") is not None else None,
         )
     if phase == NO_SNAPSHOT:
         return NoSnapshot()
