@@ -15,6 +15,8 @@ Reading order (each module states its invariant in full):
 - ``batches``         THE batch applier: every batch's position is ``resume point ∪ GTIDs fed``,
                       cut between transactions only; used by both appliers below.
 - ``reading``         one read into an opened sink: reader thread, batches cut by rows and time.
+- ``batch_deadline``  when a live batch is cut: its oldest transaction in Delta batch_max_seconds after
+                      it was read (the recent commit time comes off the bound).
 - ``single_reader``   run_apply: open, then read until the configured stop rule.
 - ``parallel_catchup``, ``range_reader``: a closed segment read by K GTID ranges, fed in binlog
                       order to the same batch applier; any doubt falls back to the single reader.

@@ -9,8 +9,9 @@ reader settings, the lake), so the pipeline's stream and a joining table's catch
 
 Reading and writing overlap: the reader runs in a thread feeding a bounded queue (backpressure:
 a slow sink stops the reader, never grows memory), while this thread cuts a batch when it holds
-``batch_max_rows`` row changes or its oldest transaction waited ``batch_max_seconds`` (the live
-latency bound), and at the end of the read. A catch-up (:meth:`~.config.ApplyConfig.catches_up`)
+``batch_max_rows`` row changes or when its oldest transaction must go to Delta to be there
+``batch_max_seconds`` after the reader received it (the live latency bound, :mod:`.batch_deadline`),
+and at the end of the read. A catch-up (:meth:`~.config.ApplyConfig.catches_up`)
 gathers cut batches into waves applied whole (:mod:`.batches`). An idle read keeps the sink's lease
 (:meth:`~..lake.sink.Sink.heartbeat_if_due`).
 """
@@ -24,6 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from airflow_mysql_cdc.engine.apply.batch_deadline import BatchDeadline
 from airflow_mysql_cdc.engine.apply.batches import BatchApplier, OnBatch, finish_result
 from airflow_mysql_cdc.engine.apply.config import ApplyConfig, ApplyResult
 from airflow_mysql_cdc.engine.apply.schema_changes import SchemaChanges
@@ -70,7 +72,7 @@ class _ReaderThread(threading.Thread):
             for transaction in self.reader.read(self.start_position, self.stop_rule):
                 while not self.stopping.is_set():
                     try:
-                        self.queue.put(transaction, timeout=0.5)
+                        self.queue.put((time.monotonic(), transaction), timeout=0.5)
                         break
                     except queue.Full:
                         continue
@@ -159,13 +161,15 @@ def _applier(
 def _drain(
     thread: _ReaderThread, applier: BatchApplier, config: ApplyConfig, stop_requested: threading.Event | None
 ) -> None:
-    """Feed the reader's transactions to ``applier``, cutting a batch at ``batch_max_rows`` or once its
-    oldest transaction waited ``batch_max_seconds``, until the read ends or a stop is requested."""
-    oldest_pending: float | None = None
+    """Feed the reader's transactions to ``applier``, cutting a batch at ``batch_max_rows`` or when its
+    oldest transaction must go to Delta to be there ``batch_max_seconds`` after it was read
+    (:mod:`.batch_deadline`), until the read ends or a stop is requested."""
+    deadline = BatchDeadline(config.batch_max_seconds)
+    oldest_arrival: float | None = None
     while True:
         timeout = min(config.batch_max_seconds, 0.5)
-        if oldest_pending is not None:
-            timeout = max(0.0, oldest_pending + config.batch_max_seconds - time.monotonic())
+        if oldest_arrival is not None:
+            timeout = max(0.0, deadline.due_at(oldest_arrival) - time.monotonic())
         try:
             item = thread.queue.get(timeout=timeout)
         except queue.Empty:
@@ -177,13 +181,23 @@ def _drain(
                 applier.flush()  # schema_changes: stop: the lake is exact up to the DDL
             raise item
         if item is not None:
-            applier.add(item)
-            if oldest_pending is None:
-                oldest_pending = time.monotonic()
-        due = oldest_pending is not None and time.monotonic() - oldest_pending >= config.batch_max_seconds
+            arrival, transaction = item
+            applier.add(transaction)
+            if oldest_arrival is None:
+                oldest_arrival = arrival
+        # Past its deadline, a batch still takes what already waits in the queue: a reader ahead of
+        # the lake then fills batches instead of cutting one per transaction (it arrived long ago).
+        due = (
+            oldest_arrival is not None
+            and time.monotonic() >= deadline.due_at(oldest_arrival)
+            and thread.queue.empty()
+        )
         if applier.pending_rows >= config.batch_max_rows or due:
+            batches, cut_at = applier.result.batches, time.monotonic()
             applier.cut()
-            oldest_pending = None
+            if applier.result.batches != batches:
+                deadline.committed(time.monotonic() - cut_at)
+            oldest_arrival = None
         elif item is None and not applier.pending:
             applier.sink.heartbeat_if_due()
         applier.report_if_due(config.progress_interval_s)

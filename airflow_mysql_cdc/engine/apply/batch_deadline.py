@@ -1,0 +1,40 @@
+"""When a live batch is cut: its oldest transaction is in Delta ``batch_max_seconds`` after it was read.
+
+Invariant: ``batch_max_seconds`` bounds the time from the reader receiving a transaction to the
+commit that puts it in the lake, not only the time it waits in the pending batch. A batch is
+therefore cut ``batch_max_seconds`` minus the expected commit time after its oldest transaction
+arrived, where the expected commit time is the slowest of the last few batches' commits: the bound
+then holds whenever the next commit is no slower than recent ones. The expectation is capped at half
+the bound, so a slow lake still gathers batches of at least half of it rather than committing every
+transaction on its own (the bound is then exceeded by the commit's excess, which the task log's lag
+shows). Arrival is stamped by the reader thread, so a transaction read while the previous batch
+committed counts that time as waited. Guarded by ``tests/unit/test_batch_deadline.py``.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+RECENT_COMMITS = 8
+"""How many of the latest batch commits the expected commit time looks at."""
+
+
+class BatchDeadline:
+    """The cut time of the pending batch, from its oldest arrival and recent commit durations."""
+
+    def __init__(self, max_seconds: float) -> None:
+        self.max_seconds = max_seconds
+        self._recent: deque[float] = deque(maxlen=RECENT_COMMITS)
+
+    @property
+    def expected_commit_s(self) -> float:
+        """The slowest recent commit, at most half the bound (module docstring)."""
+        return min(max(self._recent, default=0.0), self.max_seconds / 2)
+
+    def due_at(self, oldest_arrival: float) -> float:
+        """The monotonic time at which the batch whose oldest transaction arrived then is cut."""
+        return oldest_arrival + self.max_seconds - self.expected_commit_s
+
+    def committed(self, seconds: float) -> None:
+        """Record how long the commit of a cut batch took."""
+        self._recent.append(seconds)

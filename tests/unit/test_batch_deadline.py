@@ -1,0 +1,75 @@
+"""The live batch's cut time: the bound is arrival to Delta, so the expected commit comes off it."""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from types import SimpleNamespace
+
+from airflow_mysql_cdc.engine.apply.batch_deadline import RECENT_COMMITS, BatchDeadline
+from airflow_mysql_cdc.engine.apply.reading import _drain
+
+
+def test_a_first_batch_is_cut_at_the_full_bound() -> None:
+    assert BatchDeadline(1.0).due_at(100.0) == 101.0
+
+
+def test_the_slowest_recent_commit_is_taken_off_the_bound() -> None:
+    deadline = BatchDeadline(1.0)
+    for seconds in (0.05, 0.2, 0.1):
+        deadline.committed(seconds)
+    assert deadline.due_at(100.0) == 100.8
+
+
+def test_a_slow_commit_counts_only_while_it_is_recent() -> None:
+    deadline = BatchDeadline(1.0)
+    deadline.committed(0.3)
+    for _ in range(RECENT_COMMITS):
+        deadline.committed(0.1)
+    assert deadline.expected_commit_s == 0.1
+
+
+def test_a_slow_lake_still_gathers_batches_of_half_the_bound() -> None:
+    deadline = BatchDeadline(2.0)
+    deadline.committed(5.0)
+    assert deadline.due_at(10.0) == 11.0
+
+
+class _Applier:
+    """Counts what ``_drain`` gives it and where it cuts (the sink's side is not this test's)."""
+
+    def __init__(self) -> None:
+        self.pending: list[object] = []
+        self.pending_rows = 0
+        self.cuts: list[int] = []
+        self.result = SimpleNamespace(batches=0)
+        self.sink = SimpleNamespace(heartbeat_if_due=lambda: None)
+
+    def add(self, transaction: object) -> None:
+        self.pending.append(transaction)
+        self.pending_rows += 1
+
+    def cut(self) -> None:
+        self.cuts.append(len(self.pending))
+        self.pending, self.pending_rows = [], 0
+        self.result.batches += 1
+
+    def report_if_due(self, interval_s: float) -> None:
+        pass
+
+
+def test_a_backlog_past_its_deadline_goes_into_one_batch_not_one_per_transaction() -> None:
+    """Transactions that arrived long ago (the reader ran ahead while a batch committed) are all due
+    at once: the batch takes what waits in the queue before it is cut."""
+    waiting: queue.Queue[object] = queue.Queue()
+    long_ago = time.monotonic() - 60
+    for number in range(50):
+        waiting.put((long_ago, f"transaction {number}"))
+    thread = SimpleNamespace(queue=waiting)
+    applier = _Applier()
+    stop = threading.Event()
+    threading.Timer(0.3, stop.set).start()
+    config = SimpleNamespace(batch_max_seconds=0.2, batch_max_rows=10_000, progress_interval_s=60.0)
+    _drain(thread, applier, config, stop)  # type: ignore[arg-type]
+    assert applier.cuts == [50]
