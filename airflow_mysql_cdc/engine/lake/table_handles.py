@@ -147,7 +147,8 @@ class TableHandles:
                     raise
                 self._accept_rearrangements(handle, epoch)
                 continue
-            table.update_incremental()
+            # The write moved ``table`` to the version it committed: that version, not a later one
+            # (a foreign commit right after it must still meet the next check).
             handle.expected_version = table.version()
             return result
         raise PipelineFencedError(

@@ -41,7 +41,7 @@ import os
 import socket
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, write_deltalake
@@ -155,6 +155,7 @@ class PipelineStateStore:
         self.pipeline_id = pipeline_id
         self.storage_options = storage_options
         self._table: DeltaTable | None = None
+        self._probe: DeltaTable | None = None  # the fence check's own view (``assert_still_owner``)
 
     def read(self) -> PipelineState | None:
         try:
@@ -257,7 +258,13 @@ class PipelineStateStore:
         return self._write(self._table, state, "commit")
 
     def assert_still_owner(self, current: PipelineState) -> None:
-        latest = DeltaTable(self.path, storage_options=self.storage_options)
+        latest = self._probe
+        try:
+            if latest is None:
+                raise LookupError("first check")
+            latest.update_incremental()  # reads only the commits since: the check runs per table
+        except Exception:  # first use, or the log it stood on was cleaned up (an idle hour)
+            latest = self._probe = DeltaTable(self.path, storage_options=self.storage_options)
         if latest.version() != current.table_version and not self._rearranged_since(
             latest, current.table_version
         ):
@@ -302,34 +309,30 @@ class PipelineStateStore:
                     commit_properties=properties,
                     configuration=OWN_TABLE_PROPERTIES,
                 )
+                table = DeltaTable(self.path, storage_options=self.storage_options)
             else:
-                self._overwrite(table, row, properties)
+                table = self._overwrite(table, row, properties)
         except (CommitFailedError, FileExistsError) as error:
             raise self._fenced(state, f"a concurrent {action} won ({error.__class__.__name__})") from error
         except Exception as error:  # deltalake reports "table already exists" as a generic error
             if table is None and "exist" in str(error).lower():
                 raise self._fenced(state, "another writer created the state first") from error
             raise
-        self._table = DeltaTable(self.path, storage_options=self.storage_options)
-        written = self._state_of(self._table)
-        assert written is not None
-        if (
-            written.epoch != state.epoch
-            or written.owner != state.owner
-            or written.updated_at_us != state.updated_at_us
-        ):
-            raise self._fenced(state, "the state now belongs to another writer")
-        return written
+        # The commit succeeded on the snapshot this writer read, so the row is the one it wrote: a
+        # concurrent claim or commit would have made it fail (max_commit_retries=0). No read-back.
+        self._table = table
+        return replace(state, table_version=table.version())
 
-    def _overwrite(self, table: DeltaTable, row: pa.Table, properties: CommitProperties) -> None:
+    def _overwrite(self, table: DeltaTable, row: pa.Table, properties: CommitProperties) -> DeltaTable:
         """Overwrite the row; again on the newer version when only maintenance committed meanwhile
-        (its commits keep the row this writer read, so the overwrite still replaces it)."""
+        (its commits keep the row this writer read, so the overwrite still replaces it). Returns the
+        table at the version this commit made."""
         for _ in range(_REARRANGEMENT_RETRIES):
             try:
                 write_deltalake(
                     table, row, mode="overwrite", schema_mode="overwrite", commit_properties=properties
                 )
-                return
+                return table
             except CommitFailedError:
                 read_version = table.version()
                 table = DeltaTable(self.path, storage_options=self.storage_options)
