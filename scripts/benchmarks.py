@@ -20,7 +20,11 @@ of ``--batch`` rows) and prints, all measured in the same run, medians of ``--ru
 6. the peak resident memory of the application's Python driver (from its result file);
 7. the lake's life (``scripts/bench_lake_life.py``): MERGE cost into 500k- and 5M-row targets after
    maintenance and after another writer's compaction, files per table after live batches and one
-   maintenance run, catch-up rows/s with and without waves.
+   maintenance run, catch-up rows/s with and without waves;
+8. what the per-batch self-check of the lake costs (``scripts/bench_batch_check.py``): the
+   aggregation of a 50,000-row batch and ``DeltaSink.apply_change_tables`` with and without it.
+
+Each figure is printed with the machine's load average at that moment.
 
     .venv/bin/python scripts/benchmarks.py                      # 200k row changes, 3 runs
     .venv/bin/python scripts/benchmarks.py --rows 20000 --runs 1 --live-seconds 5     # a smoke run
@@ -423,9 +427,16 @@ def report(label: str, measured: list[Measured], baseline: float | None = None, 
     rate = statistics.median(rates)
     ratio = f"  ratio to {against}: {rate / baseline:.2f}" if baseline else ""
     print(
-        f"{label:<56} {rate:>8,.0f} rows/s (runs: {', '.join(f'{r:,.0f}' for r in rates)}){ratio}", flush=True
+        f"{label:<56} {rate:>8,.0f} rows/s (runs: {', '.join(f'{r:,.0f}' for r in rates)}){ratio}  "
+        f"[{machine_load()}]",
+        flush=True,
     )
     return rate
+
+
+def machine_load() -> str:
+    """The 1-minute load average now, printed beside each figure (the machine is shared)."""
+    return f"load {os.getloadavg()[0]:.2f}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -440,7 +451,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--snapshot-rows", type=int, default=100_000)
     parser.add_argument("--live-seconds", type=float, default=20.0)
     parser.add_argument(
-        "--skip", default="", help="comma-separated sections to skip: read,apps,phases,snapshot,live,lake"
+        "--skip",
+        default="",
+        help="comma-separated sections to skip: read,apps,phases,snapshot,live,lake,check",
     )
     lake_life = _load_script("bench_lake_life")
     lake_life.add_arguments(parser)
@@ -565,15 +578,20 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{'4. plain SELECT * scan (' + f'{args.snapshot_rows:,} rows)':<58} {plain:>9,.0f} rows/s")
             print(
                 f"{'   snapshot to Delta, 1 reader':<58} {snapshot:>9,.0f} rows/s  "
-                f"ratio to scan: {snapshot / plain:.2f}"
+                f"ratio to scan: {snapshot / plain:.2f}  [{machine_load()}]"
             )
         if "live" not in skip:
             latencies = live_latencies(endpoint, args.live_seconds)
             print(
                 f"5. live commit-to-Delta latency over {len(latencies)} rows: "
                 f"p50 {statistics.median(latencies):.2f}s, "
-                f"p95 {percentile(latencies, 0.95):.2f}s, max {max(latencies):.2f}s"
+                f"p95 {percentile(latencies, 0.95):.2f}s, max {max(latencies):.2f}s  [{machine_load()}]"
             )
+        if "check" not in skip:
+            bench_batch_check = _load_script("bench_batch_check")
+            print(f"8. the per-batch self-check of the lake, with and without it  [{machine_load()}]")
+            bench_batch_check.measure_aggregation(50_000, 5)
+            bench_batch_check.measure_sink(50_000, 4, 200_000)
         if "lake" not in skip:
             lake_life.run(endpoint, args)
         print(f"load average after: {os.getloadavg()[0]:.2f}")
