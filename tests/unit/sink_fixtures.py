@@ -141,15 +141,25 @@ class RecordingSink:
 
 def crash_before_the_state_commit(monkeypatch, sink) -> None:
     """Make ``sink``'s next batch die like a kill -9 after its table commits, before the state's:
-    the batch's intent reaches the state (the first state commit), the position never does."""
-    store = sink._state_store
-    intend = store.commit
+    the batch's intent reaches the state (the first state commit); its position never does, whether
+    the batch commits it itself (a batch that stops a table) or leaves it to the lease's next commit
+    (:meth:`.Lease.defer`, every plain batch)."""
+    store, apply_change_tables = sink._state_store, sink.apply_change_tables
+    commit = store.commit
     calls = []
 
-    def crash(*args, **kwargs):
+    def killed(message: str) -> KeyboardInterrupt:
+        return KeyboardInterrupt(f"killed after the table commits, before the state commit ({message})")
+
+    def crash_at_the_position_commit(*args, **kwargs):
         calls.append(args)
         if len(calls) == 1:
-            return intend(*args, **kwargs)
-        raise KeyboardInterrupt("killed after the table commits, before the state commit")
+            return commit(*args, **kwargs)
+        raise killed("the batch's own position commit")
 
-    monkeypatch.setattr(store, "commit", crash)
+    def crash_after_the_batch(*args, **kwargs):
+        apply_change_tables(*args, **kwargs)
+        raise killed("its position waits for the lease's next commit")
+
+    monkeypatch.setattr(store, "commit", crash_at_the_position_commit)
+    monkeypatch.setattr(sink, "apply_change_tables", crash_after_the_batch)

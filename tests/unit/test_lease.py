@@ -79,3 +79,35 @@ def test_a_writer_whose_pipeline_was_claimed_by_another_is_fenced_at_its_next_co
         stalled.assert_still_owner()
     with pytest.raises(PipelineFencedError):
         stalled.commit(LATER, 1)
+
+
+def test_a_deferred_position_is_written_by_the_next_commit_and_never_lost_at_idle_or_release(
+    tmp_path: Path,
+) -> None:
+    """One state commit per batch: batch N's position rides on the commit that intends batch N+1;
+    an idle writer writes it at its heartbeat check, a finishing one with its release."""
+    store = _store(tmp_path)
+    lease = Lease.claim(store, "writer-a", START, lease_s=60)
+    lease.commit(intents=lease.state.intending(1, LATER))
+    lease.defer(LATER, 1)
+    on_disk = store.read()
+    assert on_disk is not None and (on_disk.applied_gtids, on_disk.intents) == (START, {1: LATER})
+    assert (lease.state.applied_gtids, lease.state.batch_seq) == (LATER, 1)  # what the tables hold
+    assert lease.state.reach == LATER and on_disk.reach == LATER
+    further = GtidSet.parse("3e11fa47-71ca-11e1-9e33-c80aa9429562:1-12")
+    lease.commit(intents=lease.state.intending(2, further))  # the next batch's intent carries it
+    on_disk = store.read()
+    assert on_disk is not None and (on_disk.applied_gtids, on_disk.batch_seq) == (LATER, 1)
+    assert on_disk.intents == {2: further}
+    lease.defer(further, 2)
+    lease.heartbeat_if_due()  # idle: long before a third of the lease, the position is written
+    on_disk = store.read()
+    assert on_disk is not None and (on_disk.applied_gtids, on_disk.batch_seq, on_disk.intents) == (
+        further,
+        2,
+        {},
+    )
+    lease.defer(further, 2)
+    lease.release()
+    on_disk = store.read()
+    assert on_disk is not None and on_disk.owner == RELEASED and on_disk.applied_gtids == further

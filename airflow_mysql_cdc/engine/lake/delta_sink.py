@@ -318,8 +318,12 @@ class DeltaSink:
         checked_versions: dict[str, int] | None = None,
     ) -> None:
         """The skeleton's last step: the batch's position (and ``members``, ``checked_versions``, if
-        they change) in the state; every table now reflects it."""
-        self._held().commit(batch.position, batch.seq, members=members, checked_versions=checked_versions)
+        they change) in the state; every table now reflects it. A plain batch's position is written
+        by the next batch's intent (:meth:`.state.lease.Lease.defer`): one state commit per batch."""
+        if members is None and checked_versions is None:
+            self._held().defer(batch.position, batch.seq)
+        else:
+            self._held().commit(batch.position, batch.seq, members=members, checked_versions=checked_versions)
         for handle in self._handles.values():
             handle.already_applied = handle.already_applied - batch.position
 

@@ -12,11 +12,23 @@ releases it on the way out, whether the work ended or raised. A writer that is k
 nothing; its successor waits out the heartbeat's age (``PipelineBusyError``, retryable) unless the
 owner ran on the same host and its process is gone. Guarded by test_single_writer.py and
 tests/unit/test_lease.py.
+
+A batch's position may be *deferred* (:meth:`Lease.defer`): written by the lease's next commit
+instead of one of its own. The sink defers every plain batch, so the commit that intends batch
+``N + 1`` also records batch ``N``'s position, and a live batch costs one state commit, not two.
+That changes nothing a reader of the lake relies on: the state's applied set only ever lags what
+the tables hold, and batch ``N``'s intent (its number and position, written before its tables
+committed) stays in the state until a commit records that position, which is exactly the state a
+crash between a batch's table commits and its position commit always left
+(``test_crash_between_table_commits_replays_nothing_twice``, the kill -9 soak). An idle writer
+records a deferred position at its next heartbeat check (:meth:`heartbeat_if_due`), a releasing one
+with its release.
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from types import TracebackType
 
 from airflow_mysql_cdc.engine.lake.state.pipeline_state import PipelineState, PipelineStateStore
@@ -32,6 +44,8 @@ class Lease:
         self.lease_s = lease_s
         self._state: PipelineState | None = state
         self._renewed = time.monotonic()
+        self._deferred: tuple[GtidSet, int] | None = None
+        """A batch's position and number its tables hold and the state does not record yet."""
 
     @classmethod
     def claim(
@@ -46,9 +60,17 @@ class Lease:
 
     @property
     def state(self) -> PipelineState:
-        """The state as this writer last wrote it."""
+        """The state as this writer last wrote it, with a deferred position as if written (module doc)."""
         assert self._state is not None, "the lease was released"
-        return self._state
+        if self._deferred is None:
+            return self._state
+        applied, batch_seq = self._deferred
+        return replace(self._state, applied_gtids=applied, batch_seq=batch_seq)
+
+    def defer(self, applied: GtidSet, batch_seq: int) -> None:
+        """Record batch ``batch_seq``'s position with the next commit (its intent holds it until then)."""
+        assert self._state is not None, "the lease was released"
+        self._deferred = (applied, batch_seq)
 
     def commit(
         self,
@@ -72,12 +94,16 @@ class Lease:
             intents=intents,
             checked_versions=checked_versions,
         )
+        self._deferred = None
         self._renewed = time.monotonic()
         return self._state
 
     def heartbeat_if_due(self) -> None:
-        """Renew the lease when a third of it passed since the last commit (an idle writer)."""
-        if self._state is not None and time.monotonic() - self._renewed >= self.lease_s / 3:
+        """Renew the lease when a third of it passed since the last commit, and record a deferred
+        position (an idle writer: no next batch will carry it)."""
+        if self._state is not None and (
+            self._deferred is not None or time.monotonic() - self._renewed >= self.lease_s / 3
+        ):
             self.commit()
 
     def assert_still_owner(self) -> None:
@@ -87,7 +113,8 @@ class Lease:
     def release(self) -> None:
         """Let the next writer claim at once; a second call does nothing."""
         if self._state is not None:
-            state, self._state = self._state, None
+            state = self.state
+            self._state = self._deferred = None
             self.store.commit(state, state.applied_gtids, state.batch_seq, release=True)
 
     def __enter__(self) -> Lease:

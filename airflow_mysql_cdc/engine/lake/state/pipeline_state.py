@@ -135,6 +135,17 @@ class PipelineState:
         return self.batch_seq == 0 and not self.intents
 
     @property
+    def reach(self) -> GtidSet:
+        """What a table may hold: the applied set and every intended batch's position.
+
+        A writer records a batch's position with its next state commit (:mod:`.lease`), so between
+        two batches the tables hold the last intended position while the applied set lags it."""
+        reach = self.applied_gtids
+        for position in (self.intents or {}).values():
+            reach = reach | position
+        return reach
+
+    @property
     def last_batch_seq(self) -> int:
         """The highest batch number committed or intended (a table may hold any number up to it)."""
         return self.next_batch_seq - 1
