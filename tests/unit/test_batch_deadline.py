@@ -64,8 +64,8 @@ def test_a_backlog_past_its_deadline_goes_into_one_batch_not_one_per_transaction
     at once: the batch takes what waits in the queue before it is cut."""
     waiting: queue.Queue[object] = queue.Queue()
     long_ago = time.monotonic() - 60
-    for number in range(50):
-        waiting.put((long_ago, f"transaction {number}"))
+    for _ in range(50):
+        waiting.put((long_ago, time.time() - 60, SimpleNamespace(commit_timestamp_us=0)))
     thread = SimpleNamespace(queue=waiting)
     applier = _Applier()
     stop = threading.Event()
@@ -73,3 +73,14 @@ def test_a_backlog_past_its_deadline_goes_into_one_batch_not_one_per_transaction
     config = SimpleNamespace(batch_max_seconds=0.2, batch_max_rows=10_000, progress_interval_s=60.0)
     _drain(thread, applier, config, stop)  # type: ignore[arg-type]
     assert applier.cuts == [50]
+
+
+def test_the_bound_counts_from_the_commit_in_mysql_and_a_skewed_clock_moves_it_at_most_a_quarter() -> None:
+    deadline = BatchDeadline(1.0)
+    arrival, wall = 500.0, 1_700_000_000.0
+    committed_us = int((wall - 0.04) * 1_000_000)  # delivered 40 ms after its commit
+    assert abs(deadline.committed_at(arrival, wall, committed_us) - 499.96) < 1e-6
+    ahead_us = int((wall + 3) * 1_000_000)  # the server's clock runs ahead of this host's
+    assert deadline.committed_at(arrival, wall, ahead_us) == arrival
+    behind_us = int((wall - 30) * 1_000_000)  # far behind: at most a quarter of the bound earlier
+    assert deadline.committed_at(arrival, wall, behind_us) == arrival - 0.25

@@ -72,7 +72,7 @@ class _ReaderThread(threading.Thread):
             for transaction in self.reader.read(self.start_position, self.stop_rule):
                 while not self.stopping.is_set():
                     try:
-                        self.queue.put((time.monotonic(), transaction), timeout=0.5)
+                        self.queue.put((time.monotonic(), time.time(), transaction), timeout=0.5)
                         break
                     except queue.Full:
                         continue
@@ -181,10 +181,10 @@ def _drain(
                 applier.flush()  # schema_changes: stop: the lake is exact up to the DDL
             raise item
         if item is not None:
-            arrival, transaction = item
+            arrival, arrival_wall, transaction = item
             applier.add(transaction)
             if oldest_arrival is None:
-                oldest_arrival = arrival
+                oldest_arrival = deadline.committed_at(arrival, arrival_wall, transaction.commit_timestamp_us)
         # Past its deadline, a batch still takes what already waits in the queue: a reader ahead of
         # the lake then fills batches instead of cutting one per transaction (it arrived long ago).
         due = (
