@@ -5,6 +5,9 @@
 - ``compiled``: a per-schema reader of row images that returns exactly what the library plus our
   normalisers return, several times faster; the library's path stays for what it cannot compile.
 - ``binary_json``, ``packed_decimal``: MySQL's binary JSON and packed DECIMAL formats.
+- ``native``: the compiled C readers of DATETIME, TIMESTAMP and DECIMAL values (``_row_values.c``)
+  when built, giving what the Python readers give; None without a compiler or with
+  ``AIRFLOW_MYSQL_CDC_PURE_PYTHON=1``.
 
 Guarded by ``test_the_compiled_decoder_gives_the_library_values_for_every_type`` and the
 SELECT/binlog parity test (``tests/integration/test_mysql_types_parity.py``).

@@ -35,6 +35,7 @@ from pymysqlreplication.constants import FIELD_TYPE
 from pymysqlreplication.row_event import RowsEvent
 
 from airflow_mysql_cdc.engine.binlog.decoding.binary_json import binary_json_value
+from airflow_mysql_cdc.engine.binlog.decoding.native import ROW_VALUES
 from airflow_mysql_cdc.engine.binlog.decoding.packed_decimal import decimal_size, packed_decimal_reader
 from airflow_mysql_cdc.engine.errors import CdcError
 from airflow_mysql_cdc.engine.mysql.normalise import binlog_normaliser, canonical_json
@@ -246,8 +247,13 @@ def _emit_float(source: _Source, index: int, library_column: Any, column: Column
 def _emit_decimal(source: _Source, index: int, library_column: Any, column: ColumnType, indent: int) -> None:
     if library_column.type != FIELD_TYPE.NEWDECIMAL:
         raise UncompilableColumn("pre-5.0 DECIMAL")
-    read = source.bind("D", index, packed_decimal_reader(column.precision, column.scale))
     size = decimal_size(column.precision, column.scale)
+    if ROW_VALUES is not None:  # compiled (:mod:`.native`): the same Decimal
+        read = source.bind("D", index, ROW_VALUES.decimal)
+        shape = f"{column.precision}, {column.scale}"
+        source.add(indent, f"v_{index} = {read}(data, pos, {shape})", f"pos += {size}")
+        return
+    read = source.bind("D", index, packed_decimal_reader(column.precision, column.scale))
     source.add(indent, f"v_{index} = {read}(data, pos)", f"pos += {size}")
 
 
@@ -267,8 +273,14 @@ def _emit_temporal(source: _Source, index: int, library_column: Any, column: Col
     if layout is None:
         raise UncompilableColumn(f"pre-5.6.4 {column.kind.upper()} format")
     make, size = layout
+    advance = f"pos += {size + (column.fsp + 1) // 2}"
+    native = getattr(ROW_VALUES, make.__name__.lstrip("_"), None) if column.kind != "time" else None
+    if native is not None:  # compiled (:mod:`.native`): the same datetime
+        read = source.bind("T", index, native)
+        source.add(indent, f"v_{index} = {read}(data, pos, {column.fsp})", advance)
+        return
     read = source.bind("T", index, make(column.fsp))
-    source.add(indent, f"v_{index} = {read}(data, pos)", f"pos += {size + (column.fsp + 1) // 2}")
+    source.add(indent, f"v_{index} = {read}(data, pos)", advance)
 
 
 def _emit_year(source: _Source, index: int, library_column: Any, column: ColumnType, indent: int) -> None:
