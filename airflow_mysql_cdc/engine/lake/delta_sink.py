@@ -5,7 +5,8 @@ Invariants:
 1. **Data and position commit together, per table.** A batch is first *intended* in the state
    (its number and the position after it), then every commit of its data to a target or changelog
    table carries the Delta app transaction ``(airflow_mysql_cdc:<pipeline id>, batch number)``, and
-   only then does the state record the position. A table therefore never holds data without the
+   only then does the state record the position (with its next commit, the one that intends the
+   next batch: :meth:`.state.lease.Lease.defer`). A table therefore never holds data without the
    lake knowing which GTIDs it reflects, and that knowledge lives in checkpoints and rows, not in
    commit history (:mod:`.state.table_positions`).
 2. **Replays are recognised.** After a crash the pipeline resumes from the state table's applied
