@@ -5,6 +5,8 @@
 - ``compiled``: a per-schema reader of row images that returns exactly what the library plus our
   normalisers return, several times faster; the library's path stays for what it cannot compile.
 - ``binary_json``, ``packed_decimal``: MySQL's binary JSON and packed DECIMAL formats.
+- ``json_text``: a JSON column's payload as canonical text, by the optional C extension ``_json_text``
+  where it is built (the same text, ``tests/unit/test_json_text.py``), else by ``binary_json``.
 
 Guarded by ``test_the_compiled_decoder_gives_the_library_values_for_every_type`` and the
 SELECT/binlog parity test (``tests/integration/test_mysql_types_parity.py``).
