@@ -9,6 +9,8 @@ per element, offsets counted from the container's first byte. Keys are stored in
 
 from __future__ import annotations
 
+import datetime
+import decimal
 import struct
 from dataclasses import dataclass
 from typing import Any
@@ -126,3 +128,58 @@ def encode(value: Any, encoding: Encoding | None = None) -> bytes:
     """A whole binary JSON document (a binlog JSON column's payload) holding ``value``."""
     kind, data = encode_value(value, encoding or Encoding())
     return bytes([kind]) + data
+
+
+_GROUP_BYTES = (0, 1, 1, 2, 2, 3, 3, 4, 4, 4)  # bytes holding 0-9 leftover decimal digits
+
+
+def packed_decimal(value: decimal.Decimal, precision: int, scale: int) -> Opaque:
+    """A DECIMAL(precision, scale) inside a document: MySQL's decimal2bin after the precision and scale."""
+    with decimal.localcontext(prec=100):  # 65 digits: more than the default context keeps
+        scaled = int(abs(value).scaleb(scale).to_integral_value(decimal.ROUND_DOWN))
+    integral = str(scaled // 10**scale).zfill(precision - scale) if precision > scale else ""
+    fraction = str(scaled % 10**scale).zfill(scale) if scale else ""
+    if len(integral) > precision - scale:
+        raise ValueError(f"{value} does not fit DECIMAL({precision},{scale})")
+    groups: list[str] = []
+    leftover = len(integral) % 9
+    if leftover:
+        groups.append(integral[:leftover])
+    groups += [integral[start : start + 9] for start in range(leftover, len(integral), 9)]
+    groups += [fraction[start : start + 9] for start in range(0, len(fraction), 9)]
+    data = bytearray()
+    for digits in groups:
+        data += int(digits).to_bytes(_GROUP_BYTES[len(digits)], "big")
+    data[0] |= 0x80
+    if value.is_signed():
+        data = bytearray(byte ^ 0xFF for byte in data)
+    return Opaque(246, bytes([precision, scale]) + bytes(data))
+
+
+DATE, TIME, DATETIME = 10, 11, 12
+
+
+def packed_temporal(field_type: int, value: datetime.date | datetime.datetime | datetime.timedelta) -> Opaque:
+    """A DATE, DATETIME or TIME inside a document: MySQL's TIME_to_longlong_*_packed, 8 bytes."""
+    if isinstance(value, datetime.timedelta):
+        magnitude = abs(value)
+        seconds = magnitude.days * 86400 + magnitude.seconds
+        whole = ((seconds // 3600) << 12) | (((seconds // 60) % 60) << 6) | (seconds % 60)
+        packed = (whole << 24) | magnitude.microseconds
+        packed = -packed if value < datetime.timedelta(0) else packed
+    else:
+        moment = (
+            value
+            if isinstance(value, datetime.datetime)
+            else datetime.datetime.combine(value, datetime.time())
+        )
+        year_month = moment.year * 13 + moment.month
+        whole = (
+            (year_month << 22)
+            | (moment.day << 17)
+            | (moment.hour << 12)
+            | (moment.minute << 6)
+            | moment.second
+        )
+        packed = (whole << 24) | moment.microsecond
+    return Opaque(field_type, packed.to_bytes(8, "little", signed=True))

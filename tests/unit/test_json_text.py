@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from datetime import date, datetime, timedelta
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -18,7 +20,17 @@ from hypothesis import strategies as st
 from airflow_mysql_cdc.engine.binlog.decoding import json_text as json_text_module
 from airflow_mysql_cdc.engine.binlog.decoding.compiled import _json_reader
 from airflow_mysql_cdc.engine.binlog.decoding.json_text import compiled_json_text, json_text, python_json_text
-from tests.unit.binary_json_encoding import Encoding, Opaque, encode, length_bytes
+from tests.unit.binary_json_encoding import (
+    DATE,
+    DATETIME,
+    TIME,
+    Encoding,
+    Opaque,
+    encode,
+    length_bytes,
+    packed_decimal,
+    packed_temporal,
+)
 
 needs_extension = pytest.mark.skipif(
     compiled_json_text is None,
@@ -151,22 +163,98 @@ def test_documents_deeper_than_128_levels_are_left_to_the_python_path():
     assert json_text(payload) == python_json_text(payload)
 
 
-# A DATE 2024-01-02 packed as MySQL's TIME_to_longlong_date_packed (year*13+month)<<46 | day<<41.
-_DATE = Opaque(10, (((2024 * 13 + 1) << 46) | (2 << 41)).to_bytes(8, "little"))
-# A DECIMAL(5,2) 123.45: precision, scale, then the packed column format.
-_DECIMAL = Opaque(246, bytes([5, 2]) + bytes([0x80 | 0x00, 0x7B, 0x2D]))
+DECIMAL_TYPES = st.integers(1, 65).flatmap(
+    lambda precision: st.integers(0, min(precision, 30)).flatmap(
+        lambda scale: st.builds(
+            packed_decimal,
+            # exact: Decimal arithmetic would round to the context's 28 digits
+            st.integers(-(10**precision) + 1, 10**precision - 1).map(
+                lambda unscaled: Decimal(f"{unscaled}E-{scale}")
+            ),
+            st.just(precision),
+            st.just(scale),
+        )
+    )
+)
+opaque_values = st.one_of(
+    DECIMAL_TYPES,
+    st.builds(packed_temporal, st.sampled_from([DATE, 14]), st.dates()),
+    st.builds(packed_temporal, st.sampled_from([DATETIME, 7, 17, 18]), st.datetimes()),
+    st.builds(
+        packed_temporal,
+        st.sampled_from([TIME, 19]),
+        st.timedeltas(
+            min_value=-timedelta(hours=838, minutes=59, seconds=59), max_value=timedelta(hours=838)
+        ),
+    ),
+    st.builds(Opaque, st.sampled_from([15, 16, 249, 250, 251, 252, 253, 254, 255]), st.binary(max_size=40)),
+)
+
+
+opaque_documents = st.one_of(
+    opaque_values,
+    st.lists(opaque_values, max_size=5),
+    st.dictionaries(
+        st.text(max_size=5), opaque_values | st.integers(INT64_MIN, UINT64_MAX) | st.text(), max_size=5
+    ),
+)
+
+
+@needs_extension
+@settings(max_examples=300, deadline=None)
+@given(
+    document=opaque_documents,
+    encoding=encodings,
+)
+def test_opaque_decimals_dates_times_and_binary_values_print_as_the_reference(
+    document: Any, encoding: Encoding
+):
+    payload = encode(document, encoding)
+    text = compiled(payload)
+    assert text is not None, "the compiled path prints every OPAQUE value MySQL writes"
+    assert text == python_json_text(payload)
 
 
 @needs_extension
 @pytest.mark.parametrize(
     "document",
-    [Opaque(252, b"\x00\xffbinary"), {"when": _DATE}, [1, _DECIMAL], _DATE],
-    ids=["binary", "date-in-object", "decimal-in-array", "top-level-date"],
+    [
+        packed_decimal(Decimal("123.45"), 5, 2),
+        packed_decimal(Decimal("-0.00"), 5, 2),  # a negative zero prints as -0.0, as float(Decimal) does
+        packed_decimal(Decimal("0.1"), 1, 1),
+        packed_decimal(Decimal("99999999999999999999999999999999999.999999999999999999999999999999"), 65, 30),
+        packed_temporal(DATE, date(2024, 1, 2)),
+        packed_temporal(DATETIME, datetime(2024, 1, 2, 3, 4, 5, 500000)),
+        packed_temporal(TIME, -timedelta(hours=1, seconds=1, microseconds=250000)),
+        packed_temporal(TIME, timedelta(hours=838, minutes=59, seconds=59)),
+        Opaque(252, b""),
+        Opaque(252, b"\x00\xffbinary"),
+    ],
+    ids=repr,
 )
-def test_opaque_values_are_left_to_the_python_path(document: Any):
-    payload = encode(document)
+def test_opaque_edge_values_print_as_the_reference(document: Any):
+    payload = encode([document])
+    assert compiled(payload) == python_json_text(payload)
+
+
+@needs_extension
+@pytest.mark.parametrize(
+    "opaque",
+    [
+        Opaque(246, b"\x05"),  # no scale byte
+        Opaque(246, b"\x00\x00"),  # precision 0: the Python reader fails on a negative shift
+        Opaque(246, b"\x02\x03\x80"),  # scale over precision
+        Opaque(246, b"\x05\x02\x80\x7b"),  # the packed digits cut short: Python reads fewer bytes
+        Opaque(246, b"\x02\x00\xe4"),  # a digit group over its digits (100 in two digits)
+        Opaque(10, b"\x00\x00\x00\x00"),  # a temporal value under 8 bytes: Python reads fewer bytes
+        Opaque(12, (-(1 << 63)).to_bytes(8, "little", signed=True)),  # no magnitude in 64 bits
+    ],
+    ids=repr,
+)
+def test_opaque_values_mysql_never_writes_are_left_to_the_python_path(opaque: Opaque):
+    payload = encode({"v": opaque})
     assert compiled(payload) is None
-    assert json_text(payload) == python_json_text(payload)
+    assert outcome(json_text, payload) == outcome(python_json_text, payload)
 
 
 @needs_extension
@@ -238,7 +326,7 @@ def test_every_truncation_of_a_document_falls_back_or_gives_the_reference_text(
 @needs_extension
 @settings(max_examples=300, deadline=None)
 @given(
-    document=json_documents,
+    document=json_documents | opaque_documents,
     encoding=encodings,
     data=st.data(),
 )

@@ -3,8 +3,8 @@
  * Invariant: json_text(payload) is either None or exactly the str that
  * canonical_json(binary_json_value(payload)) returns (binary_json.py and normalise.py). None means
  * "not decided here": the caller runs that pure-Python pair, which then gives the text or raises its
- * own error. This code returns None for everything it does not handle byte for byte: OPAQUE values
- * (DECIMAL, dates and times, binary), unknown type bytes and bad literals, any read outside the
+ * own error. This code returns None for everything it does not handle byte for byte: unknown type
+ * bytes and bad literals, OPAQUE DECIMALs and temporal values MySQL would not write, any read outside the
  * payload (the Python parser raises there, or slices short without an error), strings and keys that
  * are not strict UTF-8, duplicate keys in one object, lengths over 5 bytes and nesting deeper than
  * MAX_DEPTH. It exists because the Python pair is the reader's largest cost (docs/benchmarks.md).
@@ -39,6 +39,7 @@
 #define UINT64 0xA
 #define DOUBLE 0xB
 #define STRING 0xC
+#define OPAQUE 0xF
 
 /* MySQL refuses documents nested deeper than 100; deeper payloads go to the Python path. */
 #define MAX_DEPTH 128
@@ -225,6 +226,174 @@ static int write_string_at(Out *out, const Payload *payload, size_t at) {
 
 static int write_value(Out *out, const Payload *payload, unsigned int kind, size_t at, int depth);
 
+/* --- OPAQUE values (binary_json._opaque) --------------------------------------------------------- */
+
+#define TYPE_DECIMAL 0
+#define TYPE_TIMESTAMP 7
+#define TYPE_DATE 10
+#define TYPE_TIME 11
+#define TYPE_DATETIME 12
+#define TYPE_NEWDATE 14
+#define TYPE_TIMESTAMP2 17
+#define TYPE_DATETIME2 18
+#define TYPE_TIME2 19
+#define TYPE_NEWDECIMAL 246
+
+static const int GROUP_BYTES[10] = {0, 1, 1, 2, 2, 3, 3, 4, 4, 4};
+static const uint32_t POWERS_OF_TEN[10] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000,
+                                           1000000000};
+
+/* A packed DECIMAL (precision, scale, then MySQL's decimal2bin bytes) printed as float(Decimal):
+ * the digits as text, then the correctly rounded conversion Decimal.__float__ also makes of them.
+ * FALLBACK for what MySQL never writes (a bad precision or scale, a digit group over its digits)
+ * and for a value cut short, where the Python reader silently reads fewer bytes. */
+static int write_decimal(Out *out, const unsigned char *raw, size_t length) {
+    if (length < 2)
+        return FALLBACK;
+    int precision = raw[0], scale = raw[1];
+    if (precision < 1 || precision > 65 || scale > precision)
+        return FALLBACK;
+    int integral = precision - scale;
+    size_t size = (size_t)((integral / 9) * 4 + GROUP_BYTES[integral % 9] + (scale / 9) * 4 + GROUP_BYTES[scale % 9]);
+    if (length - 2 < size)
+        return FALLBACK;
+    unsigned char bytes[40]; /* at most 65 digits: 8 groups of 4 bytes and two leftovers */
+    memcpy(bytes, raw + 2, size);
+    int negative = !(bytes[0] & 0x80);
+    if (negative) {
+        for (size_t i = 0; i < size; i++)
+            bytes[i] ^= 0xFF;
+    }
+    bytes[0] &= 0x7F;
+    /* (bytes, digits) of each group, most significant first, as in packed_decimal.py */
+    int chunks[20][2], count = 0, integral_chunks;
+    if (integral % 9)
+        chunks[count][0] = GROUP_BYTES[integral % 9], chunks[count++][1] = integral % 9;
+    for (int i = 0; i < integral / 9; i++)
+        chunks[count][0] = 4, chunks[count++][1] = 9;
+    integral_chunks = count;
+    for (int i = 0; i < scale / 9; i++)
+        chunks[count][0] = 4, chunks[count++][1] = 9;
+    if (scale % 9)
+        chunks[count][0] = GROUP_BYTES[scale % 9], chunks[count++][1] = scale % 9;
+    char text[100];
+    int used = 0;
+    if (negative)
+        text[used++] = '-';
+    text[used++] = '0'; /* the integral part of DECIMAL(s, s) */
+    size_t at = 0;
+    for (int i = 0; i < count; i++) {
+        uint32_t group = 0;
+        for (int b = 0; b < chunks[i][0]; b++)
+            group = (group << 8) | bytes[at++];
+        int digits = chunks[i][1];
+        if (group >= POWERS_OF_TEN[digits])
+            return FALLBACK;
+        if (i == integral_chunks)
+            text[used++] = '.';
+        for (int d = digits - 1; d >= 0; d--) {
+            text[used + d] = (char)('0' + group % 10);
+            group /= 10;
+        }
+        used += digits;
+    }
+    text[used] = '\0';
+    double value = PyOS_string_to_double(text, NULL, NULL);
+    if (value == -1.0 && PyErr_Occurred())
+        return ERROR;
+    return write_double(out, value);
+}
+
+/* MySQL's packed temporal value (TIME_to_longlong_*_packed) as binary_json._temporal_text prints it. */
+static int write_temporal(Out *out, unsigned int field_type, const unsigned char *raw, size_t length) {
+    if (length < 8)
+        return FALLBACK; /* the Python reader takes the fewer bytes as the value */
+    int64_t packed = (int64_t)read_u64(raw);
+    if (packed == INT64_MIN)
+        return FALLBACK;
+    const char *sign = packed < 0 ? "-" : "";
+    uint64_t magnitude = (uint64_t)(packed < 0 ? -packed : packed);
+    uint64_t whole = magnitude >> 24;
+    unsigned long long microsecond = magnitude & 0xFFFFFF;
+    unsigned long long second = whole & 0x3F, minute = (whole >> 6) & 0x3F;
+    char text[96];
+    int used;
+    if (field_type == TYPE_TIME || field_type == TYPE_TIME2) {
+        used = snprintf(text, sizeof(text), "%s%02llu:%02llu:%02llu.%06llu", sign,
+                        (unsigned long long)((whole >> 12) & 0x3FF), minute, second, microsecond);
+    } else {
+        unsigned long long year_month = whole >> 22, day = (whole >> 17) & 0x1F;
+        used = snprintf(text, sizeof(text), "%04llu-%02llu-%02llu", year_month / 13, year_month % 13, day);
+        if (field_type != TYPE_DATE && field_type != TYPE_NEWDATE)
+            used += snprintf(text + used, sizeof(text) - (size_t)used, " %02llu:%02llu:%02llu.%06llu",
+                             (unsigned long long)((whole >> 12) & 0x1F), minute, second, microsecond);
+    }
+    return write_string(out, (const unsigned char *)text, (size_t)used);
+}
+
+static const char BASE64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+/* Any other opaque value: MySQL's "base64:typeN:<standard base64 with padding>". */
+static int write_base64(Out *out, unsigned int field_type, const unsigned char *raw, size_t length) {
+    if (out_reserve(out, 24 + 4 * (length / 3 + 1)) != OK)
+        return ERROR;
+    char *to = out->data + out->size;
+    to += sprintf(to, "\"base64:type%u:", field_type);
+    size_t i = 0;
+    for (; i + 3 <= length; i += 3) {
+        uint32_t triple = ((uint32_t)raw[i] << 16) | ((uint32_t)raw[i + 1] << 8) | raw[i + 2];
+        *to++ = BASE64[triple >> 18];
+        *to++ = BASE64[(triple >> 12) & 0x3F];
+        *to++ = BASE64[(triple >> 6) & 0x3F];
+        *to++ = BASE64[triple & 0x3F];
+    }
+    if (length - i == 1) {
+        uint32_t triple = (uint32_t)raw[i] << 16;
+        *to++ = BASE64[triple >> 18];
+        *to++ = BASE64[(triple >> 12) & 0x3F];
+        *to++ = '=';
+        *to++ = '=';
+    } else if (length - i == 2) {
+        uint32_t triple = ((uint32_t)raw[i] << 16) | ((uint32_t)raw[i + 1] << 8);
+        *to++ = BASE64[triple >> 18];
+        *to++ = BASE64[(triple >> 12) & 0x3F];
+        *to++ = BASE64[(triple >> 6) & 0x3F];
+        *to++ = '=';
+    }
+    *to++ = '"';
+    out->size = (size_t)(to - out->data);
+    return OK;
+}
+
+static int write_opaque(Out *out, const Payload *payload, size_t at) {
+    if (at >= payload->length)
+        return FALLBACK;
+    unsigned int field_type = payload->data[at++];
+    size_t length;
+    int result = read_length(payload, &at, &length);
+    if (result != OK)
+        return result;
+    if (length > payload->length - at)
+        return FALLBACK; /* Python slices it short without an error */
+    const unsigned char *raw = payload->data + at;
+    switch (field_type) {
+    case TYPE_DECIMAL:
+    case TYPE_NEWDECIMAL:
+        return write_decimal(out, raw, length);
+    case TYPE_DATE:
+    case TYPE_NEWDATE:
+    case TYPE_DATETIME:
+    case TYPE_DATETIME2:
+    case TYPE_TIMESTAMP:
+    case TYPE_TIMESTAMP2:
+    case TYPE_TIME:
+    case TYPE_TIME2:
+        return write_temporal(out, field_type, raw, length);
+    default:
+        return write_base64(out, field_type, raw, length);
+    }
+}
+
 static int compare_keys(const void *left, const void *right) {
     const Key *a = left, *b = right;
     size_t common = a->key_length < b->key_length ? a->key_length : b->key_length;
@@ -361,8 +530,10 @@ static int write_value(Out *out, const Payload *payload, unsigned int kind, size
             return write_double(out, value);
         }
         return FALLBACK;
+    case OPAQUE:
+        return write_opaque(out, payload, at);
     default:
-        return FALLBACK; /* OPAQUE (DECIMAL, temporal, binary) or not a binary JSON type */
+        return FALLBACK; /* not a binary JSON type: the Python parser raises BinaryJsonError */
     }
 }
 

@@ -8,9 +8,10 @@ raises. Why: that pair was about 38% of a reader's time (docs/benchmarks.md); th
 
 The extension is optional: a package installed without a compiler, the engine archive Spark
 executors import from a zip (``.py`` files only), and ``AIRFLOW_MYSQL_CDC_PURE_PYTHON=1`` (tests,
-debugging) all use the Python pair. The C code answers None for what it does not print itself
-(OPAQUE values: DECIMAL, dates and times, binary; malformed or truncated payloads; strings that are
-not UTF-8; duplicate keys; nesting deeper than 128), and the Python pair decides those payloads.
+debugging) all use the Python pair. The C code prints every document MySQL writes, OPAQUE values
+(DECIMAL, dates and times, binary) included, and answers None for the rest: malformed or truncated
+payloads, strings that are not UTF-8, duplicate keys, nesting deeper than 128, DECIMAL and temporal
+values MySQL never writes; the Python pair decides those payloads (its text or its error).
 Guarded by ``tests/unit/test_json_text.py``.
 """
 
