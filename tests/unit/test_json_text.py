@@ -343,6 +343,15 @@ def test_a_corrupted_payload_never_gets_text_other_than_the_reference(
         assert ("text", text) == outcome(python_json_text, bytes(payload))
 
 
+@needs_extension
+@pytest.mark.parametrize(
+    "payload", [bytearray(encode([1, "x"])), memoryview(encode({"a": 1})), "\x04\x01", None], ids=repr
+)
+def test_payloads_that_are_not_bytes_are_left_to_the_python_path(payload: Any):
+    assert compiled(payload) is None
+    assert outcome(json_text, payload) == outcome(python_json_text, payload)
+
+
 def test_the_binlog_reader_prints_json_columns_as_the_reference_and_reuses_the_last_text():
     read = _json_reader()
     payload = encode({"b": [1, 2.5], "a": "x"})

@@ -538,14 +538,12 @@ static int write_value(Out *out, const Payload *payload, unsigned int kind, size
 }
 
 static PyObject *json_text(PyObject *module, PyObject *argument) {
-    Py_buffer view;
-    if (PyObject_GetBuffer(argument, &view, PyBUF_SIMPLE) != 0)
-        return NULL;
-    if (view.len == 0) {
-        PyBuffer_Release(&view);
-        Py_RETURN_NONE; /* the Python parser raises BinaryJsonError */
-    }
-    Payload payload = {(const unsigned char *)view.buf, (size_t)view.len};
+    (void)module;
+    /* bytes only (what the row reader slices): for anything else, or an empty payload, the Python
+     * pair decides, and raises what it raises */
+    if (!PyBytes_Check(argument) || PyBytes_GET_SIZE(argument) == 0)
+        Py_RETURN_NONE;
+    Payload payload = {(const unsigned char *)PyBytes_AS_STRING(argument), (size_t)PyBytes_GET_SIZE(argument)};
     Out out;
     out.data = out.inline_space;
     out.size = 0;
@@ -565,8 +563,6 @@ static PyObject *json_text(PyObject *module, PyObject *argument) {
     }
     if (out.data != out.inline_space)
         PyMem_Free(out.data);
-    PyBuffer_Release(&view);
-    (void)module;
     return text;
 }
 
