@@ -8,6 +8,8 @@
 - ``native``: the compiled C readers of DATETIME, TIMESTAMP and DECIMAL values (``_row_values.c``)
   when built, giving what the Python readers give; None without a compiler or with
   ``AIRFLOW_MYSQL_CDC_PURE_PYTHON=1``.
+- ``json_text``: a JSON column's payload as canonical text, by the optional C extension ``_json_text``
+  where it is built (the same text, ``tests/unit/test_json_text.py``), else by ``binary_json``.
 
 Guarded by ``test_the_compiled_decoder_gives_the_library_values_for_every_type`` and the
 SELECT/binlog parity test (``tests/integration/test_mysql_types_parity.py``).

@@ -34,11 +34,11 @@ from typing import Any
 from pymysqlreplication.constants import FIELD_TYPE
 from pymysqlreplication.row_event import RowsEvent
 
-from airflow_mysql_cdc.engine.binlog.decoding.binary_json import binary_json_value
+from airflow_mysql_cdc.engine.binlog.decoding.json_text import json_text
 from airflow_mysql_cdc.engine.binlog.decoding.native import ROW_VALUES
 from airflow_mysql_cdc.engine.binlog.decoding.packed_decimal import decimal_size, packed_decimal_reader
 from airflow_mysql_cdc.engine.errors import CdcError
-from airflow_mysql_cdc.engine.mysql.normalise import binlog_normaliser, canonical_json
+from airflow_mysql_cdc.engine.mysql.normalise import binlog_normaliser
 from airflow_mysql_cdc.engine.mysql.types import ColumnType
 from airflow_mysql_cdc.engine.values.json_values import RowValues
 
@@ -169,13 +169,17 @@ def _set_text(members: tuple[str, ...]) -> Callable[[int], str]:
 
 
 def _json_reader() -> Callable[[bytes], str | None]:
-    """Canonical text of a payload, reusing the last result: an update's two images mostly share it."""
+    """Canonical text of a payload, reusing the last result: an update's two images mostly share it.
+
+    ``json_text`` is the compiled printer where the extension is built, else the Python pair
+    (``canonical_json(binary_json_value(payload))``); both give the same text (decoding/json_text.py).
+    """
     last: list[Any] = [None, None]
 
     def text(payload: bytes) -> str | None:
         if payload == last[0]:
             return last[1]
-        value = canonical_json(binary_json_value(payload))
+        value = json_text(payload)
         last[0] = payload
         last[1] = value
         return value
