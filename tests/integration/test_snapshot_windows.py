@@ -96,6 +96,16 @@ def _rows_by_key(window: ChunkSnapshot, key: tuple[str, ...]) -> dict[tuple, dic
     return {tuple(row[c] for c in key): row for row in window.rows.to_pylist()}
 
 
+def _first_window_by_id(endpoint: MySqlEndpoint, ref: TableRef) -> tuple[ChunkSnapshot, tuple]:
+    """The first 10-row chunk's window of a table keyed by ``id``, and the key's columns."""
+    with endpoint.connect() as connection, connection.cursor() as cursor:
+        metadata = read_table_metadata(cursor, ref)
+        columns = read_table_column_types(cursor, ref.schema, ref.table)
+        key_columns = read_key_columns(cursor, ref, ("id",))
+        chunks = plan_chunks(connection, metadata, 10)
+    return read_window(endpoint, ref, columns, ("id",), key_columns, chunks[0]), key_columns
+
+
 def _snapshot_then_stream(endpoint: MySqlEndpoint, ref: TableRef, chunk_size: int, during=None):
     """Snapshot every chunk (``during`` runs writes meanwhile), then stream with the filter to the end."""
     with endpoint.connect() as connection, connection.cursor() as cursor:
@@ -191,12 +201,7 @@ def test_writes_between_the_watermarks_are_reconciled_into_the_chunk(
 
     monkeypatch.setattr(window_module, "_gtid_executed", low_then_seen_writes)
     monkeypatch.setattr(window_module, "_high_watermark", missed_writes_then_high)
-    with mysql_database.connect() as connection, connection.cursor() as cursor:
-        metadata = read_table_metadata(cursor, ref)
-        columns = read_table_column_types(cursor, ref.schema, ref.table)
-        key_columns = read_key_columns(cursor, ref, ("id",))
-        chunks = plan_chunks(connection, metadata, 10)
-    window = read_window(mysql_database, ref, columns, ("id",), key_columns, chunks[0])
+    window, key_columns = _first_window_by_id(mysql_database, ref)
     assert (window.high_watermark - window.low_watermark).count() == 4
     assert window.reconciled_changes >= 3
     assert {key[0]: row["v"] for key, row in _rows_by_key(window, ("id",)).items()} == {
@@ -230,12 +235,7 @@ def test_a_delete_the_select_saw_before_its_watermark_named_it_does_not_stop_the
 
     monkeypatch.setattr(window_module, "_gtid_executed", low_then_a_delete)
     monkeypatch.setattr(window_module, "_high_watermark", high_without_the_delete)
-    with mysql_database.connect() as connection, connection.cursor() as cursor:
-        metadata = read_table_metadata(cursor, ref)
-        columns = read_table_column_types(cursor, ref.schema, ref.table)
-        key_columns = read_key_columns(cursor, ref, ("id",))
-        chunks = plan_chunks(connection, metadata, 10)
-    window = read_window(mysql_database, ref, columns, ("id",), key_columns, chunks[0])
+    window, key_columns = _first_window_by_id(mysql_database, ref)
     monkeypatch.undo()
     server_now_us = int(scalar(mysql_database, "SELECT CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS UNSIGNED)"))
     assert window.high_read_us is not None and 0 <= server_now_us - window.high_read_us < 60_000_000

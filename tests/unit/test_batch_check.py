@@ -203,12 +203,13 @@ def test_a_replayed_wave_checks_keys_whose_first_change_was_left_out_as_unknown(
     wave = WaveTable(SHAPE, Path(tmp_path_factory.mktemp("wave")))
     wave.add(build_change_tables(transactions)["db.t"])
     rest = wave.without(GtidSet.of(t.gtid for t in transactions[:replayed]))
-    after_prefix = dict.fromkeys(_keys_after(source, transactions[:replayed]), 1)
+    after_prefix = dict.fromkeys(keys_after(source, transactions[:replayed]), 1)
     metrics = reference_merge(after_prefix, rest.target_rows().to_pylist(), soft_deletes=False)
     assert judge_merge("db.t", "g", rest.expected_merge(), metrics, soft_deletes=False) is None
 
 
-def _keys_after(source: set[int], transactions: list[Transaction]) -> set[int]:
+def keys_after(source: set[int], transactions: list[Transaction]) -> set[int]:
+    """The keys a source holding ``source`` holds after ``transactions``."""
     keys = set(source)
     for transaction in transactions:
         for change in transaction.changes:

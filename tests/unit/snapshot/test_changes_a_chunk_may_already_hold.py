@@ -38,7 +38,7 @@ from airflow_mysql_cdc.engine.snapshot.change_filter import (
 from airflow_mysql_cdc.engine.snapshot.chunks import Chunk
 from airflow_mysql_cdc.engine.snapshot.key_order import KeyOrder
 from airflow_mysql_cdc.engine.values.gtid import Gtid, GtidSet
-from tests.unit.test_batch_check import KEYS, SHAPE, UUID, reference_merge, row, steps, workload
+from tests.unit.test_batch_check import KEYS, SHAPE, UUID, keys_after, reference_merge, row, steps, workload
 
 SECOND = 1_000_000
 """``workload`` commits transaction n at n seconds."""
@@ -63,14 +63,7 @@ def chunk_filter(named: int, read_us: int | None, *, split_at: int | None = None
 
 def source_after(source: set[int], transactions: list[Transaction]) -> dict[int, int]:
     """The keys the source holds after ``transactions`` (one row each), as the reference MERGE counts them."""
-    keys = set(source)
-    for transaction in transactions:
-        for change in transaction.changes:
-            if change.before is not None:
-                keys.discard(change.before["id"])
-            if change.after is not None:
-                keys.add(change.after["id"])
-    return dict.fromkeys(keys, 1)
+    return dict.fromkeys(keys_after(source, transactions), 1)
 
 
 def checked(transactions: list[Transaction], change_filter: SnapshotChangeFilter, target: dict[int, int]):

@@ -214,14 +214,22 @@ static int read_length(const Payload *payload, size_t *at, size_t *length) {
     return FALLBACK;
 }
 
-static int write_string_at(Out *out, const Payload *payload, size_t at) {
-    size_t length;
-    int result = read_length(payload, &at, &length);
+/* A length-prefixed run of bytes at ``at``: where it starts and how long it is. */
+static int read_counted(const Payload *payload, size_t at, const unsigned char **raw, size_t *length) {
+    int result = read_length(payload, &at, length);
     if (result != OK)
         return result;
-    if (length > payload->length - at)
+    if (*length > payload->length - at)
         return FALLBACK; /* Python slices it short without an error */
-    return write_string(out, payload->data + at, length);
+    *raw = payload->data + at;
+    return OK;
+}
+
+static int write_string_at(Out *out, const Payload *payload, size_t at) {
+    const unsigned char *raw;
+    size_t length;
+    int result = read_counted(payload, at, &raw, &length);
+    return result != OK ? result : write_string(out, raw, length);
 }
 
 static int write_value(Out *out, const Payload *payload, unsigned int kind, size_t at, int depth);
@@ -369,13 +377,11 @@ static int write_opaque(Out *out, const Payload *payload, size_t at) {
     if (at >= payload->length)
         return FALLBACK;
     unsigned int field_type = payload->data[at++];
+    const unsigned char *raw;
     size_t length;
-    int result = read_length(payload, &at, &length);
+    int result = read_counted(payload, at, &raw, &length);
     if (result != OK)
         return result;
-    if (length > payload->length - at)
-        return FALLBACK; /* Python slices it short without an error */
-    const unsigned char *raw = payload->data + at;
     switch (field_type) {
     case TYPE_DECIMAL:
     case TYPE_NEWDECIMAL:

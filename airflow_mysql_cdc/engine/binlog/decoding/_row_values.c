@@ -43,26 +43,38 @@ static int check_span(Py_buffer *view, Py_ssize_t at, Py_ssize_t size) {
     return 0;
 }
 
-/* datetime2(data, at, fsp): DATETIME(fsp) as a naive datetime; None for zero and invalid dates. */
-static PyObject *datetime2(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+/* The (data, at, fsp) of a temporal reader whose value takes ``size`` bytes before its fraction:
+   copies those bytes and the fraction's (at most 7 + 3) to ``bytes``; -1 with an error set. */
+static int temporal_args(PyObject *const *args, Py_ssize_t nargs, const char *usage, int size,
+                         unsigned char *bytes, long *fsp) {
     if (nargs != 3) {
-        PyErr_SetString(PyExc_TypeError, "datetime2(data, at, fsp)");
-        return NULL;
+        PyErr_SetString(PyExc_TypeError, usage);
+        return -1;
     }
     Py_ssize_t at = PyLong_AsSsize_t(args[1]);
-    long fsp = PyLong_AsLong(args[2]);
-    if (PyErr_Occurred()) return NULL;
-    Py_buffer view;
-    if (read_buffer(args[0], &view) < 0) return NULL;
-    if (check_span(&view, at, 5 + (fsp + 1) / 2) < 0) {
-        PyBuffer_Release(&view);
-        return NULL;
+    *fsp = PyLong_AsLong(args[2]);
+    if (PyErr_Occurred()) return -1;
+    if (*fsp < 0 || *fsp > 6) {
+        PyErr_SetString(PyExc_ValueError, "fractional seconds precision 0-6");
+        return -1;
     }
-    const unsigned char *p = (const unsigned char *)view.buf + at;
+    Py_buffer view;
+    if (read_buffer(args[0], &view) < 0) return -1;
+    Py_ssize_t span = size + (*fsp + 1) / 2;
+    int result = check_span(&view, at, span);
+    if (result == 0) memcpy(bytes, (const unsigned char *)view.buf + at, (size_t)span);
+    PyBuffer_Release(&view);
+    return result;
+}
+
+/* datetime2(data, at, fsp): DATETIME(fsp) as a naive datetime; None for zero and invalid dates. */
+static PyObject *datetime2(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    unsigned char p[8];
+    long fsp;
+    if (temporal_args(args, nargs, "datetime2(data, at, fsp)", 5, p, &fsp) < 0) return NULL;
     unsigned long long packed = 0;
     for (int i = 0; i < 5; i++) packed = (packed << 8) | p[i];
     long long micro = fraction_us(p + 5, (int)fsp);
-    PyBuffer_Release(&view);
     long year_month = (long)((packed >> 22) & 0x1FFFF);
     if (micro < 0) micro = 0; /* the library ignores a negative fraction */
     PyObject *value = PyDateTime_FromDateAndTime(
@@ -91,24 +103,12 @@ static void civil_from_days(long long days, int *year, int *month, int *day) {
 
 /* timestamp2(data, at, fsp): TIMESTAMP(fsp) as a naive UTC datetime; None for the zero TIMESTAMP. */
 static PyObject *timestamp2(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 3) {
-        PyErr_SetString(PyExc_TypeError, "timestamp2(data, at, fsp)");
-        return NULL;
-    }
-    Py_ssize_t at = PyLong_AsSsize_t(args[1]);
-    long fsp = PyLong_AsLong(args[2]);
-    if (PyErr_Occurred()) return NULL;
-    Py_buffer view;
-    if (read_buffer(args[0], &view) < 0) return NULL;
-    if (check_span(&view, at, 4 + (fsp + 1) / 2) < 0) {
-        PyBuffer_Release(&view);
-        return NULL;
-    }
-    const unsigned char *p = (const unsigned char *)view.buf + at;
+    unsigned char p[8];
+    long fsp;
+    if (temporal_args(args, nargs, "timestamp2(data, at, fsp)", 4, p, &fsp) < 0) return NULL;
     long long seconds = ((long long)p[0] << 24) | ((long long)p[1] << 16) | ((long long)p[2] << 8) | p[3];
     if (p[0] & 0x80) seconds -= (1LL << 32);
     long long micro = fraction_us(p + 4, (int)fsp);
-    PyBuffer_Release(&view);
     if (micro <= 0 && seconds == 0) Py_RETURN_NONE; /* the zero TIMESTAMP is stored as 0 */
     long long days = seconds >= 0 ? seconds / 86400 : -((-seconds + 86399) / 86400);
     long long rest = seconds - days * 86400;
