@@ -72,8 +72,14 @@ def test_a_crash_inside_a_schema_change_is_replayed_exactly(
         monkeypatch.setattr(evolution_writes, "set_existing_rows", crash)
     elif crash_at == "after the existing rows got their value":
         monkeypatch.setattr(evolution_writes, "record_dropped", crash)
-    else:
-        monkeypatch.setattr(sink._state_store, "commit", crash)
+    else:  # the DDL's intent commit (which also records the batch before it) goes through
+        commit, commits = sink._state_store.commit, []
+
+        def intent_then_crash(*args, **kwargs):
+            commits.append(args)
+            return commit(*args, **kwargs) if len(commits) == 1 else crash()
+
+        monkeypatch.setattr(sink._state_store, "commit", intent_then_crash)
     with pytest.raises(KeyboardInterrupt):
         _apply_the_ddl_and_after(sink)
     monkeypatch.undo()

@@ -98,7 +98,7 @@ def test_killed_snapshot_resumes_at_the_next_unfinished_chunk(
     with pytest.raises(KeyboardInterrupt):
         snapshot_table(mysql_database, tmp_path, table, chunk_size=50, run_windows=dies_after_three)
     with pytest.raises(SnapshotIncompleteError, match="unfinished chunk"):
-        _stream(mysql_database, tmp_path, (table,), "")
+        _stream(mysql_database, tmp_path, (table,), GtidSet())
     resumed = snapshot_table(mysql_database, tmp_path, table, chunk_size=50)
     assert resumed.resumed is True
     assert (resumed.chunks_total, resumed.chunks_run) == (7, 4)
