@@ -17,14 +17,13 @@ Guarded by ``tests/unit/test_json_text.py``.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 
 from airflow_mysql_cdc.engine.binlog.decoding.binary_json import binary_json_value
+from airflow_mysql_cdc.engine.binlog.decoding.native import PURE_PYTHON_VARIABLE, pure_python_requested
 from airflow_mysql_cdc.engine.mysql.normalise import canonical_json
 
-PURE_PYTHON_VARIABLE = "AIRFLOW_MYSQL_CDC_PURE_PYTHON"
-"""Set to 1 to use the pure-Python path even where the extension is built."""
+__all__ = ["PURE_PYTHON_VARIABLE", "compiled_json_text", "json_text", "python_json_text"]
 
 
 def python_json_text(payload: bytes) -> str:
@@ -46,7 +45,7 @@ compiled_json_text = _extension()
 
 
 def _choose() -> Callable[[bytes], str]:
-    compiled = None if os.environ.get(PURE_PYTHON_VARIABLE, "") not in ("", "0") else compiled_json_text
+    compiled = None if pure_python_requested() else compiled_json_text
     if compiled is None:
         return python_json_text
 

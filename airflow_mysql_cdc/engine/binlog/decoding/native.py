@@ -17,8 +17,13 @@ from airflow_mysql_cdc.engine.binlog.decoding.packed_decimal import read_decimal
 PURE_PYTHON_VARIABLE = "AIRFLOW_MYSQL_CDC_PURE_PYTHON"
 
 
+def pure_python_requested() -> bool:
+    """``AIRFLOW_MYSQL_CDC_PURE_PYTHON`` is set (to anything but 0): every compiled reader is off."""
+    return os.environ.get(PURE_PYTHON_VARIABLE, "").strip() not in ("", "0")
+
+
 def _row_values() -> ModuleType | None:
-    if os.environ.get(PURE_PYTHON_VARIABLE, "").strip() not in ("", "0"):
+    if pure_python_requested():
         return None
     try:
         from airflow_mysql_cdc.engine.binlog.decoding import _row_values as module
