@@ -43,6 +43,7 @@ from tests.support.pipeline import (
     assert_exact_at,
     chain_records,
     checkpoint,
+    delta_logs_changed,
     finish,
     kill_application_after_a_batch,
     kill_process_once_started,
@@ -209,7 +210,7 @@ def test_daily_runs_keep_the_lake_exact_through_maintenance_by_another_writer_an
     del second
 
     # kill -9 of the built-in maintenance, then its retry (a clear of the task): the lake stays exact.
-    killer = kill_process_once_started("maintain_lake", after_s=1.5)
+    killer = kill_process_once_started("maintain_lake", progress=lambda: delta_logs_changed(pipeline.lake))
     killed = pipeline.run(now() + datetime.timedelta(seconds=6))
     killer.join()
     assert task_states(killed)["replicate"] == "success" and task_states(killed)["maintain_lake"] == "failed"

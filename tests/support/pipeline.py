@@ -8,7 +8,7 @@ import json
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -120,9 +120,9 @@ def kill_application_after_a_batch(pipeline: Pipeline, before: GtidSet) -> threa
 
 
 class _Killer(threading.Thread):
-    def __init__(self, marker: str, after_s: float) -> None:
+    def __init__(self, marker: str, progress: Callable[[], Callable[[], bool]]) -> None:
         super().__init__(daemon=True)
-        self.marker, self.after_s, self.killed = marker, after_s, False
+        self.marker, self.progress, self.killed = marker, progress, False
 
     def run(self) -> None:
         deadline = time.monotonic() + 300
@@ -130,18 +130,47 @@ class _Killer(threading.Thread):
             for process in psutil.Process().children(recursive=True):
                 with contextlib.suppress(psutil.NoSuchProcess, psutil.ZombieProcess):
                     if any(self.marker in part for part in process.cmdline()):
-                        time.sleep(self.after_s)
-                        process.kill()
-                        self.killed = True
+                        self._kill_when_ready(process)
                         return
             time.sleep(0.05)
 
+    def _kill_when_ready(self, process: psutil.Process) -> None:
+        made_progress = self.progress()  # armed now: what the process does from its start on
+        while process.is_running() and process.status() != psutil.STATUS_ZOMBIE:
+            if made_progress():
+                process.kill()
+                self.killed = True
+                return
+            time.sleep(0.01)
 
-def kill_process_once_started(marker: str, *, after_s: float) -> _Killer:
-    """kill -9 this test's child process whose command line holds ``marker``, ``after_s`` after it starts."""
-    killer = _Killer(marker, after_s)
+
+def kill_process_once_started(marker: str, *, progress: Callable[[], Callable[[], bool]]) -> _Killer:
+    """kill -9 this test's child process whose command line holds ``marker`` once it made progress.
+
+    ``progress()`` is called when the process is found and returns what tells that it got somewhere
+    (not a delay: a fast process would finish first and the test would prove nothing); if the
+    process ends before that, ``killed`` stays False."""
+    killer = _Killer(marker, progress)
     killer.start()
     return killer
+
+
+def delta_logs_changed(lake: Path) -> Callable[[], bool]:
+    """Whether a file of any Delta log under ``lake`` was added or removed since this call (a commit,
+    a checkpoint or a log clean-up: a step of the lake's maintenance done)."""
+
+    def listing() -> set[Path]:
+        return {path for log in lake.rglob("_delta_log") for path in log.iterdir()}
+
+    before = listing()
+
+    def changed() -> bool:
+        try:
+            return listing() != before
+        except FileNotFoundError:  # a log file removed while listed: a change
+            return True
+
+    return changed
 
 
 def now() -> datetime.datetime:
