@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from airflow_mysql_cdc.engine.binlog.decoding import json_text as json_text_module
+from airflow_mysql_cdc.engine.binlog.decoding import native
 from airflow_mysql_cdc.engine.binlog.decoding.compiled import _json_reader
 from airflow_mysql_cdc.engine.binlog.decoding.json_text import compiled_json_text, json_text, python_json_text
 from tests.unit.binary_json_encoding import (
@@ -367,7 +367,7 @@ def test_the_pure_python_variable_forces_the_python_path():
         "from airflow_mysql_cdc.engine.binlog.decoding import json_text as m;"
         "print(m.json_text is m.python_json_text)"
     )
-    env = {**os.environ, json_text_module.PURE_PYTHON_VARIABLE: "1"}
+    env = {**os.environ, native.PURE_PYTHON_VARIABLE: "1"}
     result = subprocess.run(
         [sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True
     )
@@ -376,6 +376,6 @@ def test_the_pure_python_variable_forces_the_python_path():
 
 @needs_extension
 def test_the_compiled_path_is_used_when_built_and_not_turned_off():
-    if os.environ.get(json_text_module.PURE_PYTHON_VARIABLE, "") not in ("", "0"):
-        pytest.skip(f"{json_text_module.PURE_PYTHON_VARIABLE} is set in this run")
+    if native.pure_python_requested():
+        pytest.skip(f"{native.PURE_PYTHON_VARIABLE} is set in this run")
     assert json_text is not python_json_text

@@ -265,10 +265,10 @@ def _emit_date(source: _Source, index: int, library_column: Any, column: ColumnT
     source.add(indent, f"v_{index} = DATE(data[pos] | data[pos + 1] << 8 | data[pos + 2] << 16)", "pos += 3")
 
 
-_TEMPORAL_LAYOUTS = {
-    ("datetime", FIELD_TYPE.DATETIME2): (_datetime2, 5),
-    ("timestamp", FIELD_TYPE.TIMESTAMP2): (_timestamp2, 4),
-    ("time", FIELD_TYPE.TIME2): (_time2, 3),
+_TEMPORAL_LAYOUTS = {  # the Python reader's maker, the bytes before the fraction, the compiled reader
+    ("datetime", FIELD_TYPE.DATETIME2): (_datetime2, 5, "datetime2"),
+    ("timestamp", FIELD_TYPE.TIMESTAMP2): (_timestamp2, 4, "timestamp2"),
+    ("time", FIELD_TYPE.TIME2): (_time2, 3, None),
 }
 
 
@@ -276,11 +276,10 @@ def _emit_temporal(source: _Source, index: int, library_column: Any, column: Col
     layout = _TEMPORAL_LAYOUTS.get((column.kind, library_column.type))
     if layout is None:
         raise UncompilableColumn(f"pre-5.6.4 {column.kind.upper()} format")
-    make, size = layout
+    make, size, compiled_name = layout
     advance = f"pos += {size + (column.fsp + 1) // 2}"
-    native = getattr(ROW_VALUES, make.__name__.lstrip("_"), None) if column.kind != "time" else None
-    if native is not None:  # compiled (:mod:`.native`): the same datetime
-        read = source.bind("T", index, native)
+    if ROW_VALUES is not None and compiled_name is not None:  # compiled (:mod:`.native`): the same datetime
+        read = source.bind("T", index, getattr(ROW_VALUES, compiled_name))
         source.add(indent, f"v_{index} = {read}(data, pos, {column.fsp})", advance)
         return
     read = source.bind("T", index, make(column.fsp))

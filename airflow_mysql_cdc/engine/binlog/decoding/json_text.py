@@ -20,10 +20,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from airflow_mysql_cdc.engine.binlog.decoding.binary_json import binary_json_value
-from airflow_mysql_cdc.engine.binlog.decoding.native import PURE_PYTHON_VARIABLE, pure_python_requested
+from airflow_mysql_cdc.engine.binlog.decoding.native import pure_python_requested
 from airflow_mysql_cdc.engine.mysql.normalise import canonical_json
-
-__all__ = ["PURE_PYTHON_VARIABLE", "compiled_json_text", "json_text", "python_json_text"]
 
 
 def python_json_text(payload: bytes) -> str:
