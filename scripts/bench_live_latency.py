@@ -11,7 +11,6 @@ p50/p95/max of (seen - committed) for the default live configuration. Usage (san
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 from pathlib import Path
 
@@ -39,8 +38,7 @@ def main() -> None:
     print(f"rows seen in Delta: {len(live.exact)}")
     for name, latencies in (("to the Delta commit", live.exact), ("polled every 100 ms", live.polled)):
         print(
-            f"commit-to-Delta latency ({name}): p50 {statistics.median(latencies):.2f}s, "
-            f"p95 {benchmarks.percentile(latencies, 0.95):.2f}s, max {max(latencies):.2f}s "
+            f"commit-to-Delta latency ({name}): {benchmarks.spread(latencies)} "
             f"(batch_max_seconds={defaults.batch_max_seconds}, heartbeat_s={defaults.heartbeat_s})"
         )
 

@@ -405,7 +405,8 @@ def _first_commit_holding_each_row(target: str) -> dict[int, float]:
     return visible
 
 
-def _spread(latencies: list[float]) -> str:
+def spread(latencies: list[float]) -> str:
+    """p50, p95 and max of a list of latencies in seconds, as figure 5 prints them."""
     return (
         f"p50 {statistics.median(latencies):.2f}s, p95 {percentile(latencies, 0.95):.2f}s, "
         f"max {max(latencies):.2f}s"
@@ -620,9 +621,9 @@ def main(argv: list[str] | None = None) -> int:
         if "live" not in skip:
             live = live_latencies(endpoint, args.live_seconds)
             print(
-                f"5. live commit-to-Delta latency over {len(live.exact)} rows: {_spread(live.exact)} "
+                f"5. live commit-to-Delta latency over {len(live.exact)} rows: {spread(live.exact)} "
                 f"(to the Delta commit holding each row); polled every 100 ms as recorded before: "
-                f"{_spread(live.polled)}  [{machine_load()}]"
+                f"{spread(live.polled)}  [{machine_load()}]"
             )
         if "check" not in skip:
             bench_batch_check = _load_script("bench_batch_check")
